@@ -1,0 +1,80 @@
+#!/usr/bin/env node
+/**
+ * @module The `svc` command line (DESIGN §3a): parses argv with commander, calls one public function
+ * of the generator or runtime, prints, and maps failures to a one-line reason and a non-zero exit.
+ */
+import { Command, InvalidArgumentError } from 'commander';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { DefinitionError, formatDiagnostic, generate, initApp } from '../generator/index.js';
+import { diffDatamodels, migrateApp, startServer } from '../runtime/index.js';
+
+function fail(err: unknown): never {
+  if (err instanceof DefinitionError) {
+    for (const d of err.diagnostics) process.stderr.write(`${formatDiagnostic(d)}\n`);
+    process.stderr.write(`svc: ${err.message}\n`);
+  } else {
+    const message = err instanceof Error ? err.message : String(err);
+    process.stderr.write(`svc: ${message.split('\n')[0]}\n`);
+  }
+  process.exit(1);
+}
+
+function port(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number (0-65535)');
+  return n;
+}
+
+const program = new Command('svc')
+  .description('svc: a folder of JSON definitions becomes a complete API')
+  .version(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version)
+  .showHelpAfterError();
+
+program.command('init')
+  .description('write a working example app into <dir>')
+  .argument('<dir>', 'folder to create (its name becomes the api-name)')
+  .action((dir: string) => {
+    const files = initApp(dir);
+    process.stdout.write(`svc: wrote ${files.length} files to ${dir}\nnext: svc generate ${dir} && svc serve ${dir}\n`);
+  });
+
+program.command('generate')
+  .description('validate every definition, emit .svc/, and write a migration when the model changed')
+  .argument('[dir]', 'app folder', '.')
+  .option('--name <migration>', 'name of the migration written if the model changed')
+  .action(async (dir: string, opts: { name?: string }) => {
+    const result = await generate({ appDir: dir, migrationName: opts.name, diffDatamodels });
+    process.stdout.write(`svc: generated ${join(dir, '.svc')} (${result.manifest.collections.length} collections, ${result.manifest.provider})\n`);
+    process.stdout.write(result.migration ? `svc: new migration migrations/${result.manifest.provider}/${result.migration}\n` : 'svc: no model change, no new migration\n');
+  });
+
+program.command('migrate')
+  .description('apply pending migrations (serve does this too at start)')
+  .argument('[dir]', 'app folder', '.')
+  .action(async (dir: string) => {
+    const applied = await migrateApp(dir);
+    process.stdout.write(applied.length ? `svc: applied ${applied.join(', ')}\n` : 'svc: database is up to date\n');
+  });
+
+program.command('serve')
+  .description('serve the app (applies pending migrations first); SIGTERM drains and exits')
+  .argument('[dir]', 'app folder', '.')
+  .option('--port <n>', 'TCP port (0 picks a free one; default: PORT, then svc.json port)', port)
+  .option('--host <address>', 'interface to listen on (default: HOST, then 127.0.0.1)')
+  .action(async (dir: string, opts: { port?: number; host?: string }) => {
+    const server = await startServer({ appDir: resolve(dir), port: opts.port, host: opts.host });
+    process.stdout.write(`svc: serving ${server.manifest.name} at ${server.url}\n`);
+    const stop = () => { server.close().then(() => process.exit(0), () => process.exit(1)); };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+
+program.command('openapi')
+  .description('print the OpenAPI document of the app (run svc generate first)')
+  .argument('[dir]', 'app folder', '.')
+  .action((dir: string) => {
+    process.stdout.write(readFileSync(join(dir, '.svc', 'openapi.json'), 'utf8'));
+  });
+
+program.parseAsync(process.argv).catch(fail);

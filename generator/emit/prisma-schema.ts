@@ -1,0 +1,93 @@
+/**
+ * @module Emits `.svc/schema.prisma` from the app model with the type mapping of DESIGN §3:
+ * system fields, exact decimals, dates, uuids on PostgreSQL, one foreign key and index per lookup.
+ */
+import type { AppManifest, Collection, Property } from '../../runtime/index.js';
+import { renderTemplate } from '../render/render-template.js';
+
+interface FieldView { name: string; type: string; attributes: string }
+
+/** Name of the generated Prisma relation field beside a lookup's scalar column (`customer__ref`). */
+export const relationFieldName = (property: string): string => `${property}__ref`;
+
+/** Name of the generated back-relation on a lookup's target (`Order__customer`). */
+const backRelationName = (collection: string, property: string): string => `${collection}__${property}`;
+
+const relationName = (collection: string, property: string): string => `${collection}_${property}`;
+
+/** The Prisma delegate name the generated client exposes for a model (`OrderLine` → `orderLine`). */
+export const delegateName = (model: string): string => model[0].toLowerCase() + model.slice(1);
+
+function scalarType(p: Property, pg: boolean): { type: string; native: string } {
+  switch (p.type) {
+    case 'string': return { type: 'String', native: '' };
+    case 'text': return { type: 'String', native: pg ? '@db.Text' : '' };
+    case 'integer': return { type: 'Int', native: '' };
+    case 'decimal': return { type: 'Decimal', native: pg ? '@db.Decimal(65, 30)' : '' };
+    case 'boolean': return { type: 'Boolean', native: '' };
+    case 'date': return { type: 'DateTime', native: pg ? '@db.Date' : '' };
+    case 'date-time': return { type: 'DateTime', native: pg ? '@db.Timestamptz(3)' : '' };
+    case 'guid': case 'lookup': return { type: 'String', native: pg ? '@db.Uuid' : '' };
+    case 'blob': return { type: 'String', native: pg ? '@db.Text' : '' };
+  }
+}
+
+function defaultAttribute(p: Property): string {
+  if (p.default === undefined || p.type === 'blob' || p.type === 'lookup') return '';
+  if (p.default === 'now()' && (p.type === 'date-time' || p.type === 'date')) return '@default(now())';
+  if (typeof p.default === 'string') {
+    if (p.type === 'date' || p.type === 'date-time') return `@default("${new Date(p.default).toISOString()}")`;
+    return `@default(${JSON.stringify(p.default)})`;
+  }
+  return `@default(${String(p.default)})`;
+}
+
+function propertyFields(c: Collection, p: Property, pg: boolean): FieldView[] {
+  const { type, native } = scalarType(p, pg);
+  // A blob is optional metadata (set by upload); everything else is NOT NULL exactly when required.
+  const optional = p.required && p.type !== 'blob' ? '' : '?';
+  const attrs = [defaultAttribute(p), native].filter(Boolean).join(' ');
+  const fields: FieldView[] = [{ name: p.name, type: type + optional, attributes: attrs }];
+  if (p.type === 'lookup') {
+    // Required lookups restrict deletion of the target (409); optional ones are cleared (SetNull).
+    const onDelete = p.required ? 'Restrict' : 'SetNull';
+    fields.push({
+      name: relationFieldName(p.name),
+      type: `${p.collection}${optional}`,
+      attributes: `@relation("${relationName(c.name, p.name)}", fields: [${p.name}], references: [id], onDelete: ${onDelete})`,
+    });
+  }
+  return fields;
+}
+
+/**
+ * Builds the Prisma schema text for the manifest's provider.
+ * @returns schema.prisma source; deterministic for a given manifest
+ * Source: DESIGN §3 (property types, system fields), §5 (Prisma 7 `prisma-client` generator).
+ */
+export function emitPrismaSchema(manifest: AppManifest): string {
+  const pg = manifest.provider === 'postgresql';
+  const models = manifest.collections.map((c) => {
+    const fields: FieldView[] = [
+      { name: 'id', type: 'String', attributes: pg ? '@id @db.Uuid' : '@id' },
+      ...c.properties.flatMap((p) => propertyFields(c, p, pg)),
+      { name: 'createdAt', type: 'DateTime', attributes: pg ? '@default(now()) @db.Timestamptz(3)' : '@default(now())' },
+      { name: 'updatedAt', type: 'DateTime', attributes: pg ? '@updatedAt @db.Timestamptz(3)' : '@updatedAt' },
+      { name: 'createdBy', type: 'String?', attributes: '' },
+    ];
+    for (const other of manifest.collections) {
+      for (const p of other.properties) {
+        if (p.type === 'lookup' && p.collection === c.name) {
+          fields.push({
+            name: backRelationName(other.name, p.name),
+            type: `${other.name}[]`,
+            attributes: `@relation("${relationName(other.name, p.name)}")`,
+          });
+        }
+      }
+    }
+    const indexes = c.properties.filter((p) => p.type === 'lookup').map((p) => p.name);
+    return { name: c.name, fields, indexes, width: Math.max(...fields.map((f) => f.name.length)) };
+  });
+  return renderTemplate('schema.prisma.hbs', { provider: manifest.provider, models });
+}

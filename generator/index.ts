@@ -1,0 +1,71 @@
+/**
+ * @module The generator's public entry: `generate(options)` runs load → validate → normalise →
+ * buildFiles → writeFiles → prisma client → migration (DESIGN §2, STYLE §6).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { AppManifest } from '../runtime/index.js';
+import { buildFiles } from './build-files.js';
+import { planMigration, type DiffDatamodels } from './migrate/plan-migration.js';
+import { generatePrismaClient } from './prisma-client.js';
+import { loadAndValidate } from './validate/index.js';
+import { writeFiles } from './write-files.js';
+
+export { buildFiles, type FileMap } from './build-files.js';
+export { writeFiles } from './write-files.js';
+export { migrationsDir, type DiffDatamodels } from './migrate/plan-migration.js';
+export { loadAndValidate } from './validate/index.js';
+export { DefinitionError, formatDiagnostic, type Diagnostic } from './validate/diagnostics.js';
+
+export interface GenerateOptions {
+  /** The app folder. */
+  appDir: string;
+  /** Environment for `DATABASE_URL` / `REDIS_URL` overrides; defaults to `process.env`. */
+  env?: NodeJS.ProcessEnv;
+  /** Name of the migration written when the model changed (`svc generate --name`). */
+  migrationName?: string;
+  /** Computes migration SQL (the runtime's schema engine; injected so the generator never imports the runtime). */
+  diffDatamodels: DiffDatamodels;
+}
+
+export interface GenerateResult {
+  manifest: AppManifest;
+  /** Files of `.svc/` written (changed or new), relative to `.svc/`. */
+  written: string[];
+  /** The migration folder written, or null when the model did not change. */
+  migration: string | null;
+}
+
+/** A database URL the schema engine may open for a diff: SQLite diffs in a throwaway file. */
+function diffUrl(manifest: AppManifest, env: NodeJS.ProcessEnv, scratch: string): string {
+  return manifest.provider === 'sqlite' ? `file:${join(scratch, 'diff.db')}` : (env.DATABASE_URL || manifest.settings.database);
+}
+
+/**
+ * `svc generate`: validates every definition and emits `<appDir>/.svc/` and, when the model changed,
+ * a new migration in `<appDir>/migrations/<provider>/`.
+ * @throws DefinitionError listing every problem (nothing is written then)
+ * @throws Error when Prisma generation or the migration diff fails
+ * Source: DESIGN §3a (`svc generate`), §5 (migrations).
+ */
+export async function generate(options: GenerateOptions): Promise<GenerateResult> {
+  const appDir = resolve(options.appDir);
+  const env = options.env ?? process.env;
+  const { manifest } = await loadAndValidate(appDir, env);
+  const files = buildFiles(manifest);
+  const svcDir = join(appDir, '.svc');
+  const { written } = writeFiles(svcDir, files);
+  await generatePrismaClient(svcDir);
+  const scratch = mkdtempSync(join(tmpdir(), 'svc-diff-'));
+  try {
+    const migration = await planMigration({
+      appDir, provider: manifest.provider, url: diffUrl(manifest, env, scratch), schema: files['schema.prisma'],
+      name: options.migrationName, diffDatamodels: options.diffDatamodels,
+    });
+    return { manifest, written, migration };
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+export { initApp } from './init-app.js';

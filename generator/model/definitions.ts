@@ -1,0 +1,100 @@
+/**
+ * @module TypeScript shapes of definition files that passed their JSON Schema (`schemas/*.schema.json`,
+ * DESIGN §3). Only schema-valid data may be cast to these; optional keys are as written by the author,
+ * before `normaliseModel` fills defaults.
+ */
+import type { AccessMethod, AggregateFunction, PropertyType, TypedField } from '../../runtime/index.js';
+
+export interface RawAccessRule {
+  method: AccessMethod;
+  roleNames: string[];
+}
+
+export interface RawPolicy {
+  roleNames: string[];
+  filter: string;
+}
+
+export interface RawSvcDefinition {
+  name: string;
+  database?: string;
+  port?: number;
+  auth?: { accessTokenTtlSeconds?: number; refreshTokenTtlDays?: number; secureCookies?: boolean };
+  realtime?: { redis?: string };
+  functions?: { allowFetch?: boolean; timeoutMs?: number };
+  agent?: Record<string, unknown>;
+  credits?: Record<string, unknown>;
+}
+
+export interface RawPropertyDefinition {
+  type: PropertyType;
+  required?: boolean;
+  default?: string | number | boolean;
+  description?: string;
+  maxLength?: number;
+  minLength?: number;
+  minimum?: number;
+  maximum?: number;
+  enum?: string[];
+  collection?: string;
+}
+
+export interface RawCollectionDefinition {
+  name: string;
+  description?: string;
+  properties: Record<string, RawPropertyDefinition>;
+  search?: boolean;
+  access?: RawAccessRule[];
+  policies?: RawPolicy[];
+}
+
+export interface RawViewDefinition {
+  name: string;
+  description?: string;
+  collection: string;
+  filter: string;
+  access?: RawAccessRule[];
+}
+
+/** A query field as written: a dot path, or `{ "<aggregate>": "<path>" }` with exactly one key. */
+export type RawQueryField = string | Partial<Record<AggregateFunction, string>>;
+
+export interface RawQueryDefinition {
+  name: string;
+  description?: string;
+  from: string;
+  filter?: string;
+  groupBy?: string[];
+  fields: Record<string, RawQueryField>;
+  access?: RawAccessRule[];
+}
+
+export interface RawFunctionDefinition {
+  name: string;
+  description?: string;
+  enabled?: boolean;
+  functionTypeId: 1 | 2;
+  endpoint: string;
+  queryParams?: TypedField[];
+  requestBody?: TypedField[];
+  responseFields?: TypedField[];
+  access?: Partial<Record<'GET' | 'POST' | 'PUT' | 'DELETE', string[]>>;
+}
+
+export interface RawExternalDefinition {
+  name: string;
+  description?: string;
+  url: string;
+  connection?: Record<string, unknown>;
+  access?: RawAccessRule[];
+}
+
+/** Aggregate functions of query fields, in the order they are documented (DESIGN §3). */
+export const AGGREGATE_FUNCTIONS: readonly AggregateFunction[] = ['count', 'sum', 'avg', 'min', 'max'];
+
+/** Splits a query field into its aggregate (undefined for a plain path) and its path. */
+export function splitQueryField(field: RawQueryField): { aggregate?: AggregateFunction; path: string } {
+  if (typeof field === 'string') return { path: field };
+  const aggregate = AGGREGATE_FUNCTIONS.find((a) => field[a] !== undefined) ?? 'count';
+  return { aggregate, path: field[aggregate] ?? '' };
+}

@@ -1,0 +1,197 @@
+/**
+ * @module Normalises a validated app (`RawApp`) into the app model `AppManifest` (`.svc/manifest.json`):
+ * every default filled (DESIGN §3), every list sorted by name in code-unit order, child relations derived
+ * from lookups, and the database provider decided from the database URL. Pure and deterministic: the same
+ * input gives a deep-equal output, with fixed key order.
+ */
+import type {
+  AccessRule, AppManifest, AppSettings, ChildRelation, Collection, DatabaseProvider, ExternalCollection,
+  FunctionDefinition, Policy, Property, Query, QueryField, TypedField, View,
+} from '../../runtime/index.js';
+import type { RawApp, RawFile } from '../load/load-app.js';
+import { DefinitionError } from '../validate/diagnostics.js';
+import {
+  splitQueryField, type RawAccessRule, type RawCollectionDefinition, type RawExternalDefinition,
+  type RawFunctionDefinition, type RawPropertyDefinition, type RawQueryDefinition, type RawSvcDefinition,
+  type RawViewDefinition,
+} from './definitions.js';
+
+const byCodeUnit = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+const FUNCTION_METHODS = ['GET', 'POST', 'PUT', 'DELETE'] as const;
+
+/** The provider of a database URL: `file:` → sqlite, `postgres://` / `postgresql://` → postgresql, else null. */
+export function databaseProvider(url: string): DatabaseProvider | null {
+  if (url.startsWith('file:')) return 'sqlite';
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) return 'postgresql';
+  return null;
+}
+
+/** An environment variable, with an empty value treated as unset (as the runtime does). */
+export function envValue(env: NodeJS.ProcessEnv, key: string): string | undefined {
+  const v = env[key];
+  return v === undefined || v === '' ? undefined : v;
+}
+
+/**
+ * The database URL of an app and where it came from: env `DATABASE_URL`, else svc.json `database`, else
+ * `file:./data/<name>.db` (DESIGN §3).
+ */
+export function resolveDatabaseUrl(
+  svc: { name: string; database?: string }, env: NodeJS.ProcessEnv,
+): { url: string; source: 'DATABASE_URL' | 'svc.json' | 'default' } {
+  const fromEnv = envValue(env, 'DATABASE_URL');
+  if (fromEnv !== undefined) return { url: fromEnv, source: 'DATABASE_URL' };
+  if (svc.database !== undefined) return { url: svc.database, source: 'svc.json' };
+  return { url: `file:./data/${svc.name}.db`, source: 'default' };
+}
+
+/** Copies the optional keys of `from` that are present, in the order of `keys`. */
+function pick<T extends object, K extends keyof T>(from: T, keys: readonly K[]): Partial<Pick<T, K>> {
+  const out: Partial<Pick<T, K>> = {};
+  for (const k of keys) if (from[k] !== undefined) out[k] = structuredClone(from[k]);
+  return out;
+}
+
+function dataOf<T>(files: RawFile[]): T[] {
+  return files.map((f) => f.data as T).sort((a, b) => byCodeUnit((a as { name: string }).name, (b as { name: string }).name));
+}
+
+const accessRules = (rules: RawAccessRule[] | undefined): AccessRule[] =>
+  (rules ?? []).map((r) => ({ method: r.method, roleNames: [...r.roleNames] }));
+
+/**
+ * Settings as written in svc.json with defaults applied. Environment overrides (`DATABASE_URL`,
+ * `REDIS_URL`) are applied by the runtime at start, never written here: they may carry passwords.
+ */
+function settingsOf(svc: RawSvcDefinition): AppSettings {
+  const redis = svc.realtime?.redis;
+  return {
+    database: svc.database ?? `file:./data/${svc.name}.db`,
+    port: svc.port ?? 3000,
+    auth: {
+      accessTokenTtlSeconds: svc.auth?.accessTokenTtlSeconds ?? 3600,
+      refreshTokenTtlDays: svc.auth?.refreshTokenTtlDays ?? 70,
+      secureCookies: svc.auth?.secureCookies ?? false,
+    },
+    realtime: redis === undefined ? {} : { redis },
+    functions: { allowFetch: svc.functions?.allowFetch ?? false, timeoutMs: svc.functions?.timeoutMs ?? 30000 },
+    agent: structuredClone(svc.agent ?? {}),
+    credits: structuredClone(svc.credits ?? {}),
+  };
+}
+
+function propertyOf(name: string, p: RawPropertyDefinition): Property {
+  return {
+    name,
+    type: p.type,
+    required: p.required ?? false,
+    ...pick(p, ['default', 'description', 'maxLength', 'minLength', 'minimum', 'maximum', 'enum', 'collection']),
+  };
+}
+
+/** Child relations per target collection, from every lookup, sorted by key (SPEC §4.4). */
+function childrenOf(collections: RawCollectionDefinition[]): Map<string, ChildRelation[]> {
+  const children = new Map<string, ChildRelation[]>();
+  for (const c of collections) {
+    for (const [field, p] of Object.entries(c.properties)) {
+      if (p.type !== 'lookup' || p.collection === undefined) continue;
+      const list = children.get(p.collection) ?? [];
+      list.push({ key: `${c.name}.${field}`, collection: c.name, field });
+      children.set(p.collection, list);
+    }
+  }
+  for (const list of children.values()) list.sort((a, b) => byCodeUnit(a.key, b.key));
+  return children;
+}
+
+function collectionOf(c: RawCollectionDefinition, children: ChildRelation[]): Collection {
+  return {
+    name: c.name,
+    ...pick(c, ['description']),
+    properties: Object.entries(c.properties).map(([name, p]) => propertyOf(name, p)),
+    search: c.search ?? false,
+    access: accessRules(c.access),
+    policies: (c.policies ?? []).map((p): Policy => ({ roleNames: [...p.roleNames], filter: p.filter })),
+    children,
+  };
+}
+
+function viewOf(v: RawViewDefinition): View {
+  return {
+    name: v.name, ...pick(v, ['description']), collection: v.collection, filter: v.filter,
+    access: v.access === undefined ? null : accessRules(v.access),
+  };
+}
+
+function queryOf(q: RawQueryDefinition): Query {
+  const fields: Record<string, QueryField> = {};
+  for (const [name, field] of Object.entries(q.fields)) {
+    const { aggregate, path } = splitQueryField(field);
+    fields[name] = aggregate ? { aggregate, path } : { path };
+  }
+  return {
+    name: q.name, ...pick(q, ['description']), from: q.from, ...pick(q, ['filter']),
+    ...(q.groupBy?.length ? { groupBy: [...q.groupBy] } : {}),
+    fields, access: accessRules(q.access),
+  };
+}
+
+const typedFields = (fields: TypedField[] | undefined): TypedField[] =>
+  (fields ?? []).map((f) => ({ name: f.name, type: f.type, ...pick(f, ['isRequired', 'spec']) }));
+
+function functionOf(f: RawFunctionDefinition): FunctionDefinition {
+  const access: Record<string, string[]> = {};
+  for (const m of FUNCTION_METHODS) if (f.access?.[m]) access[m] = [...f.access[m]];
+  return {
+    name: f.name, ...pick(f, ['description']), enabled: f.enabled ?? true, functionTypeId: f.functionTypeId,
+    endpoint: f.endpoint, queryParams: typedFields(f.queryParams), requestBody: typedFields(f.requestBody),
+    responseFields: typedFields(f.responseFields), access,
+  };
+}
+
+function externalOf(e: RawExternalDefinition): ExternalCollection {
+  return {
+    name: e.name, ...pick(e, ['description']), url: e.url,
+    connection: structuredClone(e.connection ?? { type: 'none' }), access: accessRules(e.access),
+  };
+}
+
+/**
+ * Builds the app model from a loaded app that validated without diagnostics.
+ * @param raw - from `loadApp`, already checked by `validateApp` (files are cast to their definition types)
+ * @param env - `DATABASE_URL` and `REDIS_URL` override svc.json `database` and `realtime.redis`; nothing
+ *   else is read from the environment, and no secret goes into the model
+ * @returns the manifest: settings with defaults (port 3000, auth 3600 s / 70 days / insecure cookies,
+ *   functions no fetch / 30000 ms), provider from the database URL, definitions sorted by name, each
+ *   collection's `children` derived from the lookups pointing at it
+ * @throws DefinitionError (`DEF_MISSING_SVC_JSON`, `DEF_UNSUPPORTED_DATABASE_URL`) when svc.json is missing
+ *   or the database URL is not SQLite/PostgreSQL — `validateApp` reports these first
+ * Source: DESIGN §3 (app folder, defaults), `runtime/manifest.ts` (the model).
+ */
+export function normaliseModel(raw: RawApp, env: NodeJS.ProcessEnv): AppManifest {
+  if (!raw.svc) {
+    throw new DefinitionError([{ code: 'DEF_MISSING_SVC_JSON', file: 'svc.json', path: '', message: 'svc.json not found' }]);
+  }
+  const svc = raw.svc.data as RawSvcDefinition;
+  const { url, source } = resolveDatabaseUrl(svc, env);
+  const provider = databaseProvider(url);
+  if (!provider) {
+    throw new DefinitionError([{
+      code: 'DEF_UNSUPPORTED_DATABASE_URL', file: 'svc.json', path: source === 'svc.json' ? '/database' : '',
+      message: `${source === 'DATABASE_URL' ? 'DATABASE_URL' : 'database'} must start with file:, postgres:// or postgresql://`,
+    }]);
+  }
+  const collections = dataOf<RawCollectionDefinition>(raw.collections);
+  const children = childrenOf(collections);
+  return {
+    manifestVersion: 1,
+    name: svc.name,
+    provider,
+    settings: settingsOf(svc),
+    collections: collections.map((c) => collectionOf(c, children.get(c.name) ?? [])),
+    views: dataOf<RawViewDefinition>(raw.views).map(viewOf),
+    queries: dataOf<RawQueryDefinition>(raw.queries).map(queryOf),
+    functions: dataOf<RawFunctionDefinition>(raw.functions).map(functionOf),
+    externals: dataOf<RawExternalDefinition>(raw.externals).map(externalOf),
+  };
+}

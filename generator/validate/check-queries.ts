@@ -1,0 +1,84 @@
+/**
+ * @module Cross-file checks of one query (DESIGN §3 "Query"): `from` is a collection, every field and
+ * `groupBy` path walks real properties (through lookups only), aggregates fit their paths, and with
+ * `groupBy` every plain field is a group key or reached through one.
+ */
+import type { PropertyType } from '../../runtime/index.js';
+import { splitQueryField, type RawQueryDefinition } from '../model/definitions.js';
+import { SYSTEM_FIELD_NAMES } from './check-properties.js';
+import { pointer, type Diagnostic } from './diagnostics.js';
+import { collectionRefProblem, type ModelIndex } from './model-index.js';
+
+const SYSTEM_FIELD_TYPES: Record<string, PropertyType> = {
+  id: 'guid', createdAt: 'date-time', updatedAt: 'date-time', createdBy: 'guid',
+};
+
+/** Result of walking a dot path: the last segment's type (undefined when unknown), or a problem. */
+type PathResult = { type?: PropertyType; problem?: { code: string; message: string } };
+
+/** Walks `path` from collection `from`: every segment but the last must be a lookup. */
+function resolvePath(index: ModelIndex, from: string, path: string): PathResult {
+  const segments = path.split('.');
+  let current = index.collection(from);
+  let currentName = from;
+  for (let i = 0; i < segments.length; i++) {
+    if (!current) return {}; // target missing or schema-invalid: reported elsewhere
+    const seg = segments[i];
+    const isLast = i === segments.length - 1;
+    // hasOwn: a path segment such as `constructor` must not find Object.prototype members
+    const prop = Object.hasOwn(current.properties, seg) ? current.properties[seg] : undefined;
+    const type = prop?.type ?? (SYSTEM_FIELD_NAMES.includes(seg) ? SYSTEM_FIELD_TYPES[seg] : undefined);
+    if (!type) {
+      return { problem: { code: 'DEF_UNKNOWN_QUERY_PATH', message: `path "${path}": "${seg}" is not a property of ${currentName}` } };
+    }
+    if (isLast) return { type };
+    if (type !== 'lookup' || !prop?.collection) {
+      return { problem: { code: 'DEF_PATH_NOT_LOOKUP', message: `path "${path}": "${seg}" of ${currentName} is not a lookup, so the path cannot continue past it` } };
+    }
+    currentName = prop.collection;
+    current = index.collection(prop.collection);
+  }
+  return {};
+}
+
+/**
+ * Checks one schema-valid query against the model.
+ * @returns diagnostics `DEF_UNKNOWN_COLLECTION`, `DEF_NOT_A_COLLECTION`, `DEF_UNKNOWN_QUERY_PATH`,
+ *   `DEF_PATH_NOT_LOOKUP`, `DEF_AGGREGATE_TYPE`, `DEF_FIELD_NOT_GROUPED`, `DEF_RESERVED_FIELD_NAME`
+ */
+export function checkQuery(index: ModelIndex, file: string, q: RawQueryDefinition): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  const at = (code: string, message: string, path: string): void => {
+    out.push({ code, message, file, path });
+  };
+  const fromProblem = collectionRefProblem(index, 'from', q.from);
+  if (fromProblem) {
+    at(fromProblem.code, fromProblem.message, '/from');
+    return out; // paths cannot be checked without the collection
+  }
+  const groupBy = q.groupBy ?? [];
+  groupBy.forEach((path, i) => {
+    const r = resolvePath(index, q.from, path);
+    if (r.problem) at(r.problem.code, r.problem.message, pointer('groupBy', i));
+  });
+  for (const [name, field] of Object.entries(q.fields)) {
+    const { aggregate, path } = splitQueryField(field);
+    const where = aggregate ? pointer('fields', name, aggregate) : pointer('fields', name);
+    if (name === 'id') {
+      at('DEF_RESERVED_FIELD_NAME', `field "id" is reserved: every query row has an id (the row id, or the group key with groupBy)`, pointer('fields', name));
+    }
+    const r = resolvePath(index, q.from, path);
+    if (r.problem) {
+      at(r.problem.code, r.problem.message, where);
+      continue;
+    }
+    if ((aggregate === 'sum' || aggregate === 'avg') && r.type && r.type !== 'integer' && r.type !== 'decimal') {
+      at('DEF_AGGREGATE_TYPE', `${aggregate} needs an integer or decimal path; "${path}" is ${r.type}`, where);
+    }
+    if (groupBy.length && !aggregate && !groupBy.some((g) => path === g || path.startsWith(`${g}.`))) {
+      at('DEF_FIELD_NOT_GROUPED',
+        `field "${name}" (path "${path}") must be a groupBy path, reached through one, or an aggregate (count, sum, avg, min, max)`, where);
+    }
+  }
+  return out;
+}

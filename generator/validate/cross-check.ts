@@ -1,0 +1,146 @@
+/**
+ * @module Model checks across definition files (DESIGN §3, §4; SPEC §2, §5.7): file names match definition
+ * names, names are unique, lookups and view/query bases name collections, system names and `_CREATOR` in
+ * LISTEN are refused, functions have `/<name>` endpoints, scalar inputs and a code file, and the database
+ * URL has a supported provider. Every problem is reported; none stops the others. Per-file checks run only
+ * on schema-valid files (their data has the shape the checks read); names of invalid files still count
+ * for uniqueness and references, so one broken file does not cascade into errors elsewhere.
+ */
+import type { RawApp } from '../load/load-app.js';
+import type {
+  RawAccessRule, RawCollectionDefinition, RawExternalDefinition, RawFunctionDefinition, RawQueryDefinition,
+  RawSvcDefinition, RawViewDefinition,
+} from '../model/definitions.js';
+import { databaseProvider, resolveDatabaseUrl } from '../model/normalise.js';
+import { checkProperty } from './check-properties.js';
+import { checkQuery } from './check-queries.js';
+import { pointer, type Diagnostic } from './diagnostics.js';
+import { buildModelIndex, collectionRefProblem, type ModelIndex } from './model-index.js';
+
+/** Types a function may take as input (SPEC §2 "Function definition"). */
+export const SCALAR_INPUT_TYPES: readonly string[] = [
+  'string', 'integer', 'decimal', 'guid', 'boolean', 'date', 'date-time', 'text',
+];
+
+const FOLDER_OF = { collection: 'collections', view: 'views', query: 'queries', function: 'functions', external: 'external' };
+
+/**
+ * Runs every cross-file check.
+ * @param invalidFiles - files that failed their JSON Schema: skipped by per-file checks
+ * @returns diagnostics (codes: `DEF_FILE_NAME_MISMATCH`, `DEF_DUPLICATE_NAME`, `DEF_UNKNOWN_COLLECTION`,
+ *   `DEF_NOT_A_COLLECTION`, `DEF_CREATOR_IN_LISTEN`, `DEF_ENDPOINT_MISMATCH`, `DEF_INPUT_TYPE_NOT_SCALAR`,
+ *   `DEF_MISSING_FUNCTION_CODE`, `DEF_UNSUPPORTED_DATABASE_URL`, and those of `checkProperty`/`checkQuery`)
+ * Source: DESIGN §3, §4 "Function details"; SPEC §2, §5.7.
+ */
+export function crossCheck(raw: RawApp, env: NodeJS.ProcessEnv, invalidFiles: Set<string>): Diagnostic[] {
+  const index = buildModelIndex(raw, invalidFiles);
+  const out: Diagnostic[] = [...checkNames(index), ...checkDatabase(raw, env)];
+  for (const d of index.all) {
+    if (!d.isValid) continue;
+    switch (d.kind) {
+      case 'collection': out.push(...checkCollection(index, d.file, d.data as RawCollectionDefinition)); break;
+      case 'view': out.push(...checkView(index, d.file, d.data as RawViewDefinition)); break;
+      case 'query': {
+        const q = d.data as RawQueryDefinition;
+        out.push(...checkQuery(index, d.file, q), ...checkListen(d.file, q.access));
+        break;
+      }
+      case 'function': {
+        const codeFile = raw.functions.find((f) => f.file === d.file)?.codeFile ?? null;
+        out.push(...checkFunction(d.file, d.data as RawFunctionDefinition, codeFile));
+        break;
+      }
+      case 'external': out.push(...checkListen(d.file, (d.data as RawExternalDefinition).access)); break;
+    }
+  }
+  return out;
+}
+
+function checkNames(index: ModelIndex): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  const first = new Map<string, { name: string; file: string }>();
+  for (const d of index.all) {
+    const base = d.file.slice(FOLDER_OF[d.kind].length + 1, -'.json'.length);
+    if (base !== d.name) {
+      out.push({ code: 'DEF_FILE_NAME_MISMATCH', file: d.file, path: '/name',
+        message: `name "${d.name}" must match the file name: rename the file to ${FOLDER_OF[d.kind]}/${d.name}.json or the name to "${base}"` });
+    }
+    // Case-insensitive: table names clash on SQLite and on case-insensitive file systems.
+    const key = d.name.toLowerCase();
+    const prev = first.get(key);
+    if (!prev) {
+      first.set(key, { name: d.name, file: d.file });
+    } else {
+      out.push({ code: 'DEF_DUPLICATE_NAME', file: d.file, path: '/name',
+        message: prev.name === d.name
+          ? `name "${d.name}" is already used by ${prev.file}`
+          : `name "${d.name}" differs only in letter case from "${prev.name}" in ${prev.file}` });
+    }
+  }
+  return out;
+}
+
+function checkDatabase(raw: RawApp, env: NodeJS.ProcessEnv): Diagnostic[] {
+  const svc = raw.svc?.data as Partial<RawSvcDefinition> | undefined;
+  const name = typeof svc?.name === 'string' ? svc.name : 'app';
+  const database = typeof svc?.database === 'string' ? svc.database : undefined;
+  const { url, source } = resolveDatabaseUrl({ name, database }, env);
+  if (databaseProvider(url)) return [];
+  const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:/.exec(url)?.[0]; // never echo the URL: it may carry a password
+  const what = source === 'DATABASE_URL' ? 'environment variable DATABASE_URL' : 'database';
+  return [{ code: 'DEF_UNSUPPORTED_DATABASE_URL', file: 'svc.json', path: source === 'svc.json' ? '/database' : '',
+    message: `${what} must start with file: (SQLite), postgres:// or postgresql:// (PostgreSQL)${scheme ? `; got "${scheme}"` : ''}` }];
+}
+
+function checkListen(file: string, access: RawAccessRule[] | undefined): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  (access ?? []).forEach((rule, i) => {
+    if (rule.method !== 'LISTEN') return;
+    rule.roleNames.forEach((role, j) => {
+      if (role === '_CREATOR') {
+        out.push({ code: 'DEF_CREATOR_IN_LISTEN', file, path: pointer('access', i, 'roleNames', j),
+          message: '_CREATOR may not be granted LISTEN: a subscription does not narrow to own rows and would deliver the whole collection stream' });
+      }
+    });
+  });
+  return out;
+}
+
+function checkCollection(index: ModelIndex, file: string, c: RawCollectionDefinition): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  for (const [name, p] of Object.entries(c.properties)) {
+    out.push(...checkProperty(file, name, p));
+    if (p.type === 'lookup' && p.collection !== undefined) {
+      const problem = collectionRefProblem(index, 'lookup target', p.collection);
+      if (problem) out.push({ ...problem, file, path: pointer('properties', name, 'collection') });
+    }
+  }
+  return [...out, ...checkListen(file, c.access)];
+}
+
+function checkView(index: ModelIndex, file: string, v: RawViewDefinition): Diagnostic[] {
+  const problem = collectionRefProblem(index, 'base collection', v.collection);
+  return [...(problem ? [{ ...problem, file, path: '/collection' }] : []), ...checkListen(file, v.access)];
+}
+
+function checkFunction(file: string, f: RawFunctionDefinition, codeFile: string | null): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  if (f.endpoint !== `/${f.name}`) {
+    out.push({ code: 'DEF_ENDPOINT_MISMATCH', file, path: '/endpoint',
+      message: `endpoint must be "/${f.name}" (the function is served at /api/${f.name}); got "${f.endpoint}"` });
+  }
+  for (const key of ['queryParams', 'requestBody'] as const) {
+    (f[key] ?? []).forEach((field, i) => {
+      if (!SCALAR_INPUT_TYPES.includes(field.type)) {
+        out.push({ code: 'DEF_INPUT_TYPE_NOT_SCALAR', file, path: pointer(key, i, 'type'),
+          message: `${key} field "${field.name}" has type "${field.type}"; inputs must be scalar (${SCALAR_INPUT_TYPES.join(', ')})` });
+      }
+    });
+  }
+  if (codeFile === null) {
+    const base = file.slice('functions/'.length, -'.json'.length);
+    out.push({ code: 'DEF_MISSING_FUNCTION_CODE', file, path: '',
+      message: `no code file for this function: add functions/${base}.ts (or .tsx, .js, .mjs, .cjs)` });
+  }
+  return out;
+}

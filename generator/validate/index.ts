@@ -1,0 +1,43 @@
+/**
+ * @module The first half of `svc generate` (DESIGN §3a): load an app folder, validate every definition
+ * (JSON syntax, JSON Schema, cross-file model checks), and normalise it to the app model. All problems are
+ * collected and thrown once as a `DefinitionError`.
+ */
+import type { AppManifest } from '../../runtime/index.js';
+import { loadApp, type RawApp } from '../load/load-app.js';
+import { normaliseModel } from '../model/normalise.js';
+import { crossCheck } from './cross-check.js';
+import { DefinitionError, sortDiagnostics, type Diagnostic } from './diagnostics.js';
+import { validateFiles } from './validate-files.js';
+
+export { loadApp, type RawApp, type RawFile, type RawFunctionFile } from '../load/load-app.js';
+export { normaliseModel } from '../model/normalise.js';
+export { DefinitionError, formatDiagnostic, type Diagnostic } from './diagnostics.js';
+
+/**
+ * Every problem of a loaded app: load errors (missing svc.json, invalid JSON), schema errors and
+ * cross-file errors, sorted by file (code-unit order; within a file, in the order found).
+ * @param env - `DATABASE_URL` is checked for a supported provider; defaults to `process.env`
+ * @returns an empty list when the app is valid
+ * Source: DESIGN §3 (definitions), STYLE §4 (diagnostics).
+ */
+export function validateApp(raw: RawApp, env: NodeJS.ProcessEnv = process.env): Diagnostic[] {
+  const { diagnostics, invalidFiles } = validateFiles(raw);
+  if (!raw.svc) invalidFiles.add('svc.json');
+  return sortDiagnostics([...raw.loadDiagnostics, ...diagnostics, ...crossCheck(raw, env, invalidFiles)]);
+}
+
+/**
+ * Loads, validates and normalises an app folder.
+ * @param appDir - the app folder (DESIGN §3)
+ * @param env - `DATABASE_URL`, `REDIS_URL` overrides (DESIGN §3)
+ * @returns the app model and the raw files (the emitters need `RawFunctionFile.codeFile`)
+ * @throws DefinitionError with every diagnostic when anything is wrong
+ * Source: DESIGN §3, §3a (`svc generate`).
+ */
+export async function loadAndValidate(appDir: string, env: NodeJS.ProcessEnv): Promise<{ manifest: AppManifest; raw: RawApp }> {
+  const raw = await loadApp(appDir);
+  const diagnostics = validateApp(raw, env);
+  if (diagnostics.length) throw new DefinitionError(diagnostics);
+  return { manifest: normaliseModel(raw, env), raw };
+}

@@ -1,0 +1,136 @@
+/**
+ * @module Reads of a collection (SPEC §4.1–4.2): list with filter, sort, paging, keyset cursor,
+ * count and select; one item by id; lookup expansion (`lookups=full`). Every statement is compiled
+ * SQL with bound values, run through the Prisma client.
+ */
+import type { AppManifest, Collection } from '../manifest.js';
+import { HttpError } from '../errors.js';
+import { compileFilter } from '../query/filter-compile.js';
+import { parseFilter } from '../query/filter-parser.js';
+import type { ListParams, SortSpec } from '../query/list-params.js';
+import type { Selection } from '../query/select.js';
+import { ident, join, raw, sql, type Sql } from '../query/sql.js';
+import type { Database, PrismaLike } from './database.js';
+import { columnsOf, decodeRow, type Item } from './row-codec.js';
+
+/** What every read needs: the model, the database and the collection read. */
+export interface ReadScope {
+  manifest: AppManifest;
+  db: Database;
+  collection: Collection;
+  /** Extra conditions on alias `t0` (views, policies), ANDed with the request's filter. */
+  conditions?: Sql[];
+  tx?: PrismaLike;
+}
+
+const ALIAS = 't0';
+
+function collectionNamed(manifest: AppManifest, name: string): Collection {
+  return manifest.collections.find((c) => c.name === name)!;
+}
+
+/** The WHERE clause (without the keyword) for a request filter plus the scope's conditions. */
+export function whereClause(scope: ReadScope, filter?: string): Sql {
+  const parts: Sql[] = [...(scope.conditions ?? [])];
+  if (filter !== undefined) {
+    const node = parseFilter(filter);
+    parts.push(compileFilter(node, { manifest: scope.manifest, collection: scope.collection, provider: scope.db.provider, alias: ALIAS }));
+  }
+  return parts.length === 0 ? raw('1=1') : join(parts.map((p) => sql`(${p})`), ' AND ');
+}
+
+const TEXT_TYPES = new Set(['string', 'text']);
+
+/** ORDER BY with NULLs sorting as the largest value and byte-wise string order on both databases. */
+function orderBy(scope: ReadScope, sort: SortSpec | undefined): Sql {
+  if (!sort || sort.property === 'id') return sort?.descending ? raw(`"${ALIAS}"."id" DESC`) : raw(`"${ALIAS}"."id"`);
+  const column = ident(ALIAS, sort.property);
+  const type = scope.collection.properties.find((p) => p.name === sort.property)?.type ?? (sort.property === 'createdBy' ? 'string' : 'date-time');
+  const collate = scope.db.provider === 'postgresql' && TEXT_TYPES.has(type) ? raw(' COLLATE "C"') : raw('');
+  const dir = raw(sort.descending ? ' DESC' : '');
+  return sql`(${column} IS NULL)${dir}, ${column}${collate}${dir}, "${raw(ALIAS)}"."id"`;
+}
+
+function selectList(columns: string[]): Sql {
+  return join(columns.map((c) => ident(ALIAS, c)), ', ');
+}
+
+/**
+ * Replaces each lookup `{ id }` of `items` with the looked-up row (or the selected part of it).
+ * The looked-up row's own lookups stay `{ id }`. Source: SPEC §4.2 `lookups`.
+ */
+export async function expandLookups(scope: ReadScope, items: Item[], selection?: Selection): Promise<void> {
+  for (const p of scope.collection.properties) {
+    if (p.type !== 'lookup' || (selection && !selection.fields.has(p.name))) continue;
+    const ids = [...new Set(items.map((i) => (i[p.name] as { id: string } | null)?.id).filter((id): id is string => !!id))];
+    if (ids.length === 0) continue;
+    const target = collectionNamed(scope.manifest, p.collection!);
+    const nested = selection?.nested.get(p.name);
+    const rows = await scope.db.query(
+      sql`SELECT ${selectList(columnsOf(target, nested))} FROM ${ident(target.name)} AS "${raw(ALIAS)}" WHERE "${raw(ALIAS)}"."id" IN (${join(ids.map((id) => sql`${id}`), ', ')})`,
+      scope.tx,
+    );
+    const byId = new Map(rows.map((r) => [String(r.id), decodeRow(target, r)]));
+    for (const item of items) {
+      const ref = item[p.name] as { id: string } | null;
+      if (ref) item[p.name] = byId.get(ref.id) ?? ref;
+    }
+  }
+}
+
+/**
+ * A page of items and, when asked, the total count.
+ * @throws HttpError INVALID_FILTER (400) for a malformed filter
+ * Source: SPEC §4.2 (paging, keyset cursor, count, select, lookups).
+ */
+export async function listItems(scope: ReadScope, params: ListParams): Promise<{ data: Item[]; count?: number }> {
+  const where = whereClause(scope, params.filter);
+  const from = sql`FROM ${ident(scope.collection.name)} AS "${raw(ALIAS)}" WHERE ${where}`;
+  let count: number | undefined;
+  if (params.count !== 'none') {
+    const [row] = await scope.db.query<{ n: unknown }>(sql`SELECT COUNT(*) AS "n" ${from}`, scope.tx);
+    count = Number(row.n);
+    if (params.count === 'only') return { data: [], count };
+  }
+  const columns = columnsOf(scope.collection, params.selection?.fields);
+  let statement: Sql;
+  if (params.lastKey !== undefined) {
+    // Keyset paging: ordered by id, exclusive cursor, sortBy and pageNo ignored (SPEC §4.2).
+    statement = sql`SELECT ${selectList(columns)} ${from} AND "${raw(ALIAS)}"."id" > ${params.lastKey} ORDER BY "${raw(ALIAS)}"."id" LIMIT ${params.pageSize}`;
+  } else {
+    const offset = (params.pageNo - 1) * params.pageSize;
+    statement = sql`SELECT ${selectList(columns)} ${from} ORDER BY ${orderBy(scope, params.sort)} LIMIT ${params.pageSize} OFFSET ${offset}`;
+  }
+  const rows = await scope.db.query(statement, scope.tx);
+  const data = rows.map((r) => decodeRow(scope.collection, r));
+  if (params.lookups === 'full') await expandLookups(scope, data, params.selection);
+  return { data, count };
+}
+
+/**
+ * One item by id, or null when no visible row has that id.
+ * Source: SPEC §4.1 (GET one).
+ */
+export async function findItem(scope: ReadScope, id: string, options: { selection?: Selection; lookups: 'id' | 'full' }): Promise<Item | null> {
+  const where = whereClause(scope);
+  const columns = columnsOf(scope.collection, options.selection?.fields);
+  const rows = await scope.db.query(
+    sql`SELECT ${selectList(columns)} FROM ${ident(scope.collection.name)} AS "${raw(ALIAS)}" WHERE ${where} AND "${raw(ALIAS)}"."id" = ${id}`,
+    scope.tx,
+  );
+  if (rows.length === 0) return null;
+  const item = decodeRow(scope.collection, rows[0]);
+  if (options.lookups === 'full') await expandLookups(scope, [item], options.selection);
+  return item;
+}
+
+/** Like `findItem`, but a missing row is 404 naming the collection and id. */
+export async function getItem(scope: ReadScope, id: string, options: { selection?: Selection; lookups: 'id' | 'full' }): Promise<Item> {
+  const item = await findItem(scope, id, options);
+  if (!item) throw notFound(scope.collection.name, id);
+  return item;
+}
+
+export function notFound(collection: string, id: string): HttpError {
+  return new HttpError('NOT_FOUND', `${collection} ${JSON.stringify(id)} was not found`);
+}

@@ -1,0 +1,44 @@
+/**
+ * @module Turns database rows into the JSON items of SPEC §2: types normalised the same on SQLite
+ * and PostgreSQL (decimals as numbers, dates as `YYYY-MM-DD`, date-times as ISO 8601 UTC, lookups
+ * as `{ id }` until expanded), keys in a fixed order: `id`, properties, system fields.
+ */
+import type { Collection, Property } from '../manifest.js';
+
+export type Item = Record<string, unknown>;
+export const SYSTEM_COLUMNS = ['createdAt', 'updatedAt', 'createdBy'] as const;
+
+function toDate(v: unknown): Date {
+  return v instanceof Date ? v : new Date(String(v));
+}
+
+/** One stored value → its JSON form for the property's type. */
+export function decodeValue(p: Pick<Property, 'type'>, v: unknown): unknown {
+  if (v === null || v === undefined) return null;
+  switch (p.type) {
+    case 'integer': return Number(v);
+    case 'decimal': return typeof v === 'number' ? v : Number(String(v));
+    case 'boolean': return v === true || v === 1 || v === 1n || v === '1' || v === 't' || v === 'true';
+    case 'date': return toDate(v).toISOString().slice(0, 10);
+    case 'date-time': return toDate(v).toISOString();
+    case 'lookup': return { id: String(v) };
+    case 'blob': return typeof v === 'string' ? JSON.parse(v) : v;
+    default: return String(v);
+  }
+}
+
+/** Column names to read for a collection, optionally restricted to `fields` (always with `id`). */
+export function columnsOf(c: Collection, fields?: ReadonlySet<string>): string[] {
+  const all = ['id', ...c.properties.map((p) => p.name), ...SYSTEM_COLUMNS];
+  return fields ? all.filter((name) => fields.has(name)) : all;
+}
+
+/** A raw row (only the columns read) → an item with normalised values. */
+export function decodeRow(c: Collection, row: Record<string, unknown>): Item {
+  const item: Item = { id: String(row.id) };
+  for (const p of c.properties) if (p.name in row) item[p.name] = decodeValue(p, row[p.name]);
+  if ('createdAt' in row) item.createdAt = decodeValue({ type: 'date-time' }, row.createdAt);
+  if ('updatedAt' in row) item.updatedAt = decodeValue({ type: 'date-time' }, row.updatedAt);
+  if ('createdBy' in row) item.createdBy = row.createdBy === null ? null : String(row.createdBy);
+  return item;
+}

@@ -1,0 +1,143 @@
+/**
+ * @module Writes of a collection (SPEC §4.1): create one or many (atomic), replace (PUT), merge
+ * (PATCH), delete one, bulk delete (atomic). Each request is one transaction: a rejected or failed
+ * write changes nothing. Lookup targets are checked inside the transaction so a dangling id is a 400
+ * naming the property, not a database error.
+ */
+import { v7 as uuidv7 } from 'uuid';
+import type { Collection } from '../manifest.js';
+import { HttpError, type ErrorDetail } from '../errors.js';
+import { UUID } from '../query/list-params.js';
+import { ident, join, sql } from '../query/sql.js';
+import type { Database, PrismaLike } from './database.js';
+import { toPrismaData, validationFailed, type InputChecker, type WriteMode } from './input.js';
+import { notFound } from './read.js';
+
+/** What a write needs: the database, the collection, its Prisma delegate and input checker. */
+export interface WriteScope {
+  db: Database;
+  collection: Collection;
+  delegate: string;
+  checker: InputChecker;
+  /** The caller's identity id, stored in `createdBy` on create (null for anonymous). */
+  callerId: string | null;
+}
+
+interface Delegate {
+  create(args: object): Promise<unknown>;
+  createMany(args: object): Promise<unknown>;
+  update(args: object): Promise<unknown>;
+  delete(args: object): Promise<unknown>;
+  deleteMany(args: object): Promise<{ count: number }>;
+}
+
+const delegateOf = (tx: PrismaLike, name: string) => tx[name] as Delegate;
+
+/** Fails with 400 when a lookup value names no row of its target collection. */
+async function checkLookups(scope: WriteScope, tx: PrismaLike, rows: Record<string, unknown>[], basePaths: string[]): Promise<void> {
+  const details: ErrorDetail[] = [];
+  for (const p of scope.collection.properties) {
+    if (p.type !== 'lookup') continue;
+    const ids = [...new Set(rows.map((r) => r[p.name]).filter((v): v is string => typeof v === 'string'))];
+    if (ids.length === 0) continue;
+    const found = await scope.db.query<{ id: string }>(
+      sql`SELECT "id" FROM ${ident(p.collection!)} WHERE "id" IN (${join(ids.map((id) => sql`${id}`), ', ')})`, tx);
+    const existing = new Set(found.map((r) => String(r.id)));
+    rows.forEach((r, i) => {
+      const v = r[p.name];
+      if (typeof v === 'string' && !existing.has(v)) {
+        details.push({ path: `${basePaths[i]}/${p.name}`, message: `${p.name}: no ${p.collection} with id ${JSON.stringify(v)}` });
+      }
+    });
+  }
+  if (details.length > 0) throw validationFailed(details);
+}
+
+/** Maps Prisma and driver errors that requests can cause; anything else stays a 500. */
+export function mapDatabaseError(err: unknown, collection: string, id?: string): unknown {
+  const e = err as { code?: string; cause?: { kind?: string }; meta?: { driverAdapterError?: { cause?: { kind?: string } } } };
+  const kind = e.meta?.driverAdapterError?.cause?.kind ?? e.cause?.kind;
+  if (e.code === 'P2025') return notFound(collection, id ?? '');
+  if (e.code === 'P2003' || kind === 'ForeignKeyConstraintViolation') {
+    return new HttpError('CONFLICT', `${collection}${id ? ` ${JSON.stringify(id)}` : ''} is still referenced by a required lookup of another row; delete or change those rows first`);
+  }
+  if (e.code === 'P2002' || kind === 'UniqueConstraintViolation') return new HttpError('CONFLICT', `a ${collection} row with the same unique value exists`);
+  return err;
+}
+
+async function inTransaction<T>(scope: WriteScope, fn: (tx: PrismaLike) => Promise<T>, id?: string): Promise<T> {
+  try {
+    return await scope.db.client.$transaction(fn, { timeout: 30_000, maxWait: 10_000 }); // ms
+  } catch (err) {
+    throw mapDatabaseError(err, scope.collection.name, id);
+  }
+}
+
+/**
+ * POST: creates one row (object body) or several (array body), all or nothing.
+ * @returns the new ids in request order
+ * @throws HttpError VALIDATION_FAILED (400) listing every bad value, with `/index/property` paths for arrays
+ * Source: SPEC §4.1 rule 1.
+ */
+export async function createItems(scope: WriteScope, body: unknown): Promise<string[]> {
+  const items = Array.isArray(body) ? body : [body];
+  if (Array.isArray(body) && body.length === 0) throw validationFailed([{ path: '/', message: 'the array must hold at least one object' }]);
+  const basePaths = Array.isArray(body) ? items.map((_, i) => `/${i}`) : [''];
+  const details = items.flatMap((item, i) => scope.checker.check(item, 'create', basePaths[i]));
+  if (details.length > 0) throw validationFailed(details);
+  const rows = items.map((item) => ({
+    id: uuidv7(),
+    ...toPrismaData(scope.collection, item as Record<string, unknown>, 'create'),
+    createdBy: scope.callerId,
+  }));
+  await inTransaction(scope, async (tx) => {
+    await checkLookups(scope, tx, rows, basePaths);
+    if (rows.length === 1) await delegateOf(tx, scope.delegate).create({ data: rows[0] });
+    else await delegateOf(tx, scope.delegate).createMany({ data: rows });
+  });
+  return rows.map((r) => r.id);
+}
+
+/**
+ * PUT (`replace`: omitted properties become their default or null) or PATCH (`merge`).
+ * @throws HttpError NOT_FOUND (404) when no row has the id; VALIDATION_FAILED (400)
+ * Source: SPEC §4.1 rule 3.
+ */
+export async function updateItem(scope: WriteScope, id: string, body: unknown, mode: Exclude<WriteMode, 'create'>): Promise<void> {
+  if (!UUID.test(id)) throw notFound(scope.collection.name, id);
+  const details = scope.checker.check(body, mode, '');
+  if (details.length > 0) throw validationFailed(details);
+  const data = toPrismaData(scope.collection, body as Record<string, unknown>, mode);
+  await inTransaction(scope, async (tx) => {
+    await checkLookups(scope, tx, [data], ['']);
+    await delegateOf(tx, scope.delegate).update({ where: { id: id.toLowerCase() }, data });
+  }, id);
+}
+
+/** DELETE one. @throws HttpError NOT_FOUND (404); CONFLICT (409) when a required lookup still points at it. */
+export async function deleteItem(scope: WriteScope, id: string): Promise<void> {
+  if (!UUID.test(id)) throw notFound(scope.collection.name, id);
+  await inTransaction(scope, (tx) => delegateOf(tx, scope.delegate).delete({ where: { id: id.toLowerCase() } }), id);
+}
+
+/**
+ * Bulk DELETE with a JSON array of ids: all are deleted or none.
+ * @throws HttpError VALIDATION_FAILED (400) for a body that is not a non-empty array of GUIDs;
+ *   NOT_FOUND (404) naming the ids that do not exist (nothing deleted)
+ * Source: SPEC §4.1 rule 2; DESIGN §4 (bulk DELETE with an unknown id → 404).
+ */
+export async function deleteItems(scope: WriteScope, body: unknown): Promise<void> {
+  if (!Array.isArray(body) || body.length === 0) {
+    throw validationFailed([{ path: '/', message: 'the body must be a non-empty JSON array of ids' }]);
+  }
+  const bad = body.map((v, i) => [v, i] as const).filter(([v]) => typeof v !== 'string' || !UUID.test(v));
+  if (bad.length > 0) throw validationFailed(bad.map(([, i]) => ({ path: `/${i}`, message: 'must be a GUID' })));
+  const ids = [...new Set((body as string[]).map((v) => v.toLowerCase()))];
+  await inTransaction(scope, async (tx) => {
+    const { count } = await delegateOf(tx, scope.delegate).deleteMany({ where: { id: { in: ids } } });
+    if (count !== ids.length) {
+      // Throwing inside the transaction rolls the partial delete back.
+      throw new HttpError('NOT_FOUND', `${ids.length - count} of the ${ids.length} ${scope.collection.name} ids were not found; nothing was deleted`);
+    }
+  });
+}

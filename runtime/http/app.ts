@@ -1,0 +1,76 @@
+/**
+ * @module The Express 5 application: JSON body parsing, request ids and logs, the routes of every
+ * generated route module under `/api`, the unknown-route handler and the one error middleware that
+ * writes the DESIGN §4 body. Stack traces never leave the server.
+ */
+import { randomUUID } from 'node:crypto';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import type { AppManifest } from '../manifest.js';
+import { HttpError, toErrorBody } from '../errors.js';
+import type { Database } from '../data/database.js';
+import type { Logger } from '../log.js';
+import { collectionRouter, type CollectionRoutesDefinition } from './collection-routes.js';
+
+export interface AppOptions {
+  manifest: AppManifest;
+  db: Database;
+  logger: Logger;
+  /** Definitions exported by `.svc/routes/*.js`. */
+  routes: CollectionRoutesDefinition[];
+  /** The generated OpenAPI document, served at `/api/_openapi`. */
+  openapi: object;
+}
+
+/** Largest accepted JSON body: 10 MiB. */
+const MAX_BODY = '10mb';
+
+/**
+ * Builds the HTTP application of an app.
+ * Source: SPEC §4 (endpoints), §7 (status codes); DESIGN §4 (error body, unknown route → 404).
+ */
+export function createApp(options: AppOptions): express.Express {
+  const { manifest, logger } = options;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const started = process.hrtime.bigint();
+    const reqId = (req.headers['x-request-id'] as string | undefined)?.slice(0, 64) || randomUUID();
+    res.locals.reqId = reqId;
+    res.setHeader('x-request-id', reqId);
+    res.on('finish', () => {
+      const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
+      logger.info({ reqId, method: req.method, url: req.originalUrl, status: res.statusCode, durationMs: Math.round(durationMs * 10) / 10 }, 'request');
+    });
+    next();
+  });
+  app.use(express.json({ limit: MAX_BODY, type: ['application/json', 'application/*+json'] }));
+
+  const api = express.Router();
+  api.get('/_openapi', (_req, res) => { res.json(options.openapi); });
+  for (const definition of options.routes) api.use(collectionRouter(definition, manifest, options.db));
+  app.use('/api', api);
+
+  app.use((req: Request) => {
+    const name = req.path.startsWith('/api/') ? req.path.split('/')[2] : undefined;
+    if (name && !req.path.slice(5).includes('/')) {
+      throw new HttpError('NOT_FOUND', `no collection, view, query or function is named ${JSON.stringify(decodeURIComponent(name))}`);
+    }
+    throw new HttpError('NOT_FOUND', `no route ${req.method} ${req.path}`);
+  });
+
+  // Express recognises the error middleware by its four parameters.
+  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const e = err as { type?: string; status?: number };
+    let error = err;
+    if (e?.type === 'entity.parse.failed') error = new HttpError('INVALID_JSON', 'the request body is not valid JSON');
+    else if (e?.type === 'entity.too.large') error = new HttpError('PAYLOAD_TOO_LARGE', 'the request body is larger than 10 MiB');
+    else if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') error = new HttpError('UNSUPPORTED_MEDIA_TYPE', 'unsupported body encoding');
+    const { status, body } = toErrorBody(error);
+    if (status >= 500) logger.error({ reqId: res.locals.reqId, err }, 'request failed');
+    if (res.headersSent) return;
+    res.status(status).json(body);
+  });
+  return app;
+}

@@ -1,0 +1,106 @@
+/**
+ * @module `defineCollectionRoutes`: what a generated `.svc/routes/<Name>.js` module calls, and the
+ * generic handlers it binds (SPEC §4.1). Handlers throw `HttpError`; they never write error bodies.
+ */
+import { Router, type Request, type Response } from 'express';
+import type { AppManifest, Collection } from '../manifest.js';
+import { HttpError } from '../errors.js';
+import type { Database } from '../data/database.js';
+import { compileInputChecker } from '../data/input.js';
+import { getItem, listItems, type ReadScope } from '../data/read.js';
+import { createItems, deleteItem, deleteItems, updateItem, type WriteScope } from '../data/write.js';
+import { parseListParams, UUID } from '../query/list-params.js';
+
+/** The binding a generated route module exports: collection name and its Prisma delegate. */
+export interface CollectionRoutesDefinition {
+  kind: 'collection';
+  collection: string;
+  delegate: string;
+}
+
+/**
+ * Called by generated code: binds one collection to the generic handlers.
+ * @param definition - `{ collection: 'Order', delegate: 'order' }` (delegate = Prisma client property)
+ * Source: DESIGN §2 (route-handler modules).
+ */
+export function defineCollectionRoutes(definition: Omit<CollectionRoutesDefinition, 'kind'>): CollectionRoutesDefinition {
+  return { kind: 'collection', ...definition };
+}
+
+/** 5 MiB of JSON per page (DESIGN §4 result-size limit). */
+export const MAX_RESULT_BYTES = 5 * 1024 * 1024;
+
+function sendJson(res: Response, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  if (Buffer.byteLength(text) > MAX_RESULT_BYTES) {
+    throw new HttpError('RESULT_TOO_LARGE', 'the result is larger than the 5 MiB limit; ask for less with lookups=id, a smaller pageSize or a narrower select');
+  }
+  res.status(status).type('application/json').send(text);
+}
+
+/** The request body, or 415 when one was sent that is not JSON. */
+function jsonBody(req: Request): unknown {
+  if (req.body === undefined) {
+    const length = Number(req.headers['content-length'] ?? 0);
+    if (length > 0 || req.headers['transfer-encoding']) throw new HttpError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be JSON (Content-Type: application/json)');
+    throw new HttpError('VALIDATION_FAILED', 'a JSON request body is required');
+  }
+  return req.body;
+}
+
+/**
+ * Builds the Express router of one collection.
+ * Source: SPEC §4.1 (routes and status codes), §4.2 (GET parameters); DESIGN §4 (bodies).
+ */
+export function collectionRouter(definition: CollectionRoutesDefinition, manifest: AppManifest, db: Database): Router {
+  const collection = manifest.collections.find((c) => c.name === definition.collection) as Collection;
+  const checker = compileInputChecker(collection);
+  const readScope: ReadScope = { manifest, db, collection };
+  const writeScope = (): WriteScope => ({ db, collection, delegate: definition.delegate, checker, callerId: null });
+  const router = Router();
+  const base = `/${collection.name}`;
+
+  router.get(base, async (req, res) => {
+    const params = parseListParams(req.query as Record<string, unknown>, collection, manifest.collections);
+    const { data, count } = await listItems(readScope, params);
+    if (params.count === 'none') return sendJson(res, 200, { data });
+    if (params.count === 'only') return sendJson(res, 200, { data: [], meta: { count } });
+    sendJson(res, 200, { data, items: data, meta: { count } });
+  });
+  router.post(base, async (req, res) => {
+    const ids = await createItems(writeScope(), jsonBody(req));
+    sendJson(res, 201, { data: ids });
+  });
+  router.delete(base, async (req, res) => {
+    await deleteItems(writeScope(), jsonBody(req));
+    res.status(204).end();
+  });
+  router.get(`${base}/:id`, async (req, res) => {
+    const { id } = req.params;
+    const params = parseListParams(pick(req.query, ['select', 'lookups']), collection, manifest.collections);
+    if (!UUID.test(id)) throw new HttpError('NOT_FOUND', `${collection.name} ${JSON.stringify(id)} was not found`);
+    sendJson(res, 200, await getItem(readScope, id.toLowerCase(), { selection: params.selection, lookups: params.lookups }));
+  });
+  for (const [method, mode] of [['put', 'replace'], ['patch', 'merge']] as const) {
+    router[method](`${base}/:id`, async (req, res) => {
+      const { id } = req.params;
+      await updateItem(writeScope(), id, jsonBody(req), mode);
+      sendJson(res, 200, await getItem(readScope, id.toLowerCase(), { lookups: 'full' }));
+    });
+  }
+  router.delete(`${base}/:id`, async (req, res) => {
+    await deleteItem(writeScope(), req.params.id);
+    res.status(204).end();
+  });
+  for (const path of [base, `${base}/:id`]) {
+    router.all(path, (req) => {
+      throw new HttpError('METHOD_NOT_ALLOWED', `${req.method} is not supported on ${req.path}`);
+    });
+  }
+  return router;
+}
+
+function pick(query: unknown, names: string[]): Record<string, unknown> {
+  const q = query as Record<string, unknown>;
+  return Object.fromEntries(names.filter((n) => q[n] !== undefined).map((n) => [n, q[n]]));
+}

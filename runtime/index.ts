@@ -1,0 +1,10 @@
+/**
+ * @module The runtime's public entry point: the only module generated code and the CLI import.
+ */
+export * from './manifest.js';
+export { HttpError, ERROR_STATUS, toErrorBody } from './errors.js';
+export type { ErrorCode, ErrorBody, ErrorDetail } from './errors.js';
+export { defineCollectionRoutes, type CollectionRoutesDefinition } from './http/collection-routes.js';
+export { startServer, migrateApp, databaseUrlFor, type ServeOptions, type RunningServer } from './server.js';
+export { StartupError } from './load-manifest.js';
+export { diffDatamodels, applyMigrations } from './data/schema-engine.js';

@@ -1,0 +1,155 @@
+/**
+ * @module The app model (`.svc/manifest.json`): the one contract between generator and runtime
+ * (DESIGN §2). Defined here, in the runtime, exported from `runtime/index.ts`; the generator imports
+ * these types type-only to produce the manifest, and the runtime validates the file when it loads it.
+ */
+
+/** Property types of collections (DESIGN §3). */
+export const PROPERTY_TYPES = [
+  'string', 'text', 'integer', 'decimal', 'boolean', 'date', 'date-time', 'guid', 'lookup', 'blob',
+] as const;
+export type PropertyType = (typeof PROPERTY_TYPES)[number];
+
+/** Read-only fields every row has; a property may not use these names (DESIGN §3). */
+export const SYSTEM_FIELDS = ['id', 'createdAt', 'updatedAt', 'createdBy'] as const;
+
+/** Methods an access rule may name (DESIGN §3). */
+export const ACCESS_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'LISTEN'] as const;
+export type AccessMethod = (typeof ACCESS_METHODS)[number];
+
+/** One property of a collection, normalised: every optional flag is explicit. */
+export interface Property {
+  name: string;
+  type: PropertyType;
+  /** true when a create (POST, PUT) must carry a non-null value. */
+  required: boolean;
+  /** Default for create and PUT; `"now()"` for date/date-time means the time of the write. */
+  default?: string | number | boolean;
+  description?: string;
+  /** string/text only: limits in characters. */
+  maxLength?: number;
+  minLength?: number;
+  /** integer/decimal only. */
+  minimum?: number;
+  maximum?: number;
+  /** string only: allowed values. */
+  enum?: string[];
+  /** lookup only: the target collection's name. */
+  collection?: string;
+}
+
+/** An access rule: which roles may use a method (SPEC §2 "Collection access rule"). */
+export interface AccessRule {
+  method: AccessMethod;
+  roleNames: string[];
+}
+
+/** A row visibility filter in the filter language of SPEC §4.3 (DESIGN §3 `policies`). */
+export interface Policy {
+  roleNames: string[];
+  filter: string;
+}
+
+/** A child relation: rows of `collection` whose lookup `field` points at this collection (SPEC §4.4). */
+export interface ChildRelation {
+  /** The body key, `<collection>.<field>`, e.g. `OrderLine.order`. */
+  key: string;
+  collection: string;
+  field: string;
+}
+
+export interface Collection {
+  name: string;
+  description?: string;
+  /** In declaration order. */
+  properties: Property[];
+  search: boolean;
+  access: AccessRule[];
+  policies: Policy[];
+  /** Collections whose lookups point here, sorted by key. */
+  children: ChildRelation[];
+}
+
+/** A collection with a built-in filter (DESIGN §3). `access: null` means the base collection's rules. */
+export interface View {
+  name: string;
+  description?: string;
+  collection: string;
+  filter: string;
+  access: AccessRule[] | null;
+}
+
+export type AggregateFunction = 'count' | 'sum' | 'avg' | 'min' | 'max';
+
+/** An output field of a query: a dot path, or one aggregate over a dot path. */
+export type QueryField = { path: string } | { aggregate: AggregateFunction; path: string };
+
+/** A read-only join or aggregate (DESIGN §3). */
+export interface Query {
+  name: string;
+  description?: string;
+  from: string;
+  filter?: string;
+  /** Present (non-empty) for aggregate queries. */
+  groupBy?: string[];
+  /** Output field name → definition, in declaration order. */
+  fields: Record<string, QueryField>;
+  access: AccessRule[];
+}
+
+/** A typed field of a function definition (SPEC §2 "Function definition"). */
+export interface TypedField {
+  name: string;
+  type: string;
+  isRequired?: boolean;
+  spec?: { enum?: unknown[]; description?: string; properties?: Record<string, unknown> };
+}
+
+export interface FunctionDefinition {
+  name: string;
+  description?: string;
+  enabled: boolean;
+  functionTypeId: 1 | 2;
+  endpoint: string;
+  queryParams: TypedField[];
+  requestBody: TypedField[];
+  responseFields: TypedField[];
+  access: Record<string, string[]>;
+}
+
+export interface ExternalCollection {
+  name: string;
+  description?: string;
+  url: string;
+  connection: Record<string, unknown>;
+  access: AccessRule[];
+}
+
+export type DatabaseProvider = 'sqlite' | 'postgresql';
+
+/** App settings from `svc.json`, with defaults applied (DESIGN §3). */
+export interface AppSettings {
+  /** The database URL written in svc.json (env `DATABASE_URL` overrides at run time). */
+  database: string;
+  port: number;
+  auth: { accessTokenTtlSeconds: number; refreshTokenTtlDays: number; secureCookies: boolean };
+  realtime: { redis?: string };
+  functions: { allowFetch: boolean; timeoutMs: number };
+  agent: Record<string, unknown>;
+  credits: Record<string, unknown>;
+}
+
+/** The normalised app model written to `.svc/manifest.json`. */
+export interface AppManifest {
+  manifestVersion: 1;
+  /** The api-name. */
+  name: string;
+  /** The provider the Prisma schema and client in `.svc/` were generated for. */
+  provider: DatabaseProvider;
+  settings: AppSettings;
+  collections: Collection[];
+  views: View[];
+  queries: Query[];
+  functions: FunctionDefinition[];
+  externals: ExternalCollection[];
+}

@@ -1,0 +1,222 @@
+/**
+ * @module Compiles a filter tree (SPEC §4.3) into a parameterised SQL condition for SQLite and
+ * PostgreSQL: resolves property paths (dot paths into lookups become `IN (SELECT ...)` subqueries),
+ * checks each literal against its property's type, and emits the same null and case semantics on
+ * both databases. Values are always bound; identifiers come only from the manifest.
+ */
+import type { AppManifest, Collection, PropertyType } from '../manifest.js';
+import type { Comparison, FilterNode, FilterOperator, Literal } from './filter-ast.js';
+import { filterError, quoteSource } from './filter-lexer.js';
+import { ident, join, raw, sql, type Sql } from './sql.js';
+
+export interface FilterScope {
+  /** To resolve lookups to other collections. */
+  manifest: AppManifest;
+  /** The collection whose rows are filtered. */
+  collection: Collection;
+  provider: 'sqlite' | 'postgresql';
+  /** SQL alias of the row's table in the outer query, e.g. `t0`. */
+  alias: string;
+}
+
+export type FilterableType = Exclude<PropertyType, 'blob'>;
+
+/** A property path resolved against the manifest. */
+export interface ResolvedPath {
+  /** Lookups walked before the final column: the lookup column and the collection it points to. */
+  hops: { column: string; target: Collection }[];
+  /** The collection that owns `column` (the scope's collection when `hops` is empty). */
+  collection: Collection;
+  column: string;
+  type: PropertyType;
+}
+
+const SYSTEM_TYPES: Record<string, PropertyType> = {
+  id: 'guid', createdAt: 'date-time', updatedAt: 'date-time', createdBy: 'string',
+};
+const STRING_OPS: FilterOperator[] = ['con', 'ncon', 'sw', 'ew'];
+const ORDER_OPS: Record<string, string> = { gt: '>', ge: '>=', lt: '<', le: '<=' };
+
+/**
+ * Resolves a dot path (`['customer', 'name']`) from `scope.collection`. A path ending in `.id`
+ * after a lookup resolves to the lookup column itself (`customer.id` ≡ `customer`).
+ *
+ * @param position 1-based position of the path in the filter text, named in error messages.
+ * @returns `{ hops, collection, column, type }`; system fields have types id → guid,
+ *   createdAt/updatedAt → date-time, createdBy → string.
+ * @throws HttpError 400 `INVALID_FILTER` naming the property when a segment is unknown or a
+ *   segment other than the last is not a lookup (SPEC §4.3, DESIGN §4).
+ */
+export function resolvePath(
+  scope: Pick<FilterScope, 'manifest' | 'collection'>, path: string[], position?: number,
+): ResolvedPath {
+  const at = position === undefined ? '' : ` at position ${position}`;
+  if (path.length === 0) throw filterError(`expected a property name${at}`);
+  const hops: ResolvedPath['hops'] = [];
+  let collection = scope.collection;
+  for (let i = 0; ; i++) {
+    const name = path[i];
+    const property = collection.properties.find((p) => p.name === name);
+    const type = property?.type ?? (Object.hasOwn(SYSTEM_TYPES, name) ? SYSTEM_TYPES[name] : undefined);
+    if (type === undefined) {
+      const where = hops.length > 0 ? ` (in "${path.join('.')}")` : '';
+      throw filterError(`unknown property "${name}" on ${collection.name}${where}${at}`);
+    }
+    if (i === path.length - 1) {
+      if (name === 'id' && hops.length > 0) {
+        const last = hops.pop()!;
+        const owner = hops.length > 0 ? hops[hops.length - 1].target : scope.collection;
+        return { hops, collection: owner, column: last.column, type: 'lookup' };
+      }
+      return { hops, collection, column: name, type };
+    }
+    if (type !== 'lookup') {
+      throw filterError(`unknown property "${path.join('.')}" on ${scope.collection.name} ("${name}" is not a lookup)${at}`);
+    }
+    const target = scope.manifest.collections.find((c) => c.name === property?.collection);
+    if (target === undefined) throw filterError(`lookup "${name}" on ${collection.name} has no target collection${at}`);
+    hops.push({ column: name, target });
+    collection = target;
+  }
+}
+
+/* ---------- literals (DESIGN §4 "Data details": dates are strings, all UTC) ---------- */
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const DATE_TIME =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?([Zz]|[+-]\d{2}:?\d{2})?)?$/;
+const INT32 = 2147483648;
+const EXPECTED: Record<FilterableType, string> = {
+  string: 'a string', text: 'a string', guid: 'a UUID string', lookup: 'a UUID string (the row id)',
+  integer: `an integer between -${INT32} and ${INT32 - 1}`, decimal: 'a number', boolean: 'true or false',
+  date: 'a date string "YYYY-MM-DD"', 'date-time': 'an ISO 8601 date-time string like "2024-01-31T10:00:00Z"',
+};
+
+/**
+ * Parses an ISO 8601 date or date-time (`2024-01-31`, `2024-01-31T10:00`, `...:00.123+02:00`) as a
+ * UTC instant; no offset means UTC. `dateOnly` accepts `YYYY-MM-DD` only. Undefined when invalid.
+ */
+export function parseFilterDate(text: string, dateOnly: boolean): Date | undefined {
+  const m = DATE_TIME.exec(text);
+  if (!m || (dateOnly && m[4] !== undefined)) return undefined;
+  const [year, month, day, hour, minute, second] = [1, 2, 3, 4, 5, 6].map((i) => Number(m[i] ?? '0'));
+  const ms = Number((m[7] ?? '0').slice(0, 3).padEnd(3, '0'));
+  const zone = (m[8] ?? 'Z').toUpperCase().replace(':', '');
+  const offset = zone === 'Z' ? 0 : (zone[0] === '-' ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(3)));
+  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return undefined;
+  if (zone !== 'Z' && (Number(zone.slice(1, 3)) > 23 || Number(zone.slice(3)) > 59)) return undefined;
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  if (date.getUTCMonth() !== month - 1) return undefined; // e.g. 2023-02-30
+  date.setUTCHours(hour, minute, second, ms);
+  return new Date(date.getTime() - offset * 60_000);
+}
+
+/** The value to bind for a non-null literal, or a 400 naming the property and the expected type. */
+function literalValue(literal: Literal, type: FilterableType, property: string, at: number): unknown {
+  let value: unknown;
+  if (type === 'string' || type === 'text') value = literal.kind === 'string' ? literal.value : undefined;
+  else if (type === 'guid' || type === 'lookup') {
+    value = literal.kind === 'string' && UUID.test(literal.value) ? literal.value.toLowerCase() : undefined;
+  } else if (type === 'integer') {
+    const ok = literal.kind === 'number' && Number.isInteger(literal.value) && literal.value >= -INT32 && literal.value < INT32;
+    value = ok ? literal.value : undefined;
+  } else if (type === 'decimal') value = literal.kind === 'number' ? literal.value : undefined;
+  else if (type === 'boolean') value = literal.kind === 'boolean' ? literal.value : undefined;
+  else value = literal.kind === 'string' ? parseFilterDate(literal.value, type === 'date') : undefined;
+  if (value !== undefined) return value;
+  const found = literal.kind === 'string' ? quoteSource(literal.value)
+    : literal.kind === 'number' ? literal.raw : literal.kind === 'boolean' ? String(literal.value) : 'null';
+  throw filterError(`property "${property}" (${type}) expects ${EXPECTED[type]}, found ${found} at position ${at}`);
+}
+
+/* ---------- SQL ---------- */
+
+/** True when a row whose value is NULL satisfies the comparison (`ne "x"`, `ncon "x"`, `eq null`). */
+function nullMatches(op: FilterOperator, literal: Literal): boolean {
+  return literal.kind === 'null' ? op === 'eq' : op === 'ne' || op === 'ncon';
+}
+
+/** The condition on one column; `value` is already checked and converted. */
+function predicate(op: FilterOperator, col: Sql, value: unknown, type: PropertyType, provider: FilterScope['provider']): Sql {
+  if (value === null) return op === 'eq' ? sql`${col} IS NULL` : sql`${col} IS NOT NULL`;
+  const pg = provider === 'postgresql';
+  switch (op) {
+    case 'eq': return sql`${col} = ${value}`;
+    case 'ne': return sql`(${col} <> ${value} OR ${col} IS NULL)`;
+    // Byte order on PostgreSQL too (its default collation may be locale-aware; SQLite's is BINARY).
+    case 'gt': case 'ge': case 'lt': case 'le': {
+      const left = pg && (type === 'string' || type === 'text') ? sql`${col} COLLATE "C"` : col;
+      return sql`${left} ${raw(ORDER_OPS[op])} ${value}`;
+    }
+    // SQLite's LIKE ignores ASCII case and both treat % and _ specially, so no LIKE here.
+    case 'con': return pg ? sql`strpos(${col}, ${value}) > 0` : sql`instr(${col}, ${value}) > 0`;
+    case 'ncon': return pg
+      ? sql`(strpos(${col}, ${value}) = 0 OR ${col} IS NULL)`
+      : sql`(instr(${col}, ${value}) = 0 OR ${col} IS NULL)`;
+    case 'sw': return pg ? sql`starts_with(${col}, ${value})` : sql`substr(${col}, 1, length(${value})) = ${value}`;
+    case 'ew': return pg
+      ? sql`right(${col}, length(CAST(${value} AS text))) = ${value}`
+      : sql`substr(${col}, length(${col}) - length(${value}) + 1) = ${value}`;
+  }
+}
+
+interface Context {
+  scope: FilterScope;
+  aliases: number;
+}
+
+function compileComparison(node: Comparison, ctx: Context): Sql {
+  const { scope } = ctx;
+  const at = node.position + 1;
+  const name = node.path.join('.');
+  if (node.caseInsensitive) throw filterError(`case-insensitive operators (${node.op}~) are not supported yet at position ${at}`);
+  const resolved = resolvePath(scope, node.path, at);
+  const { type } = resolved;
+  if (type === 'blob') throw filterError(`property "${name}" is a blob and cannot be filtered at position ${at}`);
+  if (node.value.kind === 'null' && node.op !== 'eq' && node.op !== 'ne') {
+    throw filterError(`null can only be compared with eq or ne, not ${node.op} (property "${name}") at position ${at}`);
+  }
+  if (STRING_OPS.includes(node.op) && type !== 'string' && type !== 'text') {
+    throw filterError(`operator ${node.op} needs a string or text property; "${name}" is ${type} at position ${at}`);
+  }
+  if (type === 'boolean' && node.op !== 'eq' && node.op !== 'ne') {
+    throw filterError(`operator ${node.op} cannot compare boolean property "${name}" at position ${at}`);
+  }
+  const value = node.value.kind === 'null' ? null : literalValue(node.value, type, name, at);
+  const aliases = [scope.alias, ...resolved.hops.map(() => `${scope.alias}_f${++ctx.aliases}`)];
+  let condition = predicate(node.op, ident(aliases[aliases.length - 1], resolved.column), value, type, scope.provider);
+  const orNull = nullMatches(node.op, node.value);
+  for (let i = resolved.hops.length - 1; i >= 0; i--) {
+    const lookup = ident(aliases[i], resolved.hops[i].column);
+    const inner = aliases[i + 1];
+    const table = ident(resolved.hops[i].target.name);
+    condition = sql`${lookup} IN (SELECT ${ident(inner, 'id')} FROM ${table} AS ${ident(inner)} WHERE ${condition})`;
+    // A row without the lookup behaves as if the looked-up value were null.
+    if (orNull) condition = sql`(${lookup} IS NULL OR ${condition})`;
+  }
+  return condition;
+}
+
+function compileNode(node: FilterNode, ctx: Context): Sql {
+  if (node.kind === 'comparison') return compileComparison(node, ctx);
+  const parts = join(node.operands.map((operand) => compileNode(operand, ctx)), node.kind === 'and' ? ' AND ' : ' OR ');
+  return sql`(${parts})`;
+}
+
+/**
+ * Compiles a parsed filter into a SQL condition on the row alias `scope.alias`.
+ *
+ * @param node from `parseFilter`.
+ * @returns e.g. `{ text: '("t0"."title" = ? AND "t0"."customer" IN (SELECT "t0_f1"."id" FROM
+ *   "Customer" AS "t0_f1" WHERE instr("t0_f1"."name", ?) > 0))', values: ['a', 'b'] }`; render it
+ *   with `renderSql`. NULL never matches eq/gt/ge/lt/le/con/sw/ew and always matches `ne "x"` and
+ *   `ncon "x"`; a missing lookup counts as a null looked-up value. con/ncon/sw/ew are
+ *   case-sensitive and take `%`, `_`, `\` literally. Dates bind as `Date`, booleans as booleans.
+ * @throws HttpError 400 `INVALID_FILTER` for an unknown property, a literal of the wrong type, an
+ *   operator the property's type does not support, `null` with anything but eq/ne, a blob
+ *   property, or a `~` operator (not supported yet). SPEC §4.3, DESIGN §4.
+ */
+export function compileFilter(node: FilterNode, scope: FilterScope): Sql {
+  return compileNode(node, { scope, aliases: 0 });
+}

@@ -1,0 +1,98 @@
+/**
+ * @module Parses the GET query parameters of SPEC §4.2 (`pageNo pageSize sortBy select count lastKey
+ * lookups filter`) into a typed `ListParams`, answering 400 with a message naming the parameter.
+ */
+import type { Collection } from '../manifest.js';
+import { HttpError } from '../errors.js';
+import { parseSelect, type Selection } from './select.js';
+
+export const DEFAULT_PAGE_SIZE = 10;
+export const MAX_PAGE_SIZE = 1000;
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export interface SortSpec { property: string; descending: boolean }
+
+export interface ListParams {
+  filter?: string;
+  pageNo: number;
+  pageSize: number;
+  sort?: SortSpec;
+  selection?: Selection;
+  count: 'none' | 'true' | 'only';
+  lastKey?: string;
+  lookups: 'id' | 'full';
+}
+
+type Query = Record<string, unknown>;
+
+const bad = (parameter: string, message: string) =>
+  new HttpError('INVALID_PARAMETER', `${parameter}: ${message}`, { details: [{ path: `/${parameter}`, message }] });
+
+/** One string value of a query parameter; repeated parameters are a 400. */
+function single(query: Query, name: string): string | undefined {
+  const v = query[name];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string') throw bad(name, 'must be given once, as a plain value');
+  return v;
+}
+
+function integer(query: Query, name: string, min: number, max: number, fallback: number): number {
+  const v = single(query, name);
+  if (v === undefined || v === '') return fallback;
+  if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) {
+    throw bad(name, `must be an integer between ${min} and ${max}`);
+  }
+  return Number(v);
+}
+
+/** Names usable in `sortBy`: properties except blobs, plus the system fields. */
+function sortable(c: Collection, name: string): boolean {
+  if (['id', 'createdAt', 'updatedAt', 'createdBy'].includes(name)) return true;
+  const p = c.properties.find((x) => x.name === name);
+  return p !== undefined && p.type !== 'blob';
+}
+
+/**
+ * Reads the list parameters of a GET on a collection.
+ * @throws HttpError INVALID_PARAMETER (400) naming the parameter for any malformed value
+ * Source: SPEC §4.2; DESIGN §4 "Data details" (pageSize above 1000 → 400, pageNo 1-based).
+ */
+export function parseListParams(query: Query, collection: Collection, collections: readonly Collection[]): ListParams {
+  const pageSize = integer(query, 'pageSize', 1, MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE);
+  const pageNo = integer(query, 'pageNo', 1, Number.MAX_SAFE_INTEGER, 1);
+  const params: ListParams = { pageNo, pageSize, count: 'none', lookups: 'full' };
+
+  const filter = single(query, 'filter');
+  if (filter !== undefined && filter.trim() !== '') params.filter = filter;
+
+  const sortBy = single(query, 'sortBy');
+  if (sortBy !== undefined && sortBy !== '') {
+    const descending = sortBy.endsWith('-');
+    const property = descending ? sortBy.slice(0, -1) : sortBy;
+    if (property.includes(',')) throw bad('sortBy', 'only one property is supported');
+    if (!sortable(collection, property)) throw bad('sortBy', `unknown property "${property}" on ${collection.name}`);
+    params.sort = { property, descending };
+  }
+
+  const count = single(query, 'count');
+  if (count !== undefined && count !== '') {
+    if (count !== 'true' && count !== 'only' && count !== 'false') throw bad('count', 'must be "true" or "only"');
+    if (count !== 'false') params.count = count;
+  }
+
+  const lastKey = single(query, 'lastKey');
+  if (lastKey !== undefined && lastKey !== '') {
+    if (!UUID.test(lastKey)) throw bad('lastKey', 'must be the id (a GUID) of the last row of the previous page');
+    params.lastKey = lastKey.toLowerCase();
+  }
+
+  const lookups = single(query, 'lookups');
+  if (lookups !== undefined && lookups !== '') {
+    if (lookups !== 'id' && lookups !== 'full') throw bad('lookups', 'must be "id" or "full"');
+    params.lookups = lookups;
+  }
+
+  const select = single(query, 'select');
+  if (select !== undefined && select.trim() !== '') params.selection = parseSelect(select, collection, collections);
+  return params;
+}

@@ -1,0 +1,265 @@
+/**
+ * @module load → validate → normalise on app folders written to a temp dir from inline objects: a valid
+ * shop normalises with defaults, children and sort order; a broken app reports every problem at once.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
+import { loadApp } from '../../generator/load/load-app.js';
+import { DefinitionError, formatDiagnostic } from '../../generator/validate/diagnostics.js';
+import { loadAndValidate, validateApp } from '../../generator/validate/index.js';
+
+type Files = Record<string, unknown>;
+const root = mkdtempSync(join(tmpdir(), 'svc-validate-'));
+let count = 0;
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+/** Writes an app folder: string values as-is (code, broken JSON), anything else as JSON. */
+function writeApp(files: Files): string {
+  const dir = join(root, `app${++count}`);
+  for (const [file, content] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, file)), { recursive: true });
+    writeFileSync(join(dir, file), typeof content === 'string' ? content : JSON.stringify(content, null, 2));
+  }
+  return dir;
+}
+
+const authenticated = ['_AUTHENTICATED_USER'];
+const shop: Files = {
+  'svc.json': { name: 'shop' },
+  'collections/Product.json': {
+    name: 'Product',
+    properties: { title: { type: 'string', required: true, maxLength: 200 }, price: { type: 'decimal', default: 0 } },
+  },
+  'collections/Customer.json': {
+    name: 'Customer', search: true,
+    properties: { name: { type: 'string', required: true }, email: { type: 'string' } },
+    access: [{ method: 'GET', roleNames: authenticated }],
+  },
+  'collections/Order.json': {
+    name: 'Order',
+    properties: {
+      number: { type: 'string' },
+      customer: { type: 'lookup', collection: 'Customer', required: true },
+      total: { type: 'decimal', default: 0 },
+      paid: { type: 'boolean', default: false },
+      placedAt: { type: 'date-time', default: 'now()' },
+      status: { type: 'string', enum: ['new', 'shipped'], default: 'new' },
+    },
+    access: [{ method: 'GET', roleNames: authenticated }, { method: 'LISTEN', roleNames: authenticated }],
+    policies: [{ roleNames: authenticated, filter: "createdBy eq exp('me()')" }],
+  },
+  'collections/OrderLine.json': {
+    name: 'OrderLine',
+    properties: {
+      order: { type: 'lookup', collection: 'Order' },
+      product: { type: 'lookup', collection: 'Product' },
+      quantity: { type: 'integer', default: 1, minimum: 1 },
+    },
+  },
+  'views/OpenOrders.json': { name: 'OpenOrders', collection: 'Order', filter: 'paid eq false' },
+  'queries/OrderLines.json': {
+    name: 'OrderLines', from: 'OrderLine',
+    fields: { customerName: 'order.customer.name', productTitle: 'product.title', quantity: 'quantity' },
+    access: [{ method: 'GET', roleNames: authenticated }],
+  },
+  'queries/CustomerRevenue.json': {
+    name: 'CustomerRevenue', from: 'Order', filter: 'paid eq true', groupBy: ['customer'],
+    fields: { customerName: 'customer.name', orders: { count: 'id' }, revenue: { sum: 'total' }, lastOrder: { max: 'placedAt' } },
+  },
+  'functions/sendMail.json': {
+    name: 'sendMail', functionTypeId: 1, endpoint: '/sendMail',
+    requestBody: [{ name: 'to', type: 'string', isRequired: true }],
+    access: { POST: authenticated },
+  },
+  'functions/sendMail.ts': 'export default () => ({ ok: true });\n',
+  'external/Weather.json': { name: 'Weather', url: 'https://provider.example/weather', connection: { type: 'none' } },
+};
+
+describe('a valid app', () => {
+  test('loads, validates and normalises with defaults, children and sort order', async () => {
+    const { manifest, raw } = await loadAndValidate(writeApp(shop), {});
+    expect(raw.collections.map((f) => f.file)).toEqual([
+      'collections/Customer.json', 'collections/Order.json', 'collections/OrderLine.json', 'collections/Product.json',
+    ]);
+    expect(raw.functions).toEqual([expect.objectContaining({ file: 'functions/sendMail.json', codeFile: 'functions/sendMail.ts' })]);
+    expect(manifest.name).toBe('shop');
+    expect(manifest.provider).toBe('sqlite');
+    expect(manifest.settings).toEqual({
+      database: 'file:./data/shop.db', port: 3000,
+      auth: { accessTokenTtlSeconds: 3600, refreshTokenTtlDays: 70, secureCookies: false },
+      realtime: {}, functions: { allowFetch: false, timeoutMs: 30000 }, agent: {}, credits: {},
+    });
+    expect(manifest.collections.map((c) => c.name)).toEqual(['Customer', 'Order', 'OrderLine', 'Product']);
+    const [customer, order, orderLine, product] = manifest.collections;
+    expect(customer.children).toEqual([{ key: 'Order.customer', collection: 'Order', field: 'customer' }]);
+    expect(order.children).toEqual([{ key: 'OrderLine.order', collection: 'OrderLine', field: 'order' }]);
+    expect(orderLine.children).toEqual([]);
+    expect(product.children).toEqual([{ key: 'OrderLine.product', collection: 'OrderLine', field: 'product' }]);
+    expect(order.properties.map((p) => p.name)).toEqual(['number', 'customer', 'total', 'paid', 'placedAt', 'status']);
+    expect(product).toEqual({
+      name: 'Product', search: false, access: [], policies: [], children: product.children,
+      properties: [
+        { name: 'title', type: 'string', required: true, maxLength: 200 },
+        { name: 'price', type: 'decimal', required: false, default: 0 },
+      ],
+    });
+    expect(customer.search).toBe(true);
+    expect(manifest.views).toEqual([{ name: 'OpenOrders', collection: 'Order', filter: 'paid eq false', access: null }]);
+    expect(manifest.queries.map((q) => q.name)).toEqual(['CustomerRevenue', 'OrderLines']);
+    expect(manifest.queries[0]).toEqual({
+      name: 'CustomerRevenue', from: 'Order', filter: 'paid eq true', groupBy: ['customer'], access: [],
+      fields: {
+        customerName: { path: 'customer.name' }, orders: { aggregate: 'count', path: 'id' },
+        revenue: { aggregate: 'sum', path: 'total' }, lastOrder: { aggregate: 'max', path: 'placedAt' },
+      },
+    });
+    expect(manifest.functions).toEqual([{
+      name: 'sendMail', enabled: true, functionTypeId: 1, endpoint: '/sendMail', queryParams: [],
+      requestBody: [{ name: 'to', type: 'string', isRequired: true }], responseFields: [],
+      access: { POST: ['_AUTHENTICATED_USER'] },
+    }]);
+    expect(manifest.externals).toEqual([
+      { name: 'Weather', url: 'https://provider.example/weather', connection: { type: 'none' }, access: [] },
+    ]);
+  });
+
+  test('is deterministic', async () => {
+    const dir = writeApp(shop);
+    const a = (await loadAndValidate(dir, {})).manifest;
+    const b = (await loadAndValidate(dir, {})).manifest;
+    expect(b).toEqual(a);
+    expect(JSON.stringify(b)).toBe(JSON.stringify(a));
+  });
+
+  test.each([
+    ['svc.json database', { database: 'postgresql://db.example/shop' }, {}, 'postgresql', 'postgresql://db.example/shop'],
+    ['env DATABASE_URL over svc.json', { database: 'file:./x.db' }, { DATABASE_URL: 'postgres://pg/shop' }, 'postgresql', 'postgres://pg/shop'],
+    ['env sqlite over svc.json postgres', { database: 'postgres://pg/shop' }, { DATABASE_URL: 'file:/tmp/s.db' }, 'sqlite', 'file:/tmp/s.db'],
+    ['empty env DATABASE_URL is unset', {}, { DATABASE_URL: '' }, 'sqlite', 'file:./data/shop.db'],
+  ])('provider from %s', async (_title, svc, env, provider, database) => {
+    const dir = writeApp({ ...shop, 'svc.json': { name: 'shop', ...svc } });
+    const { manifest } = await loadAndValidate(dir, env);
+    expect(manifest.provider).toBe(provider);
+    expect(manifest.settings.database).toBe(database);
+  });
+
+  test('REDIS_URL overrides realtime.redis; PORT is not read', async () => {
+    const dir = writeApp({ ...shop, 'svc.json': { name: 'shop', port: 8080, realtime: { redis: 'redis://a:6379' } } });
+    const { manifest } = await loadAndValidate(dir, { REDIS_URL: 'redis://b:6379', PORT: '9' });
+    expect(manifest.settings.realtime).toEqual({ redis: 'redis://b:6379' });
+    expect(manifest.settings.port).toBe(8080);
+  });
+});
+
+/** Formatted diagnostics of an app folder. */
+async function problems(files: Files, env: NodeJS.ProcessEnv = {}): Promise<string[]> {
+  const err = await loadAndValidate(writeApp(files), env).then(() => null, (e: unknown) => e);
+  if (err === null) return [];
+  expect(err).toBeInstanceOf(DefinitionError);
+  return (err as DefinitionError).diagnostics.map(formatDiagnostic);
+}
+
+describe('an app with many problems', () => {
+  test('reports every problem in one DefinitionError', async () => {
+    const files: Files = {
+      ...shop,
+      'svc.json': { name: 'shop', colour: 'blue' },
+      'collections/Broken.json': '{\n  "name": "Broken",\n  "properties": {\n}',
+      'collections/Product.json': { name: 'Product', properties: { price: { type: 'money' } } },
+      'collections/Order.json': {
+        name: 'Order',
+        properties: {
+          ...(shop['collections/Order.json'] as { properties: object }).properties,
+          customer: { type: 'lookup', collection: 'Custmer' }, createdAt: { type: 'date-time' },
+        },
+        access: [{ method: 'GET', roleNames: authenticated }, { method: 'LISTEN', roleNames: ['_CREATOR'] }],
+      },
+      'views/Customer.json': { name: 'Customer', collection: 'Order', filter: 'paid eq false' },
+      'functions/sendMail.json': {
+        name: 'sendMail', functionTypeId: 1, endpoint: '/send',
+        requestBody: [{ name: 'payload', type: 'object' }], access: { POST: authenticated },
+      },
+    };
+    const err = await loadAndValidate(writeApp(files), {}).then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(DefinitionError);
+    const d = err as DefinitionError;
+    expect(d.message).toBe('9 problems in app definitions');
+    expect(d.diagnostics.map(formatDiagnostic)).toEqual([
+      'collections/Broken.json: not valid JSON at line 4, column 2: Expected \',\' or \'}\' after property value',
+      'collections/Order.json: /properties/customer/collection: lookup target "Custmer" is not a collection',
+      'collections/Order.json: /properties/createdAt: property "createdAt" uses a system field name (id, createdAt, updatedAt, createdBy are on every row)',
+      'collections/Order.json: /access/1/roleNames/0: _CREATOR may not be granted LISTEN: a subscription does not narrow to own rows and would deliver the whole collection stream',
+      'collections/Product.json: /properties/price/type: unknown property type "money"; allowed types: string, text, integer, decimal, boolean, date, date-time, guid, lookup, blob',
+      'functions/sendMail.json: /endpoint: endpoint must be "/sendMail" (the function is served at /api/sendMail); got "/send"',
+      'functions/sendMail.json: /requestBody/0/type: requestBody field "payload" has type "object"; inputs must be scalar (string, integer, decimal, guid, boolean, date, date-time, text)',
+      'svc.json: /colour: unknown key "colour"; allowed keys: name, database, port, auth, realtime, functions, agent, credits',
+      'views/Customer.json: /name: name "Customer" is already used by collections/Customer.json',
+    ]);
+    expect(d.diagnostics.map((x) => x.code)).toEqual([
+      'DEF_INVALID_JSON', 'DEF_UNKNOWN_COLLECTION', 'DEF_RESERVED_PROPERTY_NAME', 'DEF_CREATOR_IN_LISTEN',
+      'DEF_UNKNOWN_FIELD_TYPE', 'DEF_ENDPOINT_MISMATCH', 'DEF_INPUT_TYPE_NOT_SCALAR', 'DEF_UNKNOWN_KEY', 'DEF_DUPLICATE_NAME',
+    ]);
+    expect(d.diagnostics[0].line).toBe(4);
+  });
+
+  test('validateApp returns the same list without throwing', async () => {
+    const raw = await loadApp(writeApp({ ...shop, 'svc.json': { name: 'shop', port: 'x' } }));
+    expect(validateApp(raw, {}).map(formatDiagnostic)).toEqual(['svc.json: /port: port must be an integer']);
+  });
+});
+
+describe('single problems', () => {
+  const col = (properties: object, extra: object = {}): Files => ({ 'collections/Thing.json': { name: 'Thing', properties, ...extra } });
+  test.each<[string, { given: Files; env?: NodeJS.ProcessEnv; want: string[] }]>([
+    ['empty svc.json', { given: { 'svc.json': '' }, want: ['svc.json: not valid JSON at line 1, column 1: Unexpected end of JSON input'] }],
+    ['file name differs from name', { given: { 'collections/Thing.json': { name: 'Thin', properties: {} } },
+      want: ['collections/Thing.json: /name: name "Thin" must match the file name: rename the file to collections/Thin.json or the name to "Thing"'] }],
+    ['lookup without collection', { given: col({ a: { type: 'lookup' } }), want: ['collections/Thing.json: /properties/a: missing required key "collection"'] }],
+    ['lookup to a view', { given: col({ a: { type: 'lookup', collection: 'OpenOrders' } }),
+      want: ['collections/Thing.json: /properties/a/collection: lookup target "OpenOrders" is a view, not a collection'] }],
+    ['reserved __ in a property name', { given: col({ a__b: { type: 'string' } }),
+      want: ['collections/Thing.json: /properties/a__b: property name "a__b" must start with a letter, contain only letters, digits and _, and not contain __ (reserved for generated relation fields)'] }],
+    ['integer default', { given: col({ n: { type: 'integer', default: 1.5 } }),
+      want: ['collections/Thing.json: /properties/n/default: default 1.5 must be an integer for an integer property'] }],
+    ['date-time default', { given: col({ t: { type: 'date-time', default: 'yesterday' } }),
+      want: ['collections/Thing.json: /properties/t/default: default "yesterday" must be "now()" or an ISO date-time with a time zone such as "2024-01-31T10:00:00Z" for a date-time property'] }],
+    ['enum default', { given: col({ s: { type: 'string', enum: ['a'], default: 'b' } }),
+      want: ['collections/Thing.json: /properties/s/default: default "b" is not one of the enum values: a'] }],
+    ['maxLength on an integer', { given: col({ n: { type: 'integer', maxLength: 3 } }),
+      want: ['collections/Thing.json: /properties/n/maxLength: maxLength applies to string and text properties, not integer'] }],
+    ['unknown access method', { given: col({}, { access: [{ method: 'GOT', roleNames: ['x'] }] }),
+      want: ['collections/Thing.json: /access/0/method: method must be one of: GET, POST, PUT, PATCH, DELETE, LISTEN (got "GOT")'] }],
+    ['view of a missing collection', { given: { 'views/V.json': { name: 'V', collection: 'Nope', filter: 'a eq 1' } },
+      want: ['views/V.json: /collection: base collection "Nope" is not a collection'] }],
+    ['query from a missing collection', { given: { 'queries/Q.json': { name: 'Q', from: 'Nope', fields: { a: 'a' } } },
+      want: ['queries/Q.json: /from: from "Nope" is not a collection'] }],
+    ['query path through a non-lookup', { given: { 'queries/Q.json': { name: 'Q', from: 'Order', fields: { a: 'total.x', b: 'nope' } } },
+      want: ['queries/Q.json: /fields/a: path "total.x": "total" of Order is not a lookup, so the path cannot continue past it',
+        'queries/Q.json: /fields/b: path "nope": "nope" is not a property of Order'] }],
+    ['query field not grouped', { given: { 'queries/Q.json': { name: 'Q', from: 'Order', groupBy: ['customer'], fields: { n: 'number', s: { sum: 'number' } } } },
+      want: ['queries/Q.json: /fields/n: field "n" (path "number") must be a groupBy path, reached through one, or an aggregate (count, sum, avg, min, max)',
+        'queries/Q.json: /fields/s/sum: sum needs an integer or decimal path; "number" is string'] }],
+    ['query field with two aggregates', { given: { 'queries/Q.json': { name: 'Q', from: 'Order', fields: { x: { sum: 'total', max: 'total' } } } },
+      want: ['queries/Q.json: /fields/x: x must have exactly one key, one of: count, sum, avg, min, max'] }],
+    ['function without code', { given: { 'functions/f.json': { name: 'f', functionTypeId: 2, endpoint: '/f' } },
+      want: ['functions/f.json: no code file for this function: add functions/f.ts (or .tsx, .js, .mjs, .cjs)'] }],
+    ['external with an unknown connection type', { given: { 'external/E.json': { name: 'E', url: 'https://x.example', connection: { type: 'basic' } } },
+      want: ['external/E.json: /connection/type: connection type must be one of: none, oauth2, apiKey (got "basic")'] }],
+    ['unsupported DATABASE_URL (never echoed)', { given: {}, env: { DATABASE_URL: 'mysql://u:secret@h/db' },
+      want: ['svc.json: environment variable DATABASE_URL must start with file: (SQLite), postgres:// or postgresql:// (PostgreSQL); got "mysql:"'] }],
+    ['names differing only in case', { given: { 'views/order.json': { name: 'order', collection: 'Order', filter: 'paid eq true' } },
+      want: ['views/order.json: /name: name "order" differs only in letter case from "Order" in collections/Order.json'] }],
+  ])('%s', async (_title, { given, env, want }) => {
+    expect(await problems({ ...shop, ...given }, env)).toEqual(want);
+  });
+
+  test('a missing svc.json is a diagnostic', async () => {
+    const files = { ...shop };
+    delete files['svc.json'];
+    const lines = await problems(files);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^svc\.json: svc\.json not found: .* is not an app folder/);
+  });
+});
