@@ -135,8 +135,9 @@ describe('a valid app', () => {
 
   test.each([
     ['svc.json database', { database: 'postgresql://db.example/shop' }, {}, 'postgresql', 'postgresql://db.example/shop'],
-    ['env DATABASE_URL over svc.json', { database: 'file:./x.db' }, { DATABASE_URL: 'postgres://pg/shop' }, 'postgresql', 'postgres://pg/shop'],
-    ['env sqlite over svc.json postgres', { database: 'postgres://pg/shop' }, { DATABASE_URL: 'file:/tmp/s.db' }, 'sqlite', 'file:/tmp/s.db'],
+    // The provider follows the URL in force; the manifest keeps svc.json's value (env URLs may hold passwords).
+    ['env DATABASE_URL over svc.json', { database: 'file:./x.db' }, { DATABASE_URL: 'postgres://u:secret@pg/shop' }, 'postgresql', 'file:./x.db'],
+    ['env sqlite over svc.json postgres', { database: 'postgres://pg/shop' }, { DATABASE_URL: 'file:/tmp/s.db' }, 'sqlite', 'postgres://pg/shop'],
     ['empty env DATABASE_URL is unset', {}, { DATABASE_URL: '' }, 'sqlite', 'file:./data/shop.db'],
   ])('provider from %s', async (_title, svc, env, provider, database) => {
     const dir = writeApp({ ...shop, 'svc.json': { name: 'shop', ...svc } });
@@ -145,10 +146,11 @@ describe('a valid app', () => {
     expect(manifest.settings.database).toBe(database);
   });
 
-  test('REDIS_URL overrides realtime.redis; PORT is not read', async () => {
+  test('environment URLs never reach the manifest; PORT is not read', async () => {
     const dir = writeApp({ ...shop, 'svc.json': { name: 'shop', port: 8080, realtime: { redis: 'redis://a:6379' } } });
-    const { manifest } = await loadAndValidate(dir, { REDIS_URL: 'redis://b:6379', PORT: '9' });
-    expect(manifest.settings.realtime).toEqual({ redis: 'redis://b:6379' });
+    const { manifest } = await loadAndValidate(dir, { REDIS_URL: 'redis://:secret@b:6379', DATABASE_URL: 'postgres://u:secret@h/db', PORT: '9' });
+    expect(manifest.settings.realtime).toEqual({ redis: 'redis://a:6379' });
+    expect(JSON.stringify(manifest)).not.toContain('secret');
     expect(manifest.settings.port).toBe(8080);
   });
 });
