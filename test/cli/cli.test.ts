@@ -1,0 +1,150 @@
+/**
+ * The `svc` command line of DESIGN §3a, run as a real process: help, init → generate → serve,
+ * deterministic generation, migrations on model change, reporting every definition problem at once,
+ * and SIGTERM draining in-flight requests.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { runCli, serve } from '../support/cli.js';
+import { call } from '../support/scenario.js';
+
+const work = mkdtempSync(join(tmpdir(), 'svc-cli-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+/** sha256 of every file under `dir` except the linked node_modules. */
+function treeHash(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (d: string) => {
+    for (const e of readdirSync(d)) {
+      const full = join(d, e);
+      if (e === 'node_modules') continue;
+      if (statSync(full).isDirectory()) walk(full);
+      else out[relative(dir, full)] = createHash('sha256').update(readFileSync(full)).digest('hex');
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+describe('svc CLI', () => {
+  it.each(['init', 'generate', 'migrate', 'serve', 'openapi'])('prints help for %s', async (command) => {
+    const r = await runCli([command, '--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`Usage: svc ${command}`);
+  });
+
+  it('init → generate → serve gives a working API; generating again changes nothing', async () => {
+    const dir = join(work, 'demo');
+    const init = await runCli(['init', dir]);
+    expect(init.code, init.stderr).toBe(0);
+    expect((await runCli(['init', dir])).code).toBe(1); // never overwrites
+    const gen = await runCli(['generate', dir]);
+    expect(gen.code, gen.stderr).toBe(0);
+    expect(gen.stdout).toContain('new migration');
+    const before = treeHash(dir);
+    const again = await runCli(['generate', dir]);
+    expect(again.stdout).toContain('no model change');
+    expect(treeHash(dir)).toEqual(before);
+    expect(readdirSync(join(dir, 'migrations/sqlite')).filter((f) => f !== 'migration_lock.toml')).toHaveLength(1);
+
+    const server = await serve(dir);
+    try {
+      const project = await call(server.url, 'POST', '/Project', { title: 'Launch' });
+      expect(project.status).toBe(201);
+      const task = await call(server.url, 'POST', '/Task', { title: 'Write docs', project: { id: project.json.data[0] } });
+      expect(task.status).toBe(201);
+      const list = await call(server.url, 'GET', '/Task?filter=project.title%20eq%20%22Launch%22');
+      expect(list.json.data).toMatchObject([{ title: 'Write docs', done: false, priority: 'normal', project: { title: 'Launch' } }]);
+    } finally {
+      expect(await server.close()).toBe(0);
+    }
+    const doc = await runCli(['openapi', dir]);
+    expect(JSON.parse(doc.stdout).paths).toHaveProperty('/Task/{id}');
+  });
+
+  it('writes a migration when the model changes; migrate and serve apply it', async () => {
+    const dir = join(work, 'evolve');
+    await runCli(['init', dir]);
+    await runCli(['generate', dir]);
+    expect((await runCli(['migrate', dir])).stdout).toContain('applied');
+    expect((await runCli(['migrate', dir])).stdout).toContain('up to date');
+    const file = join(dir, 'collections/Project.json');
+    const def = JSON.parse(readFileSync(file, 'utf8'));
+    def.properties.budget = { type: 'decimal', description: 'Budget in EUR' };
+    writeFileSync(file, JSON.stringify(def, null, 2));
+    const gen = await runCli(['generate', dir, '--name', 'add budget']);
+    expect(gen.code, gen.stderr).toBe(0);
+    const folders = readdirSync(join(dir, 'migrations/sqlite')).filter((f) => f !== 'migration_lock.toml').sort();
+    expect(folders).toHaveLength(2);
+    expect(folders[1]).toMatch(/^\d{14}_add_budget$/);
+    expect(readFileSync(join(dir, 'migrations/sqlite', folders[1], 'migration.sql'), 'utf8')).toMatch(/ALTER TABLE "Project" ADD COLUMN "budget"/);
+    const server = await serve(dir);
+    try {
+      const created = await call(server.url, 'POST', '/Project', { title: 'Funded', budget: 1250.5 });
+      expect(created.status).toBe(201);
+      expect((await call(server.url, 'GET', `/Project/${created.json.data[0]}`)).json.budget).toBe(1250.5);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('reports every definition problem at once, exits non-zero and writes nothing', async () => {
+    const dir = join(work, 'broken');
+    mkdirSync(join(dir, 'collections'), { recursive: true });
+    writeFileSync(join(dir, 'svc.json'), JSON.stringify({ name: 'broken', colour: 'red' }));
+    // Schema problems in one file; model problems (cross-checks) in a schema-valid file beside it.
+    writeFileSync(join(dir, 'collections/Item.json'), JSON.stringify({ name: 'Item', properties: { size: { type: 'huge' } } }));
+    writeFileSync(join(dir, 'collections/Order.json'), JSON.stringify({ name: 'Order', properties: { customer: { type: 'lookup', collection: 'Custmer' }, createdAt: { type: 'date-time' } }, access: [{ method: 'LISTEN', roleNames: ['_CREATOR'] }] }));
+    writeFileSync(join(dir, 'collections/Bad.json'), '{ "name": "Bad", ');
+    const r = await runCli(['generate', dir]);
+    expect(r.code).toBe(1);
+    const lines = r.stderr.trim().split('\n');
+    expect(lines).toEqual(expect.arrayContaining([
+      expect.stringMatching(/^collections\/Bad\.json: .*JSON/),
+      expect.stringMatching(/^collections\/Order\.json: \/properties\/customer\/collection: .*Custmer/),
+      expect.stringMatching(/^collections\/Order\.json: \/properties\/createdAt: /),
+      expect.stringMatching(/^collections\/Item\.json: \/properties\/size\/type: .*huge/),
+      expect.stringMatching(/^collections\/Order\.json: \/access\/0.*_CREATOR/),
+      expect.stringMatching(/^svc\.json: \/colour: /),
+    ]));
+    expect(lines.at(-1)).toMatch(/^svc: \d+ problems/);
+    expect(existsSync(join(dir, '.svc'))).toBe(false);
+    expect(existsSync(join(dir, 'migrations'))).toBe(false);
+  });
+
+  it('refuses to serve without generated output, with a one-line reason', async () => {
+    const dir = join(work, 'empty');
+    mkdirSync(dir, { recursive: true });
+    const r = await runCli(['serve', dir, '--port', '0']);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toContain('svc generate');
+  });
+
+  it('finishes an in-flight request on SIGTERM, then exits 0', async () => {
+    const dir = join(work, 'drain');
+    await runCli(['init', dir]);
+    await runCli(['generate', dir]);
+    const server = await serve(dir);
+    const { port } = new URL(server.url);
+    const body = JSON.stringify({ title: 'sent across a SIGTERM' });
+    const socket = connect(Number(port), '127.0.0.1');
+    let response = '';
+    socket.on('data', (d) => { response += d; });
+    const ended = new Promise((ok) => socket.on('close', ok));
+    await new Promise((ok) => socket.once('connect', ok));
+    // Headers and half the body now; SIGTERM; the rest of the body after the server began draining.
+    socket.write(`POST /api/Project HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 10)}`);
+    await new Promise((r) => setTimeout(r, 200));
+    const exit = server.close();
+    await new Promise((r) => setTimeout(r, 200));
+    socket.write(body.slice(10)); // not end(): a half-closed client socket aborts the request
+    await ended;
+    expect(response).toMatch(/^HTTP\/1\.1 201/);
+    expect(await exit).toBe(0);
+  });
+});
