@@ -171,9 +171,13 @@ let stopping = false;
 function stop() {
   if (stopping) return;
   stopping = true;
-  server.close();
-  server.closeAllConnections();
-  pool.end().then(() => process.exit(0), () => process.exit(1));
+  // Finish in-flight requests (at most 2 s), then close the pool.
+  const force = setTimeout(() => server.closeAllConnections(), 2000);
+  server.close(() => {
+    clearTimeout(force);
+    pool.end().then(() => process.exit(0), () => process.exit(1));
+  });
+  server.closeIdleConnections();
 }
 process.once('SIGTERM', stop);
 process.once('SIGINT', stop);

@@ -16,7 +16,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import autocannon from 'autocannon';
@@ -55,9 +55,11 @@ const log = (msg) => process.stderr.write(`bench: ${msg}\n`);
 const children = new Set();
 const cleanups = [];
 let cleaning;
+let running; // the autocannon instance under way, stopped first on cleanup
 
 function cleanup() {
   cleaning ??= (async () => {
+    running?.stop();
     for (const child of children) await stopChild(child);
     for (const fn of cleanups.reverse()) {
       try { await fn(); } catch (err) { log(`cleanup failed: ${err.message}`); }
@@ -103,7 +105,7 @@ function startServer(name, args, env, pattern) {
     const timer = setTimeout(() => fail(new Error(`${name} did not start within 60 s: ${err || out}`)), 60_000);
     child.stderr.on('data', (d) => {
       err += d;
-      if (ready) process.stderr.write(`[${name}] ${d}`);
+      if (ready) process.stderr.write(String(d).replace(/^(?=.)/gm, `[${name}] `));
     });
     child.stdout.on('data', (d) => {
       if (ready) return;
@@ -233,9 +235,10 @@ function endpoints(ids, supplierIds) {
   ];
 }
 
-function load(server, endpoint, duration) {
+async function load(server, endpoint, duration) {
   const origin = new URL(server.url).origin;
-  return autocannon({ url: origin, connections: CONNECTIONS, duration, requests: endpoint.requests() });
+  running = autocannon({ url: origin, connections: CONNECTIONS, duration, requests: endpoint.requests() });
+  try { return await running; } finally { running = undefined; }
 }
 
 function summarise(result) {
@@ -324,7 +327,10 @@ async function main() {
     for (const server of [svc, base]) {
       log(`${endpoint.label} @ ${server.name}: warm-up ${WARMUP_S} s, measure ${DURATION_S} s`);
       await load(server, endpoint, WARMUP_S);
-      const summary = summarise(await load(server, endpoint, DURATION_S));
+      const loadBefore = loadavg()[0];
+      const summary = { ...summarise(await load(server, endpoint, DURATION_S)), loadAvg1Before: Math.round(loadBefore * 100) / 100 };
+      // The load generator, one server and PostgreSQL alone make a load of about 3 (crude, lagging).
+      if (loadBefore > machine.cpus * 2) log(`  note: 1-min load average was ${loadBefore.toFixed(1)} before this run: other processes compete for the CPU, figures are noisy`);
       results[key][server.name] = summary;
       if (summary.non2xx > 0 || summary.errors > 0) {
         log(`  ${server.name}: ${summary.non2xx} non-2xx, ${summary.errors} errors (${summary.timeouts} timeouts); status codes ${JSON.stringify(summary.statusCodes)}`);

@@ -3,7 +3,7 @@
  * DESIGN §3). Only schema-valid data may be cast to these; optional keys are as written by the author,
  * before `normaliseModel` fills defaults.
  */
-import type { AccessMethod, AggregateFunction, PropertyType, TypedField } from '../../runtime/index.js';
+import type { AccessMethod, AggregateFunction, Property, TypedField } from '../../runtime/index.js';
 
 export interface RawAccessRule {
   method: AccessMethod;
@@ -26,18 +26,8 @@ export interface RawSvcDefinition {
   credits?: Record<string, unknown>;
 }
 
-export interface RawPropertyDefinition {
-  type: PropertyType;
-  required?: boolean;
-  default?: string | number | boolean;
-  description?: string;
-  maxLength?: number;
-  minLength?: number;
-  minimum?: number;
-  maximum?: number;
-  enum?: string[];
-  collection?: string;
-}
+/** A property as written in a collection file: the manifest's `Property` before defaults and naming. */
+export type RawPropertyDefinition = Omit<Property, 'name' | 'required'> & { required?: boolean };
 
 export interface RawCollectionDefinition {
   name: string;
