@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { openDatabase, providerOf, resolveDatabaseUrl, type Database } from './data/database.js';
 import { applyMigrations } from './data/schema-engine.js';
 import { createApp } from './http/app.js';
-import type { CollectionRoutesDefinition } from './http/collection-routes.js';
+import type { RoutesDefinition } from './http/collection-routes.js';
 import { createLogger, type Logger } from './log.js';
 import { loadManifest, StartupError } from './load-manifest.js';
 import type { AppManifest } from './manifest.js';
@@ -63,11 +63,11 @@ export async function migrateApp(appDir: string, env: NodeJS.ProcessEnv = proces
   return applied;
 }
 
-async function loadRoutes(svcDir: string): Promise<CollectionRoutesDefinition[]> {
+async function loadRoutes(svcDir: string): Promise<RoutesDefinition[]> {
   const dir = join(svcDir, 'routes');
   if (!existsSync(dir)) return [];
   const files = readdirSync(dir).filter((f) => f.endsWith('.js')).sort();
-  return Promise.all(files.map(async (f) => (await import(pathToFileURL(join(dir, f)).href)).default as CollectionRoutesDefinition));
+  return Promise.all(files.map(async (f) => (await import(pathToFileURL(join(dir, f)).href)).default as RoutesDefinition));
 }
 
 /**

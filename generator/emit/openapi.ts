@@ -68,18 +68,24 @@ const LIST_PARAMETERS: ParameterObject[] = [
 const ID_PARAMETER: ParameterObject = { name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } };
 const json = (schema: SchemaObject | ReferenceObject) => ({ 'application/json': { schema } });
 
-function collectionPaths(builder: OpenApiBuilder, c: Collection): void {
-  const n = c.name;
+/**
+ * Paths of a collection, or of a view (`name` = the view, `c` = its base collection): the same
+ * operations; a view's rows and inputs are its base collection's schemas.
+ */
+function collectionPaths(builder: OpenApiBuilder, c: Collection, name = c.name): void {
+  const n = name;
   const op = (o: OperationObject): OperationObject => ({ tags: [n], ...o });
-  builder.addSchema(n, rowSchema(c)).addSchema(`${n}Input`, inputSchema(c));
+  const rowRef = ref(c.name);
+  const inputRef = ref(`${c.name}Input`);
+  if (name === c.name) builder.addSchema(n, rowSchema(c)).addSchema(`${n}Input`, inputSchema(c));
   builder.addPath(`/${n}`, {
     get: op({
       operationId: `list${n}`, summary: `List ${n} rows`, parameters: LIST_PARAMETERS,
-      responses: { 200: { description: 'A page of rows', content: json({ type: 'object', required: ['data'], properties: { data: { type: 'array', items: ref(n) }, items: { type: 'array', items: ref(n), description: 'The same rows, present with count=true' }, meta: ref('ListMeta') } }) }, ...errorResponses(400, 401, 403) },
+      responses: { 200: { description: 'A page of rows', content: json({ type: 'object', required: ['data'], properties: { data: { type: 'array', items: rowRef }, items: { type: 'array', items: rowRef, description: 'The same rows, present with count=true' }, meta: ref('ListMeta') } }) }, ...errorResponses(400, 401, 403) },
     }),
     post: op({
       operationId: `create${n}`, summary: `Create one ${n} row or an array of rows (atomic)`,
-      requestBody: { required: true, content: json({ oneOf: [ref(`${n}Input`), { type: 'array', items: ref(`${n}Input`), minItems: 1 }] }) },
+      requestBody: { required: true, content: json({ oneOf: [inputRef, { type: 'array', items: inputRef, minItems: 1 }] }) },
       responses: { 201: { description: 'Ids of the new rows, in request order', content: json(ref('CreatedIds')) }, ...errorResponses(400, 401, 403) },
     }),
     delete: op({
@@ -92,17 +98,17 @@ function collectionPaths(builder: OpenApiBuilder, c: Collection): void {
     parameters: [ID_PARAMETER],
     get: op({
       operationId: `get${n}`, summary: `Read one ${n} row`, parameters: LIST_PARAMETERS.filter((p) => p.name === 'select' || p.name === 'lookups'),
-      responses: { 200: { description: 'The row', content: json(ref(n)) }, ...errorResponses(400, 401, 403, 404) },
+      responses: { 200: { description: 'The row', content: json(rowRef) }, ...errorResponses(400, 401, 403, 404) },
     }),
     put: op({
       operationId: `replace${n}`, summary: `Replace a ${n} row (omitted properties become their default or null)`,
-      requestBody: { required: true, content: json(ref(`${n}Input`)) },
-      responses: { 200: { description: 'The row as it now stands', content: json(ref(n)) }, ...errorResponses(400, 401, 403, 404) },
+      requestBody: { required: true, content: json(inputRef) },
+      responses: { 200: { description: 'The row as it now stands', content: json(rowRef) }, ...errorResponses(400, 401, 403, 404) },
     }),
     patch: op({
       operationId: `update${n}`, summary: `Change some properties of a ${n} row`,
       requestBody: { required: true, content: json({ ...inputSchema(c), required: undefined }) },
-      responses: { 200: { description: 'The row as it now stands', content: json(ref(n)) }, ...errorResponses(400, 401, 403, 404) },
+      responses: { 200: { description: 'The row as it now stands', content: json(rowRef) }, ...errorResponses(400, 401, 403, 404) },
     }),
     delete: op({
       operationId: `delete${n}`, summary: `Delete a ${n} row`,
@@ -137,6 +143,11 @@ export function emitOpenApi(manifest: AppManifest): object {
   for (const c of manifest.collections) {
     builder.addTag({ name: c.name, ...(c.description && { description: c.description }) });
     collectionPaths(builder, c);
+  }
+  for (const v of manifest.views) {
+    const base = manifest.collections.find((c) => c.name === v.collection)!;
+    builder.addTag({ name: v.name, description: v.description ?? `View of ${v.collection}: rows where ${v.filter}` });
+    collectionPaths(builder, base, v.name);
   }
   builder.addPath('/_openapi', {
     get: { operationId: 'getOpenApi', tags: ['meta'], summary: 'This document', responses: { 200: { description: 'The OpenAPI document', content: json({ type: 'object' }) } } },

@@ -7,6 +7,8 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { DatabaseProvider } from '../manifest.js';
 import { renderSql, type Sql } from '../query/sql.js';
+import { registerSqliteFunctions } from './sqlite-functions.js';
+import type { Database as SqliteDatabase } from 'better-sqlite3';
 
 /** The part of a Prisma client (or its interactive transaction) the runtime uses. */
 export interface PrismaLike {
@@ -51,7 +53,15 @@ export async function openDatabase(svcDir: string, provider: DatabaseProvider, u
   if (provider === 'sqlite') {
     mkdirSync(dirname(url.slice('file:'.length)), { recursive: true });
     const { PrismaBetterSqlite3 } = await import('@prisma/adapter-better-sqlite3');
-    adapter = new PrismaBetterSqlite3({ url });
+    const factory = new PrismaBetterSqlite3({ url });
+    const connect = factory.connect.bind(factory);
+    // The adapter opens the better-sqlite3 handle itself; register our functions on it as it connects.
+    factory.connect = async () => {
+      const connection = await connect();
+      registerSqliteFunctions((connection as unknown as { client: SqliteDatabase }).client);
+      return connection;
+    };
+    adapter = factory;
   } else {
     const { PrismaPg } = await import('@prisma/adapter-pg');
     adapter = new PrismaPg({ connectionString: url });

@@ -8,7 +8,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Collection } from '../manifest.js';
 import { HttpError, type ErrorDetail } from '../errors.js';
 import { UUID } from '../query/list-params.js';
-import { ident, join, sql } from '../query/sql.js';
+import { ident, join, sql, type Sql } from '../query/sql.js';
 import type { Database, PrismaLike } from './database.js';
 import { toPrismaData, validationFailed, type InputChecker, type WriteMode } from './input.js';
 import { notFound } from './read.js';
@@ -21,6 +21,8 @@ export interface WriteScope {
   checker: InputChecker;
   /** The caller's identity id, stored in `createdBy` on create (null for anonymous). */
   callerId: string | null;
+  /** Conditions on alias `t0` a row must meet to be changed (a view's filter); others are 404. */
+  conditions?: Sql[];
 }
 
 interface Delegate {
@@ -63,6 +65,19 @@ export function mapDatabaseError(err: unknown, collection: string, id?: string):
   }
   if (e.code === 'P2002' || kind === 'UniqueConstraintViolation') return new HttpError('CONFLICT', `a ${collection} row with the same unique value exists`);
   return err;
+}
+
+/** The subset of `ids` that exist and meet the scope's conditions, read inside the transaction. */
+async function visibleIds(scope: WriteScope, tx: PrismaLike, ids: string[]): Promise<Set<string>> {
+  const where = [sql`"t0"."id" IN (${join(ids.map((id) => sql`${id}`), ', ')})`, ...(scope.conditions ?? []).map((c) => sql`(${c})`)];
+  const rows = await scope.db.query<{ id: string }>(sql`SELECT "t0"."id" FROM ${ident(scope.collection.name)} AS "t0" WHERE ${join(where, ' AND ')}`, tx);
+  return new Set(rows.map((r) => String(r.id)));
+}
+
+/** 404 unless the row exists and meets the scope's conditions (views). */
+async function requireVisible(scope: WriteScope, tx: PrismaLike, id: string): Promise<void> {
+  if (!scope.conditions?.length) return; // the write itself answers P2025 → 404
+  if ((await visibleIds(scope, tx, [id])).size === 0) throw notFound(scope.collection.name, id);
 }
 
 async function inTransaction<T>(scope: WriteScope, fn: (tx: PrismaLike) => Promise<T>, id?: string): Promise<T> {
@@ -109,6 +124,7 @@ export async function updateItem(scope: WriteScope, id: string, body: unknown, m
   if (details.length > 0) throw validationFailed(details);
   const data = toPrismaData(scope.collection, body as Record<string, unknown>, mode);
   await inTransaction(scope, async (tx) => {
+    await requireVisible(scope, tx, id.toLowerCase());
     await checkLookups(scope, tx, [data], ['']);
     await delegateOf(tx, scope.delegate).update({ where: { id: id.toLowerCase() }, data });
   }, id);
@@ -117,7 +133,10 @@ export async function updateItem(scope: WriteScope, id: string, body: unknown, m
 /** DELETE one. @throws HttpError NOT_FOUND (404); CONFLICT (409) when a required lookup still points at it. */
 export async function deleteItem(scope: WriteScope, id: string): Promise<void> {
   if (!UUID.test(id)) throw notFound(scope.collection.name, id);
-  await inTransaction(scope, (tx) => delegateOf(tx, scope.delegate).delete({ where: { id: id.toLowerCase() } }), id);
+  await inTransaction(scope, async (tx) => {
+    await requireVisible(scope, tx, id.toLowerCase());
+    await delegateOf(tx, scope.delegate).delete({ where: { id: id.toLowerCase() } });
+  }, id);
 }
 
 /**
@@ -134,6 +153,9 @@ export async function deleteItems(scope: WriteScope, body: unknown): Promise<voi
   if (bad.length > 0) throw validationFailed(bad.map(([, i]) => ({ path: `/${i}`, message: 'must be a GUID' })));
   const ids = [...new Set((body as string[]).map((v) => v.toLowerCase()))];
   await inTransaction(scope, async (tx) => {
+    if (scope.conditions?.length && (await visibleIds(scope, tx, ids)).size !== ids.length) {
+      throw new HttpError('NOT_FOUND', `some of the ${ids.length} ${scope.collection.name} ids were not found; nothing was deleted`);
+    }
     const { count } = await delegateOf(tx, scope.delegate).deleteMany({ where: { id: { in: ids } } });
     if (count !== ids.length) {
       // Throwing inside the transaction rolls the partial delete back.

@@ -9,14 +9,14 @@ import type { AppManifest } from '../manifest.js';
 import { HttpError, toErrorBody } from '../errors.js';
 import type { Database } from '../data/database.js';
 import type { Logger } from '../log.js';
-import { collectionRouter, type CollectionRoutesDefinition } from './collection-routes.js';
+import { collectionRouter, type RoutesDefinition } from './collection-routes.js';
 
 export interface AppOptions {
   manifest: AppManifest;
   db: Database;
   logger: Logger;
   /** Definitions exported by `.svc/routes/*.js`. */
-  routes: CollectionRoutesDefinition[];
+  routes: RoutesDefinition[];
   /** The generated OpenAPI document, served at `/api/_openapi`. */
   openapi: object;
 }

@@ -10,6 +10,10 @@ import { compileInputChecker } from '../data/input.js';
 import { getItem, listItems, type ReadScope } from '../data/read.js';
 import { createItems, deleteItem, deleteItems, updateItem, type WriteScope } from '../data/write.js';
 import { parseListParams, UUID } from '../query/list-params.js';
+import type { FilterNode } from '../query/filter-ast.js';
+import { compileFilter } from '../query/filter-compile.js';
+import { parseFilter } from '../query/filter-parser.js';
+import { StartupError } from '../load-manifest.js';
 
 /** The binding a generated route module exports: collection name and its Prisma delegate. */
 export interface CollectionRoutesDefinition {
@@ -18,6 +22,16 @@ export interface CollectionRoutesDefinition {
   delegate: string;
 }
 
+/** The binding of a view: its name, base collection and the base collection's Prisma delegate. */
+export interface ViewRoutesDefinition {
+  kind: 'view';
+  view: string;
+  collection: string;
+  delegate: string;
+}
+
+export type RoutesDefinition = CollectionRoutesDefinition | ViewRoutesDefinition;
+
 /**
  * Called by generated code: binds one collection to the generic handlers.
  * @param definition - `{ collection: 'Order', delegate: 'order' }` (delegate = Prisma client property)
@@ -25,6 +39,15 @@ export interface CollectionRoutesDefinition {
  */
 export function defineCollectionRoutes(definition: Omit<CollectionRoutesDefinition, 'kind'>): CollectionRoutesDefinition {
   return { kind: 'collection', ...definition };
+}
+
+/**
+ * Called by generated code: binds one view (a collection with a built-in filter) to the same handlers.
+ * @param definition - `{ view: 'OpenOrders', collection: 'Order', delegate: 'order' }`
+ * Source: SPEC §4.1 (views), DESIGN §3 (views).
+ */
+export function defineViewRoutes(definition: Omit<ViewRoutesDefinition, 'kind'>): ViewRoutesDefinition {
+  return { kind: 'view', ...definition };
 }
 
 /** 5 MiB of JSON per page (DESIGN §4 result-size limit). */
@@ -52,17 +75,20 @@ function jsonBody(req: Request): unknown {
  * Builds the Express router of one collection.
  * Source: SPEC §4.1 (routes and status codes), §4.2 (GET parameters); DESIGN §4 (bodies).
  */
-export function collectionRouter(definition: CollectionRoutesDefinition, manifest: AppManifest, db: Database): Router {
+export function collectionRouter(definition: RoutesDefinition, manifest: AppManifest, db: Database): Router {
   const collection = manifest.collections.find((c) => c.name === definition.collection) as Collection;
   const checker = compileInputChecker(collection);
-  const readScope: ReadScope = { manifest, db, collection };
-  const writeScope = (): WriteScope => ({ db, collection, delegate: definition.delegate, checker, callerId: null });
+  const viewFilter = definition.kind === 'view' ? viewFilterOf(manifest, definition.view) : undefined;
+  // The view's built-in filter (compiled per request: it may use now() or me()) narrows every read and write.
+  const conditions = () => (viewFilter ? [compileFilter(viewFilter, { manifest, collection, provider: db.provider, alias: 't0' })] : []);
+  const readScope = (): ReadScope => ({ manifest, db, collection, conditions: conditions() });
+  const writeScope = (): WriteScope => ({ db, collection, delegate: definition.delegate, checker, callerId: null, conditions: conditions() });
   const router = Router();
-  const base = `/${collection.name}`;
+  const base = `/${definition.kind === 'view' ? definition.view : collection.name}`;
 
   router.get(base, async (req, res) => {
     const params = parseListParams(req.query as Record<string, unknown>, collection, manifest.collections);
-    const { data, count } = await listItems(readScope, params);
+    const { data, count } = await listItems(readScope(), params);
     if (params.count === 'none') return sendJson(res, 200, { data });
     if (params.count === 'only') return sendJson(res, 200, { data: [], meta: { count } });
     sendJson(res, 200, { data, items: data, meta: { count } });
@@ -79,13 +105,14 @@ export function collectionRouter(definition: CollectionRoutesDefinition, manifes
     const { id } = req.params;
     const params = parseListParams(pick(req.query, ['select', 'lookups']), collection, manifest.collections);
     if (!UUID.test(id)) throw new HttpError('NOT_FOUND', `${collection.name} ${JSON.stringify(id)} was not found`);
-    sendJson(res, 200, await getItem(readScope, id.toLowerCase(), { selection: params.selection, lookups: params.lookups }));
+    sendJson(res, 200, await getItem(readScope(), id.toLowerCase(), { selection: params.selection, lookups: params.lookups }));
   });
   for (const [method, mode] of [['put', 'replace'], ['patch', 'merge']] as const) {
     router[method](`${base}/:id`, async (req, res) => {
       const { id } = req.params;
       await updateItem(writeScope(), id, jsonBody(req), mode);
-      sendJson(res, 200, await getItem(readScope, id.toLowerCase(), { lookups: 'full' }));
+      // The row as it now stands, read through the view: a row changed out of the view is 404 afterwards.
+      sendJson(res, 200, await getItem(readScope(), id.toLowerCase(), { lookups: 'full' }));
     });
   }
   router.delete(`${base}/:id`, async (req, res) => {
@@ -98,6 +125,17 @@ export function collectionRouter(definition: CollectionRoutesDefinition, manifes
     });
   }
   return router;
+}
+
+/** Parses a view's filter once at start-up; a bad one stops the server with a clear reason. */
+function viewFilterOf(manifest: AppManifest, name: string): FilterNode {
+  const view = manifest.views.find((v) => v.name === name);
+  if (!view) throw new StartupError(`.svc/routes defines view ${name}, which the manifest does not have: run \`svc generate\` again`);
+  try {
+    return parseFilter(view.filter);
+  } catch (err) {
+    throw new StartupError(`view ${name}: ${(err as Error).message}`);
+  }
 }
 
 function pick(query: unknown, names: string[]): Record<string, unknown> {
