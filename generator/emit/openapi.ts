@@ -63,6 +63,7 @@ const LIST_PARAMETERS: ParameterObject[] = [
   { name: 'count', in: 'query', description: '`true` adds `meta.count`; `only` answers only the count', schema: { type: 'string', enum: ['true', 'only'] } },
   { name: 'lastKey', in: 'query', description: 'Keyset cursor: the id of the last row of the previous page (orders by id, exclusive)', schema: { type: 'string', format: 'uuid' } },
   { name: 'lookups', in: 'query', description: '`full` (default) returns looked-up rows, `id` returns `{ id }`', schema: { type: 'string', enum: ['id', 'full'] } },
+  { name: 'include', in: 'query', description: 'Comma-separated child relations (`<Child>.<lookup>`, e.g. `OrderLine.order`) returned under that key; their own lookups are bare ids', schema: { type: 'string' } },
 ];
 
 const ID_PARAMETER: ParameterObject = { name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } };
@@ -97,7 +98,7 @@ function collectionPaths(builder: OpenApiBuilder, c: Collection, name = c.name):
   builder.addPath(`/${n}/{id}`, {
     parameters: [ID_PARAMETER],
     get: op({
-      operationId: `get${n}`, summary: `Read one ${n} row`, parameters: LIST_PARAMETERS.filter((p) => p.name === 'select' || p.name === 'lookups'),
+      operationId: `get${n}`, summary: `Read one ${n} row`, parameters: LIST_PARAMETERS.filter((p) => ['select', 'lookups', 'include'].includes(p.name)),
       responses: { 200: { description: 'The row', content: json(rowRef) }, ...errorResponses(400, 401, 403, 404) },
     }),
     put: op({

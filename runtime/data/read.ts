@@ -3,7 +3,7 @@
  * count and select; one item by id; lookup expansion (`lookups=full`). Every statement is compiled
  * SQL with bound values, run through the Prisma client.
  */
-import type { AppManifest, Collection } from '../manifest.js';
+import type { AppManifest, ChildRelation, Collection } from '../manifest.js';
 import { HttpError } from '../errors.js';
 import { compileFilter } from '../query/filter-compile.js';
 import { parseFilter } from '../query/filter-parser.js';
@@ -24,6 +24,13 @@ export interface ReadScope {
 }
 
 const ALIAS = 't0';
+
+/** How one item is shaped: selected fields, lookup form, child relations to include. */
+export interface ItemOptions {
+  selection?: Selection;
+  lookups: 'id' | 'full';
+  include?: readonly ChildRelation[];
+}
 
 function collectionNamed(manifest: AppManifest, name: string): Collection {
   return manifest.collections.find((c) => c.name === name)!;
@@ -79,6 +86,32 @@ export async function expandLookups(scope: ReadScope, items: Item[], selection?:
 }
 
 /**
+ * Puts each item's child rows under the relation's key (`OrderLine.order`), ordered by id. The
+ * children's own lookups are bare id strings (DESIGN §4 "include").
+ * Source: SPEC §4.2 `include`.
+ */
+export async function includeChildren(scope: ReadScope, items: Item[], relations: readonly ChildRelation[]): Promise<void> {
+  if (items.length === 0) return;
+  const parentIds = items.map((i) => i.id as string);
+  for (const relation of relations) {
+    const child = collectionNamed(scope.manifest, relation.collection);
+    const rows = await scope.db.query(
+      sql`SELECT ${selectList(columnsOf(child))} FROM ${ident(child.name)} AS "${raw(ALIAS)}" WHERE ${ident(ALIAS, relation.field)} IN (${join(parentIds.map((id) => sql`${id}`), ', ')}) ORDER BY "${raw(ALIAS)}"."id"`,
+      scope.tx,
+    );
+    const byParent = new Map<string, Item[]>(parentIds.map((id) => [id, []]));
+    for (const row of rows) {
+      const childItem = decodeRow(child, row);
+      for (const p of child.properties) {
+        if (p.type === 'lookup' && childItem[p.name]) childItem[p.name] = (childItem[p.name] as { id: string }).id;
+      }
+      byParent.get(String(row[relation.field]))?.push(childItem);
+    }
+    for (const item of items) item[relation.key] = byParent.get(item.id as string) ?? [];
+  }
+}
+
+/**
  * A page of items and, when asked, the total count.
  * @throws HttpError INVALID_FILTER (400) for a malformed filter
  * Source: SPEC §4.2 (paging, keyset cursor, count, select, lookups).
@@ -104,6 +137,7 @@ export async function listItems(scope: ReadScope, params: ListParams): Promise<{
   const rows = await scope.db.query(statement, scope.tx);
   const data = rows.map((r) => decodeRow(scope.collection, r));
   if (params.lookups === 'full') await expandLookups(scope, data, params.selection);
+  await includeChildren(scope, data, params.include);
   return { data, count };
 }
 
@@ -111,7 +145,7 @@ export async function listItems(scope: ReadScope, params: ListParams): Promise<{
  * One item by id, or null when no visible row has that id.
  * Source: SPEC §4.1 (GET one).
  */
-export async function findItem(scope: ReadScope, id: string, options: { selection?: Selection; lookups: 'id' | 'full' }): Promise<Item | null> {
+export async function findItem(scope: ReadScope, id: string, options: ItemOptions): Promise<Item | null> {
   const where = whereClause(scope);
   const columns = columnsOf(scope.collection, options.selection?.fields);
   const rows = await scope.db.query(
@@ -121,11 +155,12 @@ export async function findItem(scope: ReadScope, id: string, options: { selectio
   if (rows.length === 0) return null;
   const item = decodeRow(scope.collection, rows[0]);
   if (options.lookups === 'full') await expandLookups(scope, [item], options.selection);
+  await includeChildren(scope, [item], options.include ?? []);
   return item;
 }
 
 /** Like `findItem`, but a missing row is 404 naming the collection and id. */
-export async function getItem(scope: ReadScope, id: string, options: { selection?: Selection; lookups: 'id' | 'full' }): Promise<Item> {
+export async function getItem(scope: ReadScope, id: string, options: ItemOptions): Promise<Item> {
   const item = await findItem(scope, id, options);
   if (!item) throw notFound(scope.collection.name, id);
   return item;

@@ -103,9 +103,9 @@ export function collectionRouter(definition: RoutesDefinition, manifest: AppMani
   });
   router.get(`${base}/:id`, async (req, res) => {
     const { id } = req.params;
-    const params = parseListParams(pick(req.query, ['select', 'lookups']), collection, manifest.collections);
+    const params = parseListParams(pick(req.query, ['select', 'lookups', 'include']), collection, manifest.collections);
     if (!UUID.test(id)) throw new HttpError('NOT_FOUND', `${collection.name} ${JSON.stringify(id)} was not found`);
-    sendJson(res, 200, await getItem(readScope(), id.toLowerCase(), { selection: params.selection, lookups: params.lookups }));
+    sendJson(res, 200, await getItem(readScope(), id.toLowerCase(), { selection: params.selection, lookups: params.lookups, include: params.include }));
   });
   for (const [method, mode] of [['put', 'replace'], ['patch', 'merge']] as const) {
     router[method](`${base}/:id`, async (req, res) => {

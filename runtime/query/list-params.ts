@@ -2,7 +2,7 @@
  * @module Parses the GET query parameters of SPEC §4.2 (`pageNo pageSize sortBy select count lastKey
  * lookups filter`) into a typed `ListParams`, answering 400 with a message naming the parameter.
  */
-import type { Collection } from '../manifest.js';
+import type { ChildRelation, Collection } from '../manifest.js';
 import { HttpError } from '../errors.js';
 import { parseSelect, type Selection } from './select.js';
 
@@ -21,6 +21,8 @@ export interface ListParams {
   count: 'none' | 'true' | 'only';
   lastKey?: string;
   lookups: 'id' | 'full';
+  /** Child relations to return under their key (`include=OrderLine.order`). */
+  include: ChildRelation[];
 }
 
 type Query = Record<string, unknown>;
@@ -60,7 +62,7 @@ function sortable(c: Collection, name: string): boolean {
 export function parseListParams(query: Query, collection: Collection, collections: readonly Collection[]): ListParams {
   const pageSize = integer(query, 'pageSize', 1, MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE);
   const pageNo = integer(query, 'pageNo', 1, Number.MAX_SAFE_INTEGER, 1);
-  const params: ListParams = { pageNo, pageSize, count: 'none', lookups: 'full' };
+  const params: ListParams = { pageNo, pageSize, count: 'none', lookups: 'full', include: [] };
 
   const filter = single(query, 'filter');
   if (filter !== undefined && filter.trim() !== '') params.filter = filter;
@@ -90,6 +92,16 @@ export function parseListParams(query: Query, collection: Collection, collection
   if (lookups !== undefined && lookups !== '') {
     if (lookups !== 'id' && lookups !== 'full') throw bad('lookups', 'must be "id" or "full"');
     params.lookups = lookups;
+  }
+
+  const include = single(query, 'include');
+  for (const key of (include ?? '').split(',').map((k) => k.trim()).filter(Boolean)) {
+    const relation = collection.children.find((r) => r.key === key);
+    if (!relation) {
+      const known = collection.children.map((r) => r.key).join(', ') || 'none';
+      throw bad('include', `${JSON.stringify(key)} is not a child relation of ${collection.name} (child relations: ${known})`);
+    }
+    if (!params.include.includes(relation)) params.include.push(relation);
   }
 
   const select = single(query, 'select');

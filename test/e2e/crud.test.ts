@@ -185,6 +185,25 @@ function dataSuite(backend: Backend): void {
       expect(selId.customer).toEqual({ id: expect.any(String) });
     });
 
+    it('includes child rows under their key, with bare-id lookups', async () => {
+      const order = (await call(base, 'POST', '/Order', { title: 'With lines', customer: { id: customers[0] } })).json.data[0];
+      const lines = (await call(base, 'POST', '/OrderLine', [
+        { order: { id: order }, product: { id: products[0] }, quantity: 2, unitPrice: 1.5 },
+        { order: { id: order }, product: { id: products[1] }, quantity: 1, unitPrice: 3 },
+      ])).json.data;
+      const one = (await runScenario(base, { name: 'get with include', url: `/Order/${order}?include=OrderLine.order`, status: 200 })).json;
+      expect(one['OrderLine.order']).toEqual([
+        expect.objectContaining({ id: lines[0], order, product: products[0], quantity: 2, unitPrice: 1.5 }),
+        expect.objectContaining({ id: lines[1], order, product: products[1], quantity: 1, unitPrice: 3 }),
+      ]);
+      const list = (await runScenario(base, { name: 'list with include', url: `/Order?pageSize=1000&include=OrderLine.order&filter=${encodeURIComponent('title sw "With"')}`, status: 200 })).json.data;
+      expect(list).toHaveLength(1);
+      expect(list[0]['OrderLine.order']).toHaveLength(2);
+      const other = (await call(base, 'GET', `/Order?pageSize=1&include=OrderLine.order&filter=${encodeURIComponent('title eq "First"')}`)).json.data[0];
+      expect(other['OrderLine.order']).toEqual([]);
+      await runScenario(base, { name: 'unknown include', url: '/Order?include=OrderLine.product', status: 400, json: { code: 'INVALID_PARAMETER' }, contains: ['OrderLine.order'] });
+    });
+
     it('filters with every operator, and/or/parentheses and literals', async () => {
       const skus = async (filter: string) => {
         const r = await call(base, 'GET', `/Product?pageSize=1000&sortBy=sku&filter=${encodeURIComponent(filter)}`);
