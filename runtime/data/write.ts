@@ -1,6 +1,7 @@
 /**
  * @module Writes of a collection (SPEC §4.1): create one or many (atomic), replace (PUT), merge
- * (PATCH), delete one, bulk delete (atomic). Each request is one transaction: a rejected or failed
+ * (PATCH), delete one, bulk delete (atomic), with nested children (SPEC §4.4). Each request is one
+ * transaction: a rejected or failed
  * write changes nothing. Lookup targets are checked inside the transaction so a dangling id is a 400
  * naming the property, not a database error.
  */
@@ -11,6 +12,7 @@ import { UUID } from '../query/list-params.js';
 import { ident, join, sql, type Sql } from '../query/sql.js';
 import type { Database, PrismaLike } from './database.js';
 import { toPrismaData, validationFailed, type InputChecker, type WriteMode } from './input.js';
+import { planChildren, writeChildren, type ChildPlan, type CollectionWriter } from './children.js';
 import { notFound } from './read.js';
 
 /** What a write needs: the database, the collection, its Prisma delegate and input checker. */
@@ -23,6 +25,8 @@ export interface WriteScope {
   callerId: string | null;
   /** Conditions on alias `t0` a row must meet to be changed (a view's filter); others are 404. */
   conditions?: Sql[];
+  /** Delegate and checker of any collection (for nested children). */
+  writerOf: (collection: string) => CollectionWriter;
 }
 
 interface Delegate {
@@ -36,9 +40,9 @@ interface Delegate {
 const delegateOf = (tx: PrismaLike, name: string) => tx[name] as Delegate;
 
 /** Fails with 400 when a lookup value names no row of its target collection. */
-async function checkLookups(scope: WriteScope, tx: PrismaLike, rows: Record<string, unknown>[], basePaths: string[]): Promise<void> {
+async function checkLookups(scope: WriteScope, tx: PrismaLike, rows: Record<string, unknown>[], basePaths: string[], collection = scope.collection): Promise<void> {
   const details: ErrorDetail[] = [];
-  for (const p of scope.collection.properties) {
+  for (const p of collection.properties) {
     if (p.type !== 'lookup') continue;
     const ids = [...new Set(rows.map((r) => r[p.name]).filter((v): v is string => typeof v === 'string'))];
     if (ids.length === 0) continue;
@@ -88,6 +92,24 @@ async function inTransaction<T>(scope: WriteScope, fn: (tx: PrismaLike) => Promi
   }
 }
 
+/** Checks the lookups of every planned child row, then writes the children of one parent. */
+async function writeChildrenOf(scope: WriteScope, tx: PrismaLike, parentId: string, plans: ChildPlan[], replaceMissing: boolean): Promise<void> {
+  for (const plan of plans) {
+    const rows = [...plan.creates, ...plan.updates];
+    await checkLookups(scope, tx, rows.map((r) => r.data), rows.map((r) => r.path), plan.writer.collection);
+  }
+  const details = await writeChildren(scope.db, tx, parentId, plans, { replaceMissing, callerId: scope.callerId });
+  if (details.length > 0) throw validationFailed(details);
+}
+
+/** Checks a body and its child arrays; every problem is collected. */
+function checkBody(scope: WriteScope, body: unknown, mode: WriteMode, basePath: string): { details: ErrorDetail[]; plans: ChildPlan[] } {
+  const details = scope.checker.check(body, mode, basePath);
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return { details, plans: [] };
+  const children = planChildren(scope.collection, body as Record<string, unknown>, basePath, scope.writerOf);
+  return { details: [...details, ...children.details], plans: children.plans };
+}
+
 /**
  * POST: creates one row (object body) or several (array body), all or nothing.
  * @returns the new ids in request order
@@ -98,7 +120,8 @@ export async function createItems(scope: WriteScope, body: unknown): Promise<str
   const items = Array.isArray(body) ? body : [body];
   if (Array.isArray(body) && body.length === 0) throw validationFailed([{ path: '/', message: 'the array must hold at least one object' }]);
   const basePaths = Array.isArray(body) ? items.map((_, i) => `/${i}`) : [''];
-  const details = items.flatMap((item, i) => scope.checker.check(item, 'create', basePaths[i]));
+  const checked = items.map((item, i) => checkBody(scope, item, 'create', basePaths[i]));
+  const details = checked.flatMap((c) => c.details);
   if (details.length > 0) throw validationFailed(details);
   const rows = items.map((item) => ({
     id: uuidv7(),
@@ -109,6 +132,7 @@ export async function createItems(scope: WriteScope, body: unknown): Promise<str
     await checkLookups(scope, tx, rows, basePaths);
     if (rows.length === 1) await delegateOf(tx, scope.delegate).create({ data: rows[0] });
     else await delegateOf(tx, scope.delegate).createMany({ data: rows });
+    for (const [i, c] of checked.entries()) if (c.plans.length > 0) await writeChildrenOf(scope, tx, rows[i].id, c.plans, false);
   });
   return rows.map((r) => r.id);
 }
@@ -120,13 +144,14 @@ export async function createItems(scope: WriteScope, body: unknown): Promise<str
  */
 export async function updateItem(scope: WriteScope, id: string, body: unknown, mode: Exclude<WriteMode, 'create'>): Promise<void> {
   if (!UUID.test(id)) throw notFound(scope.collection.name, id);
-  const details = scope.checker.check(body, mode, '');
+  const { details, plans } = checkBody(scope, body, mode, '');
   if (details.length > 0) throw validationFailed(details);
   const data = toPrismaData(scope.collection, body as Record<string, unknown>, mode);
   await inTransaction(scope, async (tx) => {
     await requireVisible(scope, tx, id.toLowerCase());
     await checkLookups(scope, tx, [data], ['']);
     await delegateOf(tx, scope.delegate).update({ where: { id: id.toLowerCase() }, data });
+    if (plans.length > 0) await writeChildrenOf(scope, tx, id.toLowerCase(), plans, true);
   }, id);
 }
 

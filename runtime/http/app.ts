@@ -10,6 +10,8 @@ import { HttpError, toErrorBody } from '../errors.js';
 import type { Database } from '../data/database.js';
 import type { Logger } from '../log.js';
 import { collectionRouter, type RoutesDefinition } from './collection-routes.js';
+import { compileInputChecker } from '../data/input.js';
+import type { CollectionWriter } from '../data/children.js';
 
 export interface AppOptions {
   manifest: AppManifest;
@@ -49,7 +51,17 @@ export function createApp(options: AppOptions): express.Express {
 
   const api = express.Router();
   api.get('/_openapi', (_req, res) => { res.json(options.openapi); });
-  for (const definition of options.routes) api.use(collectionRouter(definition, manifest, options.db));
+  // One delegate and compiled input checker per collection, shared by its routes, its views and
+  // parents that write it as nested children.
+  const writers = new Map<string, CollectionWriter>();
+  for (const d of options.routes) {
+    if (d.kind === 'collection') {
+      const collection = manifest.collections.find((c) => c.name === d.collection)!;
+      writers.set(d.collection, { collection, delegate: d.delegate, checker: compileInputChecker(collection) });
+    }
+  }
+  const writerOf = (name: string): CollectionWriter => writers.get(name)!;
+  for (const definition of options.routes) api.use(collectionRouter(definition, manifest, options.db, writerOf));
   app.use('/api', api);
 
   app.use((req: Request) => {

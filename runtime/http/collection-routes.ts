@@ -6,7 +6,7 @@ import { Router, type Request, type Response } from 'express';
 import type { AppManifest, Collection } from '../manifest.js';
 import { HttpError } from '../errors.js';
 import type { Database } from '../data/database.js';
-import { compileInputChecker } from '../data/input.js';
+import type { CollectionWriter } from '../data/children.js';
 import { getItem, listItems, type ReadScope } from '../data/read.js';
 import { createItems, deleteItem, deleteItems, updateItem, type WriteScope } from '../data/write.js';
 import { parseListParams, UUID } from '../query/list-params.js';
@@ -75,14 +75,14 @@ function jsonBody(req: Request): unknown {
  * Builds the Express router of one collection.
  * Source: SPEC §4.1 (routes and status codes), §4.2 (GET parameters); DESIGN §4 (bodies).
  */
-export function collectionRouter(definition: RoutesDefinition, manifest: AppManifest, db: Database): Router {
+export function collectionRouter(definition: RoutesDefinition, manifest: AppManifest, db: Database, writerOf: (collection: string) => CollectionWriter): Router {
   const collection = manifest.collections.find((c) => c.name === definition.collection) as Collection;
-  const checker = compileInputChecker(collection);
+  const { checker } = writerOf(collection.name);
   const viewFilter = definition.kind === 'view' ? viewFilterOf(manifest, definition.view) : undefined;
   // The view's built-in filter (compiled per request: it may use now() or me()) narrows every read and write.
   const conditions = () => (viewFilter ? [compileFilter(viewFilter, { manifest, collection, provider: db.provider, alias: 't0' })] : []);
   const readScope = (): ReadScope => ({ manifest, db, collection, conditions: conditions() });
-  const writeScope = (): WriteScope => ({ db, collection, delegate: definition.delegate, checker, callerId: null, conditions: conditions() });
+  const writeScope = (): WriteScope => ({ db, collection, delegate: definition.delegate, checker, callerId: null, conditions: conditions(), writerOf });
   const router = Router();
   const base = `/${definition.kind === 'view' ? definition.view : collection.name}`;
 

@@ -1,0 +1,121 @@
+/**
+ * @module Nested children (SPEC §4.4): the body key `<Child>.<lookup>` in POST, PUT and PATCH holds
+ * the parent's child rows. Children with `id` are updated (merge), without `id` created; on PUT and
+ * PATCH, existing children missing from the array are deleted. One level deep only. The parent's
+ * transaction covers every child write, so any failure leaves the database as it was.
+ */
+import { v7 as uuidv7 } from 'uuid';
+import type { ChildRelation, Collection } from '../manifest.js';
+import type { ErrorDetail } from '../errors.js';
+import { pointerSegment } from '../errors.js';
+import { UUID } from '../query/list-params.js';
+import { ident, sql } from '../query/sql.js';
+
+const PLACEHOLDER_ID = '00000000-0000-4000-8000-000000000000';
+import type { Database, PrismaLike } from './database.js';
+import { toPrismaData, type InputChecker } from './input.js';
+
+/** What a write needs to know about any collection it touches: its delegate and input checker. */
+export interface CollectionWriter {
+  collection: Collection;
+  delegate: string;
+  checker: InputChecker;
+}
+
+/** One child relation's array from a body, checked and ready to write. */
+export interface ChildPlan {
+  relation: ChildRelation;
+  writer: CollectionWriter;
+  creates: { data: Record<string, unknown>; path: string }[];
+  updates: { id: string; data: Record<string, unknown>; path: string }[];
+}
+
+/**
+ * Checks the child arrays of one parent body (at `basePath`).
+ * @returns the plans and every problem found (paths like `/OrderLine.order/2/quantity`)
+ */
+export function planChildren(
+  parent: Collection, body: Record<string, unknown>, basePath: string, writerOf: (name: string) => CollectionWriter,
+): { plans: ChildPlan[]; details: ErrorDetail[] } {
+  const plans: ChildPlan[] = [];
+  const details: ErrorDetail[] = [];
+  for (const relation of parent.children) {
+    if (!(relation.key in body)) continue;
+    const keyPath = `${basePath}/${pointerSegment(relation.key)}`;
+    const value = body[relation.key];
+    if (!Array.isArray(value)) {
+      details.push({ path: keyPath, message: `${relation.key} must be an array of ${relation.collection} objects` });
+      continue;
+    }
+    const writer = writerOf(relation.collection);
+    const plan: ChildPlan = { relation, writer, creates: [], updates: [] };
+    value.forEach((child, i) => {
+      const path = `${keyPath}/${i}`;
+      if (typeof child !== 'object' || child === null || Array.isArray(child)) {
+        details.push({ path, message: `must be a ${relation.collection} object` });
+        return;
+      }
+      const row = child as Record<string, unknown>;
+      const nested = writer.collection.children.find((r) => r.key in row);
+      if (nested) {
+        details.push({ path: `${path}/${pointerSegment(nested.key)}`, message: 'nested children are limited to one level of depth' });
+        return;
+      }
+      // The child's pointer to the parent is set by the service; whatever the body says is replaced
+      // (by a placeholder while checking, by the parent's id when writing).
+      const rest: Record<string, unknown> = { ...row, [relation.field]: { id: PLACEHOLDER_ID } };
+      const id = row.id;
+      if (id !== undefined && (typeof id !== 'string' || !UUID.test(id))) {
+        details.push({ path: `${path}/id`, message: 'id must be the GUID of an existing child row' });
+        return;
+      }
+      const problems = writer.checker.check(rest, id === undefined ? 'create' : 'merge', path);
+      if (problems.length > 0) {
+        details.push(...problems);
+        return;
+      }
+      const data = toPrismaData(writer.collection, rest, id === undefined ? 'create' : 'merge');
+      delete data[relation.field];
+      if (id === undefined) plan.creates.push({ data, path });
+      else plan.updates.push({ id: id.toLowerCase(), data, path });
+    });
+    plans.push(plan);
+  }
+  return { plans, details };
+}
+
+interface Delegate {
+  createMany(args: object): Promise<unknown>;
+  update(args: object): Promise<unknown>;
+  deleteMany(args: object): Promise<unknown>;
+}
+
+/**
+ * Writes the planned children of one parent inside the caller's transaction.
+ * @param replaceMissing - PUT/PATCH: delete existing children not named in the array
+ * @returns details of children that belong to another parent (the caller turns them into a 400)
+ */
+export async function writeChildren(
+  db: Database, tx: PrismaLike, parentId: string, plans: ChildPlan[], options: { replaceMissing: boolean; callerId: string | null },
+): Promise<ErrorDetail[]> {
+  const details: ErrorDetail[] = [];
+  for (const plan of plans) {
+    const { relation, writer } = plan;
+    const delegate = tx[writer.delegate] as Delegate;
+    const existing = new Set((await db.query<{ id: string }>(
+      sql`SELECT "id" FROM ${ident(relation.collection)} WHERE ${ident(relation.field)} = ${parentId}`, tx)).map((r) => String(r.id)));
+    for (const u of plan.updates) {
+      if (!existing.has(u.id)) details.push({ path: `${u.path}/id`, message: `${relation.collection} ${u.id} is not a child of this row` });
+    }
+    if (details.length > 0) continue;
+    if (options.replaceMissing) {
+      const keep = new Set(plan.updates.map((u) => u.id));
+      const remove = [...existing].filter((id) => !keep.has(id));
+      if (remove.length > 0) await delegate.deleteMany({ where: { id: { in: remove } } });
+    }
+    for (const u of plan.updates) await delegate.update({ where: { id: u.id }, data: u.data });
+    const rows = plan.creates.map((c) => ({ id: uuidv7(), ...c.data, [relation.field]: parentId, createdBy: options.callerId }));
+    if (rows.length > 0) await delegate.createMany({ data: rows });
+  }
+  return details;
+}
