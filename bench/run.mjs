@@ -15,8 +15,8 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import autocannon from 'autocannon';
@@ -277,6 +277,30 @@ async function compareBodies(svc, base, ids) {
   }
 }
 
+/* ---------- is the machine otherwise idle? ---------- */
+
+function cpuTimes() {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  return { idle: fields[3] + (fields[4] ?? 0), total: fields.reduce((a, b) => a + b, 0) };
+}
+
+/**
+ * Share of all CPUs busy over `ms` while nothing of ours is under load (Linux only; null elsewhere).
+ * Other work on the machine (test runs, builds) makes every figure noisy, so it is reported.
+ */
+async function otherCpuBusy(ms = 1000) {
+  if (!existsSync('/proc/stat')) return null;
+  const a = cpuTimes();
+  await new Promise((done) => setTimeout(done, ms));
+  const b = cpuTimes();
+  const total = b.total - a.total;
+  return total > 0 ? Math.round((1 - (b.idle - a.idle) / total) * 100) / 100 : null;
+}
+
+function noteBusy(when, busy) {
+  if (busy !== null && busy > 0.25) log(`note: ${Math.round(busy * 100)}% of the CPUs were busy with other work ${when}; figures are noisy`);
+}
+
 /* ---------- output ---------- */
 
 function table(rows) {
@@ -317,8 +341,10 @@ async function main() {
   log(`svc at ${svc.url}, baseline at ${base.url}`);
   await compareBodies(svc, base, itemIds);
 
-  // Reads first, POST last, so every read run sees the same table.
+  const idleCheck = { busyBefore: await otherCpuBusy() };
+  noteBusy('before the runs', idleCheck.busyBefore);
   const all = endpoints(itemIds, supplierIds);
+  // Reads first, POST last, so every read run sees the same table.
   const order = ['list', 'one', 'count', 'post'];
   const results = {};
   for (const key of order) {
@@ -327,10 +353,7 @@ async function main() {
     for (const server of [svc, base]) {
       log(`${endpoint.label} @ ${server.name}: warm-up ${WARMUP_S} s, measure ${DURATION_S} s`);
       await load(server, endpoint, WARMUP_S);
-      const loadBefore = loadavg()[0];
-      const summary = { ...summarise(await load(server, endpoint, DURATION_S)), loadAvg1Before: Math.round(loadBefore * 100) / 100 };
-      // The load generator, one server and PostgreSQL alone make a load of about 3 (crude, lagging).
-      if (loadBefore > machine.cpus * 2) log(`  note: 1-min load average was ${loadBefore.toFixed(1)} before this run: other processes compete for the CPU, figures are noisy`);
+      const summary = summarise(await load(server, endpoint, DURATION_S));
       results[key][server.name] = summary;
       if (summary.non2xx > 0 || summary.errors > 0) {
         log(`  ${server.name}: ${summary.non2xx} non-2xx, ${summary.errors} errors (${summary.timeouts} timeouts); status codes ${JSON.stringify(summary.statusCodes)}`);
@@ -340,6 +363,9 @@ async function main() {
       }
     }
   }
+
+  idleCheck.busyAfter = await otherCpuBusy();
+  noteBusy('after the runs', idleCheck.busyAfter);
 
   const rows = all.map((e) => {
     const r = results[e.key];
@@ -352,7 +378,9 @@ async function main() {
   process.stdout.write(`${table(rows)}\n\nratio = svc req/s / baseline req/s (1.00 = as fast as hand-written node:http + pg)\n`);
   process.stdout.write(`\nlist query plan (EXPLAIN ANALYZE):\n${plans.list.plan.map((l) => `  ${l}`).join('\n')}\n`);
   process.stdout.write(`count query plan (EXPLAIN ANALYZE):\n${plans.count.plan.map((l) => `  ${l}`).join('\n')}\n`);
-  process.stdout.write(`\nwall time ${wallSeconds} s (seed ${seedSeconds.toFixed(1)} s)\n`);
+  const pct = (v) => (v === null ? 'n/a' : `${Math.round(v * 100)}%`);
+  process.stdout.write(`\nCPU busy with other work: ${pct(idleCheck.busyBefore)} before the runs, ${pct(idleCheck.busyAfter)} after (above ~25%: noisy figures)\n`);
+  process.stdout.write(`wall time ${wallSeconds} s (seed ${seedSeconds.toFixed(1)} s)\n`);
 
   const json = {
     date: new Date().toISOString(),
@@ -360,6 +388,7 @@ async function main() {
     config: { rows: ROWS, suppliers: SUPPLIERS, durationS: DURATION_S, warmupS: WARMUP_S, connections: CONNECTIONS, filter: FILTER, pageSize: PAGE_SIZE, poolMax: 10 },
     results: rows,
     plans,
+    otherCpuBusy: idleCheck,
     seedSeconds,
     wallSeconds,
   };
