@@ -31,10 +31,46 @@ export interface NullLiteral {
 }
 
 /**
- * The value on the right of a comparison. A union of kinds so that later value forms
- * (`exp('...')`, date math) can be added as new members.
+ * `exp('<expression>')` (SPEC §4.3 rules 4–6): an expression evaluated once per request to a
+ * constant (`evaluateExpression` in `exp-eval.ts`), then compared like a literal of its type.
  */
-export type Literal = StringLiteral | NumberLiteral | BooleanLiteral | NullLiteral;
+export interface ExpValue {
+  kind: 'exp';
+  /** The parsed expression; its nodes carry positions in the whole filter text. */
+  ast: ExpNode;
+  /** The text between the quotes, e.g. `now() - 7D`. */
+  source: string;
+  /** 0-based character offset of the `exp` keyword in the filter text. */
+  position: number;
+}
+
+/**
+ * The value on the right of a comparison: a literal of DESIGN §4 "Data details" or an `exp()`.
+ */
+export type Literal = StringLiteral | NumberLiteral | BooleanLiteral | NullLiteral | ExpValue;
+
+/* ---------- exp() expressions (SPEC §4.3 rules 4–6) ---------- */
+
+/** Functions of `exp()`, in their canonical spelling (names are matched case-insensitively). */
+export const EXP_FUNCTIONS = ['Abs', 'Ceiling', 'Floor', 'Round', 'Max', 'Min', 'Pow', 'Sqrt', 'now', 'me'] as const;
+export type ExpFunction = (typeof EXP_FUNCTIONS)[number];
+
+/** Duration units: days, hours, minutes, seconds. */
+export type DurationUnit = 'D' | 'H' | 'M' | 'S';
+
+/**
+ * A node of an `exp()` expression. Every node's `position` is the 0-based character offset in the
+ * whole filter text (for `binary`, of the operator; for `call`, of the function name).
+ */
+export type ExpNode =
+  | { kind: 'number'; value: number; raw: string; position: number }
+  /** A string in the quote kind not used around the expression (`exp('"x"')`), no escapes. */
+  | { kind: 'string'; value: string; position: number }
+  /** `7D`, `1.5h`: `amount` of `unit`. */
+  | { kind: 'duration'; amount: number; unit: DurationUnit; raw: string; position: number }
+  | { kind: 'negate'; operand: ExpNode; position: number }
+  | { kind: 'binary'; op: '+' | '-' | '*' | '/'; left: ExpNode; right: ExpNode; position: number }
+  | { kind: 'call'; name: ExpFunction; args: ExpNode[]; position: number };
 
 /** `<path> <op>[~] <literal>`. */
 export interface Comparison {

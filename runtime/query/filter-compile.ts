@@ -1,12 +1,16 @@
 /**
  * @module Compiles a filter tree (SPEC §4.3) into a parameterised SQL condition for SQLite and
  * PostgreSQL: resolves property paths (dot paths into lookups become `IN (SELECT ...)` subqueries),
- * checks each literal against its property's type, and emits the same null and case semantics on
- * both databases. Values are always bound; identifiers come only from the manifest.
+ * evaluates `exp()` values once per compile, checks each value against its property's type, and
+ * emits the same null and case semantics on both databases. Values are always bound; identifiers
+ * come only from the manifest. Case-insensitive (`~`) operators compare Unicode lower case (JS
+ * `toLowerCase`): `lower(x COLLATE "und-x-icu")` on PostgreSQL, `svc_lower(x)` on SQLite (registered
+ * by `registerSqliteFunctions`), the bound value lower-cased in JS.
  */
 import type { AppManifest, Collection, PropertyType } from '../manifest.js';
-import type { Comparison, FilterNode, FilterOperator, Literal } from './filter-ast.js';
+import type { Comparison, ExpValue, FilterNode, FilterOperator, Literal } from './filter-ast.js';
 import { filterError, quoteSource } from './filter-lexer.js';
+import { evaluateExpression, type ExpContext } from './exp-eval.js';
 import { ident, join, raw, sql, type Sql } from './sql.js';
 
 export interface FilterScope {
@@ -17,6 +21,10 @@ export interface FilterScope {
   provider: 'sqlite' | 'postgresql';
   /** SQL alias of the row's table in the outer query, e.g. `t0`. */
   alias: string;
+  /** The request time, for `now()` in `exp()`; default `new Date()`, taken once per compile. */
+  now?: Date;
+  /** The caller's identity id, for `me()` in `exp()`; default null (anonymous). */
+  callerId?: string | null;
 }
 
 export type FilterableType = Exclude<PropertyType, 'blob'>;
@@ -112,10 +120,36 @@ export function parseFilterDate(text: string, dateOnly: boolean): Date | undefin
   return new Date(date.getTime() - offset * 60_000);
 }
 
-/** The value to bind for a non-null literal, or a 400 naming the property and the expected type. */
-function literalValue(literal: Literal, type: FilterableType, property: string, at: number): unknown {
+/** A comparison's value after `exp()` evaluation: a literal, or a date-time that only `exp()` yields. */
+type Constant = Exclude<Literal, ExpValue> | { kind: 'date'; value: Date };
+
+/** Evaluates an `exp()` to the constant it stands for (SPEC §4.3 rules 4–6). */
+function expConstant(exp: ExpValue, ctx: ExpContext): Constant {
+  const result = evaluateExpression(exp.ast, ctx);
+  if (result === null) return { kind: 'null' };
+  if (result instanceof Date) return { kind: 'date', value: result };
+  if (typeof result === 'number') return { kind: 'number', value: result, raw: String(result) };
+  return { kind: 'string', value: result };
+}
+
+/** How a value is named in error messages: `"abc"`, `1.5`, `exp("now() - 1D") = 2024-...Z`. */
+function describeValue(constant: Constant, exp: ExpValue | undefined): string {
+  const text = constant.kind === 'string' ? quoteSource(constant.value) : constant.kind === 'number' ? constant.raw
+    : constant.kind === 'date' ? constant.value.toISOString() : constant.kind === 'boolean' ? String(constant.value) : 'null';
+  return exp === undefined ? text : `exp(${quoteSource(exp.source)}) = ${text}`;
+}
+
+/**
+ * The value to bind for a non-null constant, or a 400 naming the property and the expected type.
+ * A date-time from `exp()` compared with a `date` property is truncated to its UTC date
+ * (`since ge exp('now() - 1D')` means "since yesterday's date").
+ */
+function literalValue(literal: Constant, type: FilterableType, property: string, at: number, exp?: ExpValue): unknown {
   let value: unknown;
-  if (type === 'string' || type === 'text') value = literal.kind === 'string' ? literal.value : undefined;
+  if (literal.kind === 'date') {
+    const ms = literal.value.getTime();
+    value = type === 'date-time' ? literal.value : type === 'date' ? new Date(ms - (((ms % 86_400_000) + 86_400_000) % 86_400_000)) : undefined;
+  } else if (type === 'string' || type === 'text') value = literal.kind === 'string' ? literal.value : undefined;
   else if (type === 'guid' || type === 'lookup') {
     value = literal.kind === 'string' && UUID.test(literal.value) ? literal.value.toLowerCase() : undefined;
   } else if (type === 'integer') {
@@ -125,22 +159,31 @@ function literalValue(literal: Literal, type: FilterableType, property: string, 
   else if (type === 'boolean') value = literal.kind === 'boolean' ? literal.value : undefined;
   else value = literal.kind === 'string' ? parseFilterDate(literal.value, type === 'date') : undefined;
   if (value !== undefined) return value;
-  const found = literal.kind === 'string' ? quoteSource(literal.value)
-    : literal.kind === 'number' ? literal.raw : literal.kind === 'boolean' ? String(literal.value) : 'null';
-  throw filterError(`property "${property}" (${type}) expects ${EXPECTED[type]}, found ${found} at position ${at}`);
+  throw filterError(`property "${property}" (${type}) expects ${EXPECTED[type]}, found ${describeValue(literal, exp)} at position ${at}`);
 }
 
 /* ---------- SQL ---------- */
 
 /** True when a row whose value is NULL satisfies the comparison (`ne "x"`, `ncon "x"`, `eq null`). */
-function nullMatches(op: FilterOperator, literal: Literal): boolean {
-  return literal.kind === 'null' ? op === 'eq' : op === 'ne' || op === 'ncon';
+function nullMatches(op: FilterOperator, value: unknown): boolean {
+  return value === null ? op === 'eq' : op === 'ne' || op === 'ncon';
 }
 
-/** The condition on one column; `value` is already checked and converted. */
-function predicate(op: FilterOperator, col: Sql, value: unknown, type: PropertyType, provider: FilterScope['provider']): Sql {
-  if (value === null) return op === 'eq' ? sql`${col} IS NULL` : sql`${col} IS NOT NULL`;
+/**
+ * The condition on one column; `value` is already checked and converted. With `caseInsensitive`
+ * on a string column both sides are lower-cased first; order operators then compare the
+ * lower-cased strings byte-wise like the case-sensitive ones.
+ */
+function predicate(
+  op: FilterOperator, column: Sql, value: unknown, type: PropertyType, provider: FilterScope['provider'], caseInsensitive: boolean,
+): Sql {
+  if (value === null) return op === 'eq' ? sql`${column} IS NULL` : sql`${column} IS NOT NULL`;
   const pg = provider === 'postgresql';
+  let col = column;
+  if (caseInsensitive && typeof value === 'string' && (type === 'string' || type === 'text')) {
+    col = pg ? sql`lower(${column} COLLATE "und-x-icu")` : sql`svc_lower(${column})`;
+    value = value.toLowerCase();
+  }
   switch (op) {
     case 'eq': return sql`${col} = ${value}`;
     case 'ne': return sql`(${col} <> ${value} OR ${col} IS NULL)`;
@@ -164,18 +207,30 @@ function predicate(op: FilterOperator, col: Sql, value: unknown, type: PropertyT
 interface Context {
   scope: FilterScope;
   aliases: number;
+  exp: ExpContext;
+}
+
+/** Types `~` applies to: strings, and (eq~/ne~ only, same as eq/ne) the already case-free UUIDs. */
+function allowsCaseInsensitive(op: FilterOperator, type: PropertyType): boolean {
+  return type === 'string' || type === 'text' || ((type === 'guid' || type === 'lookup') && (op === 'eq' || op === 'ne'));
 }
 
 function compileComparison(node: Comparison, ctx: Context): Sql {
   const { scope } = ctx;
   const at = node.position + 1;
   const name = node.path.join('.');
-  if (node.caseInsensitive) throw filterError(`case-insensitive operators (${node.op}~) are not supported yet at position ${at}`);
   const resolved = resolvePath(scope, node.path, at);
   const { type } = resolved;
   if (type === 'blob') throw filterError(`property "${name}" is a blob and cannot be filtered at position ${at}`);
-  if (node.value.kind === 'null' && node.op !== 'eq' && node.op !== 'ne') {
-    throw filterError(`null can only be compared with eq or ne, not ${node.op} (property "${name}") at position ${at}`);
+  if (node.caseInsensitive && !allowsCaseInsensitive(node.op, type)) {
+    const ids = type === 'guid' || type === 'lookup' ? ' (ids and lookups take only eq~ and ne~)' : '';
+    throw filterError(`case-insensitive operator ${node.op}~ needs a string or text property; "${name}" is ${type}${ids} at position ${at}`);
+  }
+  const exp = node.value.kind === 'exp' ? node.value : undefined;
+  const literal = exp === undefined ? node.value as Constant : expConstant(exp, ctx.exp);
+  if (literal.kind === 'null' && node.op !== 'eq' && node.op !== 'ne') {
+    const from = exp === undefined ? '' : ` (${describeValue(literal, exp)})`;
+    throw filterError(`null${from} can only be compared with eq or ne, not ${node.op} (property "${name}") at position ${at}`);
   }
   if (STRING_OPS.includes(node.op) && type !== 'string' && type !== 'text') {
     throw filterError(`operator ${node.op} needs a string or text property; "${name}" is ${type} at position ${at}`);
@@ -183,10 +238,11 @@ function compileComparison(node: Comparison, ctx: Context): Sql {
   if (type === 'boolean' && node.op !== 'eq' && node.op !== 'ne') {
     throw filterError(`operator ${node.op} cannot compare boolean property "${name}" at position ${at}`);
   }
-  const value = node.value.kind === 'null' ? null : literalValue(node.value, type, name, at);
+  const value = literal.kind === 'null' ? null : literalValue(literal, type, name, at, exp);
   const aliases = [scope.alias, ...resolved.hops.map(() => `${scope.alias}_f${++ctx.aliases}`)];
-  let condition = predicate(node.op, ident(aliases[aliases.length - 1], resolved.column), value, type, scope.provider);
-  const orNull = nullMatches(node.op, node.value);
+  const column = ident(aliases[aliases.length - 1], resolved.column);
+  let condition = predicate(node.op, column, value, type, scope.provider, node.caseInsensitive);
+  const orNull = nullMatches(node.op, value);
   for (let i = resolved.hops.length - 1; i >= 0; i--) {
     const lookup = ident(aliases[i], resolved.hops[i].column);
     const inner = aliases[i + 1];
@@ -211,12 +267,21 @@ function compileNode(node: FilterNode, ctx: Context): Sql {
  * @returns e.g. `{ text: '("t0"."title" = ? AND "t0"."customer" IN (SELECT "t0_f1"."id" FROM
  *   "Customer" AS "t0_f1" WHERE instr("t0_f1"."name", ?) > 0))', values: ['a', 'b'] }`; render it
  *   with `renderSql`. NULL never matches eq/gt/ge/lt/le/con/sw/ew and always matches `ne "x"` and
- *   `ncon "x"`; a missing lookup counts as a null looked-up value. con/ncon/sw/ew are
- *   case-sensitive and take `%`, `_`, `\` literally. Dates bind as `Date`, booleans as booleans.
- * @throws HttpError 400 `INVALID_FILTER` for an unknown property, a literal of the wrong type, an
- *   operator the property's type does not support, `null` with anything but eq/ne, a blob
- *   property, or a `~` operator (not supported yet). SPEC §4.3, DESIGN §4.
+ *   `ncon "x"`; a missing lookup counts as a null looked-up value. con/ncon/sw/ew take `%`, `_`,
+ *   `\` literally. Without `~` strings compare case-sensitively; with `~` (string, text and
+ *   createdBy; eq~/ne~ also on ids and lookups, where they equal eq/ne) they compare Unicode lower
+ *   case, and on SQLite need `svc_lower` (`registerSqliteFunctions`). Strings order byte-wise.
+ *   Each `exp()` is evaluated once with `scope.now` and `scope.callerId` and then compared like a
+ *   literal of its result's type: a number like a number literal, a string like a string literal,
+ *   null like `null` (eq → IS NULL, ne → IS NOT NULL), a date-time with date-time properties and,
+ *   truncated to its UTC date, with date properties. Dates bind as `Date`, booleans as booleans.
+ * @throws HttpError 400 `INVALID_FILTER` for an unknown property, a value of the wrong type (a
+ *   fraction for an integer, a date-time for a string...), an operator the property's type does
+ *   not support, `~` on a type other than string/text (or eq~/ne~ on guid/lookup), `null` with
+ *   anything but eq/ne, a blob property, or an `exp()` that fails to evaluate (type error, division
+ *   by zero, see `evaluateExpression`). SPEC §4.3, DESIGN §4.
  */
 export function compileFilter(node: FilterNode, scope: FilterScope): Sql {
-  return compileNode(node, { scope, aliases: 0 });
+  const exp: ExpContext = { now: scope.now ?? new Date(), callerId: scope.callerId ?? null };
+  return compileNode(node, { scope, aliases: 0, exp });
 }

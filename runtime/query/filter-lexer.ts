@@ -2,16 +2,21 @@
  * @module The tokenizer of the filter language (SPEC §4.3): turns filter text into words,
  * string and number literals and punctuation, each with its 0-based character offset.
  * Keywords and operators are plain `word` tokens; the parser gives them meaning by position.
+ * Right after `exp(` the lexer reads one quoted expression (`'...'` or `"..."`, no escapes) as a
+ * single `exp` token; `exp-parser.ts` parses its inside.
  */
 import { HttpError } from '../errors.js';
 
-export type TokenKind = 'word' | 'string' | 'number' | 'lparen' | 'rparen' | 'dot' | 'tilde' | 'eof';
+export type TokenKind = 'word' | 'string' | 'number' | 'exp' | 'lparen' | 'rparen' | 'dot' | 'tilde' | 'eof';
 
 export interface Token {
   kind: TokenKind;
   /** The token's source text (for `eof`, the empty string). */
   text: string;
-  /** `string` tokens: the decoded value (`\"` → `"`, `\\` → `\`). Otherwise equal to `text`. */
+  /**
+   * `string` tokens: the decoded value (`\"` → `"`, `\\` → `\`). `exp` tokens: the text between
+   * the quotes. Otherwise equal to `text`.
+   */
   value: string;
   /** 0-based character offset of the token's first character (for `eof`, the text length). */
   position: number;
@@ -64,13 +69,32 @@ function readString(text: string, start: number): Token {
   throw filterError(`unterminated string starting at position ${start + 1}`);
 }
 
+/** True when the last tokens are `exp` `(`, so a quoted expression must follow. */
+function afterExpParen(tokens: Token[]): boolean {
+  const n = tokens.length;
+  return n >= 2 && tokens[n - 1].kind === 'lparen' && tokens[n - 2].kind === 'word' && tokens[n - 2].text.toLowerCase() === 'exp';
+}
+
+/** Reads the quoted expression of `exp(` starting at `start` (which holds `'` or `"`). */
+function readExpression(text: string, start: number): Token {
+  const quote = text[start];
+  if (quote !== "'" && quote !== '"') {
+    throw filterError(`expected a quoted expression after "exp(" at position ${start + 1}, e.g. exp('now() - 7D')`);
+  }
+  const end = text.indexOf(quote, start + 1);
+  if (end < 0) throw filterError(`unterminated exp() expression starting at position ${start + 1}`);
+  return { kind: 'exp', text: text.slice(start, end + 1), value: text.slice(start + 1, end), position: start };
+}
+
 /**
  * Splits filter text into tokens; the last token is always `eof`.
  *
  * @param text the raw filter expression, e.g. `customer.name sw "A" and age ge 18`.
- * @returns tokens such as `{ kind: 'word', text: 'age', value: 'age', position: 21 }`.
- * @throws HttpError 400 `INVALID_FILTER` on an unexpected character, an unterminated string
- *   or an invalid escape; the message names the 1-based position. (SPEC §4.3, DESIGN §4.)
+ * @returns tokens such as `{ kind: 'word', text: 'age', value: 'age', position: 21 }`; after
+ *   `exp(` one `{ kind: 'exp', text: "'now() - 7D'", value: 'now() - 7D', position }`.
+ * @throws HttpError 400 `INVALID_FILTER` on an unexpected character, an unterminated string or
+ *   expression, an invalid escape, or `exp(` without a quote; the message names the 1-based
+ *   position. (SPEC §4.3, DESIGN §4.)
  */
 export function tokenizeFilter(text: string): Token[] {
   const tokens: Token[] = [];
@@ -82,6 +106,12 @@ export function tokenizeFilter(text: string): Token[] {
       continue;
     }
     const ch = text[i];
+    if (afterExpParen(tokens)) {
+      const token = readExpression(text, i);
+      tokens.push(token);
+      i += token.text.length;
+      continue;
+    }
     if (ch === '"') {
       const token = readString(text, i);
       tokens.push(token);

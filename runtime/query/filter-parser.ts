@@ -7,12 +7,16 @@
  *     primary    := '(' expr ')' | comparison
  *     comparison := path op ['~'] literal
  *     path       := ident ('.' ident)*
- *     literal    := string | number | 'true' | 'false' | 'null'
+ *     literal    := string | number | 'true' | 'false' | 'null' | exp
+ *     exp        := 'exp' '(' ( "'" expression "'" | '"' expression '"' ) ')'
+ *
+ * `expression` (at most 200 characters) is the grammar of `exp-parser.ts`.
  */
 import {
   FILTER_OPERATORS, type Comparison, type FilterNode, type FilterOperator, type Literal,
 } from './filter-ast.js';
 import { filterError, quoteSource, tokenizeFilter, type Token } from './filter-lexer.js';
+import { parseExpression } from './exp-parser.js';
 
 /** Longest filter text accepted, in characters. */
 export const MAX_FILTER_LENGTH = 4000;
@@ -134,11 +138,21 @@ class Parser {
         this.next();
         return { kind: 'null' };
       }
-      if (word === 'exp' && this.tokens[this.index + 1]?.kind === 'lparen') {
-        throw filterError(`exp() values are not supported yet at position ${token.position + 1}`);
-      }
+      if (word === 'exp' && this.tokens[this.index + 1]?.kind === 'lparen') return this.parseExp();
     }
-    throw this.expected('a value (a "string", a number, true, false or null)');
+    throw this.expected(`a value (a "string", a number, true, false, null or exp('...'))`);
+  }
+
+  /** `exp` `(` quoted-expression `)`; the lexer made the quoted part one `exp` token. */
+  private parseExp(): Literal {
+    const keyword = this.next();
+    this.next();
+    const quoted = this.next();
+    if (quoted.kind !== 'exp') throw this.expected(`a quoted expression after "exp("`, quoted);
+    if (this.peek().kind !== 'rparen') throw this.expected(`")" to close "exp(" from position ${keyword.position + 1}`);
+    this.next();
+    const ast = parseExpression(quoted.value, quoted.position + 1);
+    return { kind: 'exp', ast, source: quoted.value, position: keyword.position };
   }
 }
 
@@ -148,9 +162,10 @@ class Parser {
  * @param text e.g. `status eq "open" and (total gt 10 or customer.name sw "A")`.
  * @returns the tree, e.g. `{ kind: 'and', operands: [{ kind: 'comparison', path: ['status'],
  *   op: 'eq', caseInsensitive: false, value: { kind: 'string', value: 'open' }, position: 0 }, ...] }`.
+ *   `exp('...')` values become `{ kind: 'exp', ast, source, position }` (evaluated by `compileFilter`).
  * @throws HttpError 400 `INVALID_FILTER` when the text is empty, longer than 4000 characters,
- *   nested deeper than 50 parentheses or malformed; the message names the 1-based position and
- *   what was expected.
+ *   nested deeper than 50 parentheses or malformed, or an `exp()` is longer than 200 characters or
+ *   malformed (see `parseExpression`); the message names the 1-based position and what was expected.
  */
 export function parseFilter(text: string): FilterNode {
   if (text.length > MAX_FILTER_LENGTH) {

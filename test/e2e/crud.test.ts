@@ -227,6 +227,18 @@ function dataSuite(backend: Backend): void {
       expect(await skus('(stock lt 3 or stock gt 23) and category eq "tools"')).toEqual(['p25']);
       expect(await skus('stock Lt 2 AND active EQ false')).toEqual(['p01']); // keywords and operators are case-insensitive
       expect((await call(base, 'GET', `/Product?filter=${encodeURIComponent('STOCK lt 2')}`)).status).toBe(400); // names are not
+      expect(await skus('name sw~ "RED 10"')).toEqual(['p01']); // ~: case-insensitive
+      expect(await skus('name ew~ "KETTLE 1" and stock lt 5')).toEqual(['p02']);
+      expect(await skus('price gt exp(\'Pow(6, 2)\')')).toEqual(['p25']); // 37.5 > 36
+      expect(await skus('stock le exp("Floor(5 / 2) + 1")')).toEqual(['p01', 'p02', 'p03']);
+      const customersSince = async (filter: string) => (await call(base, 'GET', `/Customer?count=only&filter=${encodeURIComponent(filter)}`)).json.meta.count;
+      expect(await customersSince('createdAt gt exp(\'now() - 1D\')')).toBeGreaterThanOrEqual(3);
+      expect(await customersSince('createdAt gt exp(\'now() + 1D\')')).toBe(0);
+      expect(await customersSince('name eq~ "CHLOÉ COSTA"')).toBe(1); // non-ASCII letters fold too
+      // A "+" inside exp() must travel as %2B; a raw "+" in a URL is a space.
+      const plus = await call(base, 'GET', `/Product?count=only&filter=stock%20lt%20exp('1%2B1')`);
+      expect(plus.json.meta.count).toBe(1);
+      await runScenario(base, { name: 'exp too long', url: `/Product?filter=${encodeURIComponent(`stock lt exp('${'1+'.repeat(100)}1')`)}`, status: 400, json: { code: 'INVALID_FILTER' }, contains: ['200'] });
       const orders = await call(base, 'GET', `/Order?pageSize=1000&filter=${encodeURIComponent('customer.name sw "Ada" and paid eq false')}`);
       expect(orders.status).toBe(200);
       expect(orders.json.data.every((o: any) => o.customer.name.startsWith('Ada'))).toBe(true);

@@ -1,33 +1,14 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { randomBytes } from 'node:crypto';
-import Database from 'better-sqlite3';
-import pg from 'pg';
 import { HttpError } from '../../../runtime/errors.js';
-import type { AppManifest, Collection, Property } from '../../../runtime/manifest.js';
+import type { Collection } from '../../../runtime/manifest.js';
 import { compileFilter, resolvePath, type FilterScope } from '../../../runtime/query/filter-compile.js';
 import { parseFilter } from '../../../runtime/query/filter-parser.js';
-import { ident, renderSql, sql } from '../../../runtime/query/sql.js';
+import {
+  customer, openFilterDatabases, order, scope, uid, type FilterDatabases, type Row,
+} from '../../support/filter-db.js';
 
-const prop = (name: string, type: Property['type'], collection?: string): Property =>
-  ({ name, type, required: false, ...(collection ? { collection } : {}) });
-const coll = (name: string, properties: Property[]): Collection =>
-  ({ name, properties, search: false, access: [], policies: [], children: [] });
-
-const customer = coll('Customer', [
-  prop('name', 'string'), prop('age', 'integer'), prop('vip', 'boolean'), prop('since', 'date'),
-  prop('credit', 'decimal'), prop('referrer', 'lookup', 'Customer'), prop('photo', 'blob'),
-]);
-const order = coll('Order', [prop('title', 'string'), prop('placedAt', 'date-time'), prop('customer', 'lookup', 'Customer')]);
-const manifest = { manifestVersion: 1, name: 'shop', provider: 'sqlite', collections: [customer, order] } as unknown as AppManifest;
-const scope = (collection: Collection, provider: FilterScope['provider'] = 'sqlite'): FilterScope =>
-  ({ manifest, collection, provider, alias: 't0' });
-
-/** Row ids encode their names (`o3`), so ids sort like names and map back. */
-const uid = (name: string) => `00000000-0000-7000-8000-${Buffer.from(name).toString('hex').padStart(12, '0')}`;
-const nameOf = (id: string) => Buffer.from(id.slice(24).replace(/^0+/, ''), 'hex').toString();
 const INJECTION = "x' OR 1=1 --";
 
-type Row = Record<string, string | number | boolean | null>;
 const customers: Row[] = [
   { id: 'c1', name: 'Alice', age: 30, vip: true, since: '2024-01-31', credit: 10.5, referrer: null, createdBy: 'u1' },
   { id: 'c2', name: 'alice', age: 25, vip: false, since: '2023-06-01', credit: 0.25, referrer: 'c1', createdBy: null },
@@ -36,14 +17,14 @@ const customers: Row[] = [
   { id: 'c5', name: 'A_c', age: 18, vip: false, since: '2020-01-01', credit: 12, referrer: null, createdBy: 'u2' },
 ].map((r, i) => ({ ...r, createdAt: `2024-01-01T00:00:0${i + 1}.000Z` }));
 const orders: Row[] = [
-  { id: 'o1', title: 'Red Apple', placedAt: '2024-01-31T10:00:00.000Z', customer: 'c1' },
-  { id: 'o2', title: 'red apple pie', placedAt: '2024-02-01T00:00:00.000Z', customer: 'c2' },
-  { id: 'o3', title: '100% sure', placedAt: '2023-12-31T23:59:59.999Z', customer: 'c3' },
-  { id: 'o4', title: null, placedAt: null, customer: null },
-  { id: 'o5', title: 'a_b', placedAt: '2024-01-31T10:00:00.001Z', customer: 'c4' },
-  { id: 'o6', title: INJECTION, placedAt: '2024-03-01T12:00:00.000Z', customer: 'c5' },
-  { id: 'o7', title: 'aXb', placedAt: '2024-01-01T00:00:00.000Z', customer: 'c5' },
-  { id: 'o8', title: 'Apple', placedAt: '2024-01-15T00:00:00.000Z', customer: null },
+  { id: 'o1', title: 'Red Apple', note: 'ÆØÅ', placedAt: '2024-01-31T10:00:00.000Z', customer: 'c1', createdBy: 'User1' },
+  { id: 'o2', title: 'red apple pie', note: 'æøå', placedAt: '2024-02-01T00:00:00.000Z', customer: 'c2', createdBy: 'user1' },
+  { id: 'o3', title: '100% sure', note: 'ÄRGER im Büro', placedAt: '2023-12-31T23:59:59.999Z', customer: 'c3' },
+  { id: 'o4', title: null, note: null, placedAt: null, customer: null },
+  { id: 'o5', title: 'a_b', note: 'Ärger', placedAt: '2024-01-31T10:00:00.001Z', customer: 'c4' },
+  { id: 'o6', title: INJECTION, note: 'ΟΔΟΣ Σ', placedAt: '2024-03-01T12:00:00.000Z', customer: 'c5' },
+  { id: 'o7', title: 'aXb', note: 'Привет', placedAt: '2024-01-01T00:00:00.000Z', customer: 'c5' },
+  { id: 'o8', title: 'Apple', note: 'İstanbul 100%_', placedAt: '2024-01-15T00:00:00.000Z', customer: null },
 ];
 const ALL_ORDERS = orders.map((o) => o.id as string);
 const except = (...ids: string[]) => ALL_ORDERS.filter((id) => !ids.includes(id));
@@ -100,77 +81,77 @@ const cases: [string, { collection: Collection; given: string; want: string[] }]
   ['id eq', { collection: customer, given: `id eq "${uid('c2')}"`, want: ['c2'] }],
   ['createdAt gt', { collection: customer, given: 'createdAt gt "2024-01-01T00:00:02Z"', want: ['c3', 'c4', 'c5'] }],
   ['self lookup', { collection: customer, given: 'referrer.name eq "Alice" and age gt 30', want: ['c4'] }],
+  // `~`: Unicode lower case on both sides (JS toLowerCase), byte order after lowering, same null rules.
+  ['eq~', { collection: order, given: 'title eq~ "red apple"', want: ['o1'] }],
+  ['ne~ matches nulls', { collection: order, given: 'title ne~ "RED APPLE"', want: except('o1') }],
+  ['con~', { collection: order, given: 'title con~ "APPLE"', want: ['o1', 'o2', 'o8'] }],
+  ['ncon~ matches nulls', { collection: order, given: 'title ncon~ "apple"', want: ['o3', 'o4', 'o5', 'o6', 'o7'] }],
+  ['sw~', { collection: order, given: 'title SW~ "RED"', want: ['o1', 'o2'] }],
+  ['ew~', { collection: order, given: 'title ew~ "APPLE"', want: ['o1', 'o8'] }],
+  ['gt~ compares lower case byte-wise', { collection: order, given: 'title gt~ "b"', want: ['o1', 'o2', 'o6'] }],
+  ['le~', { collection: order, given: 'title le~ "apple"', want: ['o3', 'o5', 'o8'] }],
+  ['~ keeps % and _ literal', { collection: order, given: 'title con~ "A_B" or note ew~ "100%_"', want: ['o5', 'o8'] }],
+  ['eq~ Danish', { collection: order, given: 'note eq~ "æøå"', want: ['o1', 'o2'] }],
+  ['eq without ~ stays case-sensitive', { collection: order, given: 'note eq "æøå"', want: ['o2'] }],
+  ['sw~ German', { collection: order, given: 'note sw~ "är"', want: ['o3', 'o5'] }],
+  ['con~ German ß-free umlaut', { collection: order, given: 'note con~ "BÜRO"', want: ['o3'] }],
+  ['eq~ Greek with final sigma', { collection: order, given: 'note eq~ "οδος σ"', want: ['o6'] }],
+  ['con~ Cyrillic', { collection: order, given: 'note con~ "ПРИВ"', want: ['o7'] }],
+  ['sw~ dotted capital I', { collection: order, given: 'note sw~ "İSTANBUL"', want: ['o8'] }],
+  ['İ lower-cases to i + U+0307', { collection: order, given: 'note sw~ "istanbul"', want: [] }],
+  ['ncon~ non-ASCII', { collection: order, given: 'note ncon~ "ä"', want: ['o1', 'o2', 'o4', 'o6', 'o7', 'o8'] }],
+  ['gt~ non-ASCII is byte order', { collection: order, given: 'note gt~ "z"', want: ['o1', 'o2', 'o3', 'o5', 'o6', 'o7'] }],
+  ['eq~ null', { collection: order, given: 'note eq~ null', want: ['o4'] }],
+  ['createdBy eq~', { collection: order, given: 'createdBy eq~ "USER1"', want: ['o1', 'o2'] }],
+  ['dot path eq~', { collection: order, given: 'customer.name eq~ "ALICE"', want: ['o1', 'o2'] }],
+  ['dot path ne~ matches null lookups', { collection: order, given: 'customer.name ne~ "ALICE"', want: except('o1', 'o2') }],
+  ['lookup eq~ is eq', { collection: order, given: `customer eq~ "${uid('c1').toUpperCase()}"`, want: ['o1'] }],
+  ['id ne~ is ne', { collection: customer, given: `id ne~ "${uid('c1')}"`, want: ['c2', 'c3', 'c4', 'c5'] }],
+  // exp() with now = 2024-02-01T12:00:00Z (see NOW).
+  ['exp now() - 1D', { collection: order, given: "placedAt gt exp('now() - 1D')", want: ['o2', 'o6'] }],
+  ['exp double quotes, upper case, no spaces', { collection: order, given: 'placedAt lt exp("NOW()-31d-12h")', want: ['o3'] }],
+  ['exp hours', { collection: order, given: "placedAt ge exp('now() - 26H')", want: ['o1', 'o2', 'o5', 'o6'] }],
+  ['exp fractional seconds', { collection: order, given: "placedAt eq exp('now() - 26h + 0.001S')", want: ['o5'] }],
+  ['exp minutes and duration arithmetic', { collection: order, given: "placedAt eq exp('now() - (1D + 2 * 60M)')", want: ['o1'] }],
+  ['exp date-time on a date is its UTC date', { collection: customer, given: "since eq exp('now() - 1D')", want: ['c1'] }],
+  ['exp date ge', { collection: customer, given: "since ge exp('now()')", want: ['c4'] }],
+  ['exp Abs', { collection: customer, given: "age eq exp('Abs(-30)')", want: ['c1'] }],
+  ['exp Floor and division', { collection: customer, given: "age gt exp('floor(51 / 2)')", want: ['c1', 'c4'] }],
+  ['exp Pow and precedence', { collection: customer, given: "age le exp('Pow(2, 4) + 2')", want: ['c5'] }],
+  ['exp Round half away from zero', { collection: customer, given: "age eq exp('Round(-2.5) * -10')", want: ['c1'] }],
+  ['exp fraction on a decimal', { collection: customer, given: "credit gt exp('1/4')", want: ['c1', 'c5'] }],
+  ['exp unary minus and Sqrt', { collection: customer, given: "credit lt exp('-Sqrt(9)')", want: ['c4'] }],
+  ['exp Max and Min', { collection: customer, given: "credit eq exp('MAX(10.5, min(3, 4))')", want: ['c1'] }],
+  ['exp Ceiling', { collection: customer, given: "credit ge exp('Ceiling(10.2)')", want: ['c5'] }],
+  ['exp string', { collection: order, given: `title eq exp('"Apple"') or note eq~ exp("'ÆØÅ'")`, want: ['o1', 'o2', 'o8'] }],
 ];
 
-/** The statement the tests run: ids of matching rows, ordered. */
-function statement(collection: Collection, given: string, provider: FilterScope['provider']) {
-  const where = compileFilter(parseFilter(given), scope(collection, provider));
-  return renderSql(sql`SELECT ${ident('t0', 'id')} AS "id" FROM ${ident(collection.name)} AS "t0" WHERE ${where} ORDER BY "t0"."id"`, provider);
-}
-
-/** Column values as each database stores them (what Prisma writes). */
-const DATE_COLUMNS = new Set(['since', 'placedAt', 'createdAt']);
-function sqliteValue(key: string, v: Row[string]): unknown {
-  if (v === null) return null;
-  if (key === 'id' || key === 'referrer' || key === 'customer') return uid(v as string);
-  if (typeof v === 'boolean') return v ? 1 : 0;
-  if (DATE_COLUMNS.has(key)) return new Date(v as string).toISOString().replace('Z', '+00:00');
-  return v;
-}
-const pgValue = (key: string, v: Row[string]) => (v !== null && ['id', 'referrer', 'customer'].includes(key) ? uid(v as string) : v);
-/** Bound values as Prisma's raw query layer maps them. */
-const sqliteParam = (v: unknown) => v instanceof Date ? v.toISOString().replace('Z', '+00:00') : typeof v === 'boolean' ? (v ? 1 : 0) : v;
-const pgParam = (v: unknown) => (v instanceof Date ? v.toISOString() : v);
-
-const CUSTOMER_COLUMNS = ['id', 'name', 'age', 'vip', 'since', 'credit', 'referrer', 'createdAt', 'createdBy'];
-const ORDER_COLUMNS = ['id', 'title', 'placedAt', 'customer'];
-const insert = (table: string, columns: string[], marks: string[]) =>
-  `INSERT INTO "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) VALUES (${marks.join(', ')})`;
+/** The request time of the exp() cases, and the callers of the me() cases. */
+const NOW = new Date('2024-02-01T12:00:00.000Z');
+const meCases: [string, { given: string; callerId: string | null; want: string[] }][] = [
+  ['me() eq', { given: "createdBy eq exp('me()')", callerId: 'u2', want: ['c3', 'c4', 'c5'] }],
+  ['me() ne matches nulls', { given: "createdBy ne exp('me()')", callerId: 'u2', want: ['c1', 'c2'] }],
+  ['me() eq~', { given: "createdBy eq~ exp('ME()')", callerId: 'U1', want: ['c1'] }],
+  ['anonymous me() is null', { given: "createdBy eq exp('me()')", callerId: null, want: ['c2'] }],
+  ['anonymous me() ne', { given: "createdBy ne exp('me()')", callerId: null, want: ['c1', 'c3', 'c4', 'c5'] }],
+  ['me() on a lookup', { given: "referrer eq exp('me()')", callerId: uid('c1'), want: ['c2', 'c4'] }],
+];
 
 describe('compileFilter on SQLite and PostgreSQL', () => {
-  const sqlite = new Database(':memory:');
-  const dbName = `svc_fc_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ host: '127.0.0.1', port: 5432, user: 'root', database: 'postgres' });
-  const client = new pg.Client({ host: '127.0.0.1', port: 5432, user: 'root', database: dbName });
-
+  let dbs: FilterDatabases;
   beforeAll(async () => {
-    const system = '"createdAt" TIMESTAMP(3), "updatedAt" TIMESTAMP(3), "createdBy" TEXT';
-    sqlite.exec(`CREATE TABLE "Customer" ("id" TEXT PRIMARY KEY, "name" TEXT, "age" INTEGER, "vip" BOOLEAN, "since" DATETIME,
-      "credit" DECIMAL, "referrer" TEXT, "photo" BLOB, ${system.replaceAll('TIMESTAMP(3)', 'DATETIME')});
-      CREATE TABLE "Order" ("id" TEXT PRIMARY KEY, "title" TEXT, "placedAt" DATETIME, "customer" TEXT, ${system.replaceAll('TIMESTAMP(3)', 'DATETIME')});`);
-    for (const [table, columns, rows] of [['Customer', CUSTOMER_COLUMNS, customers], ['Order', ORDER_COLUMNS, orders]] as const) {
-      const stmt = sqlite.prepare(insert(table, columns, columns.map(() => '?')));
-      for (const row of rows) stmt.run(...columns.map((c) => sqliteValue(c, row[c] ?? null)));
-    }
-    await admin.connect();
-    // A locale-aware default collation (ICU en-US) proves string order does not depend on it.
-    await admin.query(`CREATE DATABASE "${dbName}" TEMPLATE template0 ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'`)
-      .catch(() => admin.query(`CREATE DATABASE "${dbName}"`));
-    await client.connect();
-    await client.query(`CREATE TABLE "Customer" ("id" UUID PRIMARY KEY, "name" TEXT, "age" INTEGER, "vip" BOOLEAN, "since" DATE,
-      "credit" NUMERIC(65,30), "referrer" UUID REFERENCES "Customer"("id"), "photo" BYTEA, ${system});
-      CREATE TABLE "Order" ("id" UUID PRIMARY KEY, "title" TEXT, "placedAt" TIMESTAMP(3), "customer" UUID REFERENCES "Customer"("id"), ${system});`);
-    for (const [table, columns, rows] of [['Customer', CUSTOMER_COLUMNS, customers], ['Order', ORDER_COLUMNS, orders]] as const) {
-      for (const row of rows) {
-        await client.query(insert(table, columns, columns.map((_, i) => `$${i + 1}`)), columns.map((c) => pgValue(c, row[c] ?? null)));
-      }
-    }
+    dbs = await openFilterDatabases(customers, orders);
   });
-
   afterAll(async () => {
-    sqlite.close();
-    await client.end().catch(() => undefined);
-    await admin.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
-    await admin.end();
+    await dbs.close();
   });
 
   it.each(cases)('%s', async (_title, { collection, given, want }) => {
-    const lite = statement(collection, given, 'sqlite');
-    const liteRows = sqlite.prepare(lite.text).all(...lite.values.map(sqliteParam)) as { id: string }[];
-    const post = statement(collection, given, 'postgresql');
-    const postRows = (await client.query(post.text, post.values.map(pgParam))).rows as { id: string }[];
-    expect(liteRows.map((r) => nameOf(r.id))).toEqual(want);
-    expect(postRows.map((r) => nameOf(r.id))).toEqual(want);
+    expect(await dbs.names(collection, given, { now: NOW })).toEqual({ sqlite: want, postgresql: want });
+  });
+
+  it.each(meCases)('%s', async (_title, { given, callerId, want }) => {
+    expect(await dbs.names(customer, given, { callerId })).toEqual({ sqlite: want, postgresql: want });
   });
 
   it('binds values instead of splicing them into the text', () => {
@@ -192,6 +173,23 @@ describe('compileFilter SQL shape', () => {
     expect(where.values).toEqual(['a', 'b', 1]);
   });
 
+  it('lower-cases both sides for ~ and binds the value lower-cased', () => {
+    const lite = compileFilter(parseFilter('title sw~ "ÄB"'), scope(order));
+    expect(lite).toEqual({ text: 'substr(svc_lower("t0"."title"), 1, length(?)) = ?', values: ['äb', 'äb'] });
+    const post = compileFilter(parseFilter('title ge~ "ÄB"'), scope(order, 'postgresql'));
+    expect(post).toEqual({ text: 'lower("t0"."title" COLLATE "und-x-icu") COLLATE "C" >= ?', values: ['äb'] });
+  });
+
+  it('evaluates exp() once into a bound value', () => {
+    const where = compileFilter(parseFilter("placedAt gt exp('now() - 1D') and since eq exp('now()')".replace('since', 'customer.since')), scope(order, 'sqlite', { now: NOW }));
+    expect(where.text).not.toMatch(/now|exp/i);
+    expect(where.values).toEqual([new Date('2024-01-31T12:00:00Z'), new Date('2024-02-01T00:00:00Z')]);
+    const before = Date.now();
+    const [bound] = compileFilter(parseFilter("placedAt gt exp('now()')"), scope(order)).values as Date[];
+    expect(bound.getTime()).toBeGreaterThanOrEqual(before);
+    expect(bound.getTime()).toBeLessThanOrEqual(Date.now());
+  });
+
   it('binds dates at UTC midnight and lower-cases UUIDs', () => {
     expect(compileFilter(parseFilter('since eq "2024-02-29"'), scope(customer)).values).toEqual([new Date('2024-02-29T00:00:00Z')]);
     const id = uid('c1');
@@ -204,7 +202,7 @@ describe('compileFilter SQL shape', () => {
     expect(resolvePath(scope(order), ['createdBy'])).toMatchObject({ column: 'createdBy', type: 'string' });
   });
 
-  const invalid: [string, { collection: Collection; given: string; want: RegExp }][] = [
+  const invalid: [string, { collection: Collection; given: string; want: RegExp; callerId?: string }][] = [
     ['unknown property', { collection: order, given: 'colour eq "red"', want: /unknown property "colour" on Order at position 1/ }],
     ['unknown property behind a lookup', { collection: order, given: 'customer.colour eq "red"', want: /unknown property "colour" on Customer/ }],
     ['dot path through a non-lookup', { collection: order, given: 'title.x eq "red"', want: /unknown property "title.x" on Order/ }],
@@ -226,13 +224,32 @@ describe('compileFilter SQL shape', () => {
     ['con null', { collection: order, given: 'title con null', want: /null can only be compared with eq or ne/ }],
     ['order on a boolean', { collection: customer, given: 'vip gt false', want: /cannot compare boolean property "vip"/ }],
     ['blob', { collection: customer, given: 'photo eq null', want: /property "photo" is a blob/ }],
-    ['case-insensitive not yet', { collection: order, given: 'title eq~ "x"', want: /not supported yet at position 1/ }],
+    ['~ on an integer', { collection: customer, given: 'age gt 1 or age gt~ 3', want: /case-insensitive operator gt~ needs a string or text property; "age" is integer at position 13/ }],
+    ['~ order on a lookup', { collection: order, given: `customer gt~ "${uid('c1')}"`, want: /operator gt~ needs a string .* "customer" is lookup \(ids and lookups take only eq~ and ne~\)/ }],
+    ['~ on a date-time', { collection: order, given: 'placedAt eq~ "2024-01-01"', want: /operator eq~ needs a string/ }],
+    ['exp date-time times a number', { collection: order, given: "placedAt gt exp('now() * 2')", want: /operator "\*" cannot combine a date-time and a number in exp\(\) at position 24/ }],
+    ['exp Sqrt of a string', { collection: customer, given: `credit eq exp('Sqrt("x")')`, want: /function Sqrt needs a number, found a string at position 21/ }],
+    ['exp division by zero', { collection: customer, given: "credit eq exp('1 / (2 - 2)')", want: /division by zero in exp\(\) at position 18/ }],
+    ['exp duration by zero', { collection: order, given: "placedAt eq exp('now() - 1D / 0')", want: /division by zero/ }],
+    ['exp fraction for an integer', { collection: customer, given: "age eq exp('1/2')", want: /property "age" \(integer\) expects an integer .* found exp\("1\/2"\) = 0.5 at position 1/ }],
+    ['exp date-time for a string', { collection: order, given: "title eq exp('now()')", want: /property "title" \(string\) expects a string, found exp\("now\(\)"\) = 2024-02-01T12:00:00.000Z/ }],
+    ['exp number for a boolean', { collection: customer, given: "vip eq exp('1')", want: /property "vip" \(boolean\) expects true or false, found exp\("1"\) = 1/ }],
+    ['exp number for a date-time', { collection: order, given: "placedAt eq exp('1')", want: /property "placedAt" \(date-time\)/ }],
+    ['exp a bare duration', { collection: order, given: "placedAt gt exp('7D')", want: /exp\(\) evaluates to a duration/ }],
+    ['exp now() plus a number', { collection: order, given: "placedAt gt exp('now() + 7')", want: /operator "\+" cannot combine a date-time and a number/ }],
+    ['exp negated date-time', { collection: order, given: "placedAt gt exp('-now()')", want: /"-" cannot negate a date-time/ }],
+    ['exp Sqrt of a negative number', { collection: customer, given: "credit gt exp('Sqrt(-1)')", want: /Sqrt of a negative number/ }],
+    ['exp Pow without a real result', { collection: customer, given: "credit gt exp('Pow(-8, 1/3)')", want: /Pow has no real result/ }],
+    ['exp overflow', { collection: customer, given: "credit gt exp('Pow(10, 400)')", want: /not a finite number/ }],
+    ['exp date out of range', { collection: order, given: "placedAt gt exp('now() + 3000000D')", want: /date-time out of range/ }],
+    ['exp me() of an anonymous caller with con', { collection: customer, given: "createdBy con exp('me()')", want: /null \(exp\("me\(\)"\) = null\) can only be compared with eq or ne/ }],
+    ['exp me() is not a UUID', { collection: customer, given: "referrer eq exp('me()')", want: /property "referrer" \(lookup\) expects a UUID/, callerId: 'u1' }],
   ];
 
-  it.each(invalid)('rejects %s with 400 INVALID_FILTER', (_title, { collection, given, want }) => {
+  it.each(invalid)('rejects %s with 400 INVALID_FILTER', (_title, { collection, given, want, callerId }) => {
     let error: unknown;
     try {
-      compileFilter(parseFilter(given), scope(collection));
+      compileFilter(parseFilter(given), scope(collection, 'sqlite', { now: NOW, callerId }));
     } catch (e) {
       error = e;
     }

@@ -1,7 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
 import { HttpError } from '../../../runtime/errors.js';
-import type { Comparison, FilterNode, Literal } from '../../../runtime/query/filter-ast.js';
+import type { Comparison, ExpNode, FilterNode, Literal } from '../../../runtime/query/filter-ast.js';
 import { tokenizeFilter } from '../../../runtime/query/filter-lexer.js';
 import { parseFilter } from '../../../runtime/query/filter-parser.js';
 
@@ -11,6 +11,10 @@ function cmp(path: string, op: Comparison['op'], value: Literal, position = 0, c
 }
 const str = (value: string): Literal => ({ kind: 'string', value });
 const num = (raw: string): Literal => ({ kind: 'number', value: Number(raw), raw });
+const exp = (source: string, ast: ExpNode, position = 5): Literal => ({ kind: 'exp', ast, source, position });
+const n = (raw: string, position: number): ExpNode => ({ kind: 'number', value: Number(raw), raw, position });
+const bin = (op: '+' | '-' | '*' | '/', left: ExpNode, right: ExpNode, position: number): ExpNode =>
+  ({ kind: 'binary', op, left, right, position });
 const and = (...operands: FilterNode[]): FilterNode => ({ kind: 'and', operands });
 const or = (...operands: FilterNode[]): FilterNode => ({ kind: 'or', operands });
 
@@ -58,6 +62,36 @@ const valid: [string, { given: string; want: FilterNode }][] = [
   ['keywords as property names', { given: 'or eq 1 and and eq 2', want: and(cmp('or', 'eq', num('1')), cmp('and', 'eq', num('2'), 12)) }],
   ['tilde marks case-insensitive', { given: 'name eq~ "a"', want: cmp('name', 'eq', str('a'), 0, true) }],
   ['tabs and newlines', { given: '\ta\neq\r\n1 ', want: cmp('a', 'eq', num('1'), 1) }],
+  ['exp now() minus days', {
+    given: "a eq exp('now() - 7D')",
+    want: cmp('a', 'eq', exp('now() - 7D', bin('-', { kind: 'call', name: 'now', args: [], position: 10 },
+      { kind: 'duration', amount: 7, unit: 'D', raw: '7D', position: 18 }, 16))),
+  }],
+  ['exp precedence and unary minus', {
+    given: 'n lt exp("1 + 2 * -3")',
+    want: cmp('n', 'lt', exp('1 + 2 * -3', bin('+', n('1', 10), bin('*', n('2', 14), { kind: 'negate', operand: n('3', 19), position: 18 }, 16), 12))),
+  }],
+  ['exp left associativity and parentheses', {
+    given: "n eq exp('1-2-(3/4)')",
+    want: cmp('n', 'eq', exp('1-2-(3/4)', bin('-', bin('-', n('1', 10), n('2', 12), 11), bin('/', n('3', 15), n('4', 17), 16), 13))),
+  }],
+  ['exp keyword, names and units are case-insensitive', {
+    given: "t GE EXP ( 'NOW()+1.5h' )",
+    want: cmp('t', 'ge', exp('NOW()+1.5h', bin('+', { kind: 'call', name: 'now', args: [], position: 12 },
+      { kind: 'duration', amount: 1.5, unit: 'H', raw: '1.5h', position: 18 }, 17), 5)),
+  }],
+  ['exp functions', {
+    given: "n eq exp('pow(ABS(-2), 3)')",
+    want: cmp('n', 'eq', exp('pow(ABS(-2), 3)', { kind: 'call', name: 'Pow', position: 10, args: [
+      { kind: 'call', name: 'Abs', position: 14, args: [{ kind: 'negate', operand: n('2', 19), position: 18 }] }, n('3', 23),
+    ] })),
+  }],
+  ['exp strings and me()', {
+    given: `o eq exp("me()") or s eq exp('"x y"')`,
+    want: or(cmp('o', 'eq', exp('me()', { kind: 'call', name: 'me', args: [], position: 10 })),
+      cmp('s', 'eq', exp('"x y"', { kind: 'string', value: 'x y', position: 30 }, 25), 20)),
+  }],
+  ['a property named exp', { given: 'exp eq 1', want: cmp('exp', 'eq', num('1')) }],
 ];
 
 describe('parseFilter', () => {
@@ -90,7 +124,25 @@ describe('parseFilter', () => {
     ['number with trailing dot', { given: 'a eq 1.', want: /at position 7, found "\."/ }],
     ['lone minus', { given: 'a eq -', want: /unexpected character "-" at position 6/ }],
     ['number too large', { given: `a eq ${'9'.repeat(400)}`, want: /number out of range at position 6/ }],
-    ['exp() not yet', { given: 'a eq exp("1")', want: /exp\(\) values are not supported yet at position 6/ }],
+    ['exp too long', { given: `a eq exp('${'1'.repeat(201)}')`, want: /exp\(\) expression too long at position 11 \(201 characters, at most 200\)/ }],
+    ['exp unknown function', { given: "a eq exp('Foo(1)')", want: /unknown function "Foo" at position 11 \(known: Abs, Ceiling, Floor, Round, Max, Min, Pow, Sqrt, now, me\)/ }],
+    ['exp bad duration unit', { given: "a eq exp('now() - 7W')", want: /bad duration unit "W" at position 20 \(expected D, H, M or S/ }],
+    ['exp duration unit spelled out', { given: "a eq exp('now() - 7days')", want: /bad duration unit "days" at position 20/ }],
+    ['exp incomplete', { given: "a eq exp('1 +')", want: /unexpected end of the exp\(\) expression, expected a number, a duration \(7D\), a function call or "\(" at position 14/ }],
+    ['exp unencoded plus', { given: "a eq exp('now()  7D')", want: /expected an operator .* at position 18, found "7D" \(a "\+" in a URL must be sent as %2B\)/ }],
+    ['exp without quotes', { given: 'a eq exp(now())', want: /expected a quoted expression after "exp\(" at position 10/ }],
+    ['exp empty parentheses', { given: 'a eq exp()', want: /expected a quoted expression after "exp\(" at position 10/ }],
+    ['exp without parentheses', { given: "a eq exp 'x'", want: /unexpected character "'" at position 10/ }],
+    ['exp unterminated', { given: "a eq exp('1+1)", want: /unterminated exp\(\) expression starting at position 10/ }],
+    ['exp unclosed', { given: "a eq exp('1' and b eq 2", want: /expected "\)" to close "exp\(" from position 6 at position 14, found "and"/ }],
+    ['exp empty', { given: "a eq exp(' ')", want: /empty exp\(\) expression at position 11/ }],
+    ['exp wrong arity', { given: "a eq exp('Max(1)')", want: /function Max at position 11 takes 2 arguments, found 1/ }],
+    ['exp now() with an argument', { given: "a eq exp('now(1)')", want: /function now at position 11 takes 0 arguments, found 1/ }],
+    ['exp bare name', { given: "a eq exp('pi')", want: /unknown name "pi" at position 11 must be followed by "\("/ }],
+    ['exp bad character', { given: "a eq exp('1 $ 2')", want: /unexpected character "\$" in exp\(\) at position 13/ }],
+    ['exp unclosed parenthesis', { given: "a eq exp('(1 + 2')", want: /expected an operator or "\)" \(to close the "\(" from position 11\) at position 17/ }],
+    ['exp unterminated string', { given: `a eq exp('"abc')`, want: /unterminated string in exp\(\) starting at position 11/ }],
+    ['exp trailing comma', { given: "a eq exp('Abs(1,)')", want: /expected a number.* at position 17, found "\)"/ }],
     ['too long', { given: `a eq "${'x'.repeat(4000)}"`, want: /too long \(4007 characters, at most 4000\)/ }],
     ['nested too deep', { given: `${'('.repeat(51)}a eq 1${')'.repeat(51)}`, want: /nested deeper than 50 levels at position 51/ }],
   ];
@@ -109,6 +161,12 @@ describe('parseFilter', () => {
     expect((error as HttpError).message).toMatch(want);
   });
 
+  it('accepts an exp() of exactly 200 characters', () => {
+    const source = `${'1+'.repeat(99)}10`;
+    expect(source).toHaveLength(200);
+    expect(parseFilter(`a eq exp('${source}')`)).toMatchObject({ value: { kind: 'exp', source } });
+  });
+
   it('accepts nesting of exactly 50 levels and 4000 characters', () => {
     expect(parseFilter(`${'('.repeat(50)}a eq 1${')'.repeat(50)}`)).toEqual(cmp('a', 'eq', num('1'), 50));
     expect(parseFilter(`a eq "${'x'.repeat(3993)}"`)).toEqual(cmp('a', 'eq', str('x'.repeat(3993))));
@@ -123,7 +181,8 @@ describe('parseFilter', () => {
 
   it('fuzz: any input parses or fails with a 400 HttpError', () => {
     const alphabet = fc.constantFrom(
-      ...'abc_. ()"\\~-0123456789'.split(''), 'eq', 'ne', ' and ', ' or ', 'true', 'null', 'con', '"x"', '1.5',
+      ...'abc_. ()"\\~-0123456789\'+*/,'.split(''), 'eq', 'ne', ' and ', ' or ', 'true', 'null', 'con', '"x"', '1.5',
+      'exp(', "exp('", "')", 'now()', 'me()', '7D', '2h', 'Max(', 'Sqrt(', 'x(',
     );
     const filterish = fc.array(alphabet, { maxLength: 40 }).map((parts) => parts.join(''));
     const anything = fc.oneof(fc.string({ unit: 'binary', maxLength: 80 }), fc.string({ maxLength: 80 }), filterish);
