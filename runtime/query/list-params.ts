@@ -94,6 +94,14 @@ export function parseListParams(query: Query, collection: Collection, collection
     params.lookups = lookups;
   }
 
+  // Full-text search (SPEC §4.2) comes with its indexes in a later release; until then say so
+  // rather than ignore the parameter and return unsearched rows.
+  if (single(query, 'search') !== undefined) {
+    throw bad('search', collection.search
+      ? `full-text search on ${collection.name} is not available in this version of svc`
+      : `search is not enabled on ${collection.name}`);
+  }
+
   const include = single(query, 'include');
   for (const key of (include ?? '').split(',').map((k) => k.trim()).filter(Boolean)) {
     const relation = collection.children.find((r) => r.key === key);
