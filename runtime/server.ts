@@ -56,8 +56,12 @@ export function databaseUrlFor(appDir: string, manifest: AppManifest, env: NodeJ
 export async function migrateApp(appDir: string, env: NodeJS.ProcessEnv = process.env): Promise<string[]> {
   const dir = resolve(appDir);
   const manifest = loadManifest(join(dir, '.svc'));
-  const url = databaseUrlFor(dir, manifest, env);
-  const migrationsDir = join(dir, 'migrations', manifest.provider);
+  return applyPending(dir, manifest, databaseUrlFor(dir, manifest, env));
+}
+
+/** Applies the pending migrations of the manifest's provider to `url` (already resolved). */
+async function applyPending(appDir: string, manifest: AppManifest, url: string): Promise<string[]> {
+  const migrationsDir = join(appDir, 'migrations', manifest.provider);
   if (!existsSync(migrationsDir)) return [];
   const { applied } = await applyMigrations({ provider: manifest.provider, url, migrationsDir });
   return applied;
@@ -82,7 +86,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const manifest = loadManifest(svcDir);
   const logger = options.logger ?? createLogger({ app: manifest.name });
   const url = databaseUrlFor(appDir, manifest, env);
-  const applied = await migrateApp(appDir, env);
+  const applied = await applyPending(appDir, manifest, url);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
   const db: Database = await openDatabase(svcDir, manifest.provider, url);
   const app = createApp({

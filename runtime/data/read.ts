@@ -24,6 +24,8 @@ export interface ReadScope {
 }
 
 const ALIAS = 't0';
+/** The id column of the row being read: `"t0"."id"`. */
+const ID = ident(ALIAS, 'id');
 
 /** How one item is shaped: selected fields, lookup form, child relations to include. */
 export interface ItemOptions {
@@ -50,12 +52,12 @@ const TEXT_TYPES = new Set(['string', 'text']);
 
 /** ORDER BY with NULLs sorting as the largest value and byte-wise string order on both databases. */
 function orderBy(scope: ReadScope, sort: SortSpec | undefined): Sql {
-  if (!sort || sort.property === 'id') return sort?.descending ? raw(`"${ALIAS}"."id" DESC`) : raw(`"${ALIAS}"."id"`);
+  if (!sort || sort.property === 'id') return sort?.descending ? sql`${ID} DESC` : ID;
   const column = ident(ALIAS, sort.property);
   const type = scope.collection.properties.find((p) => p.name === sort.property)?.type ?? (sort.property === 'createdBy' ? 'string' : 'date-time');
   const collate = scope.db.provider === 'postgresql' && TEXT_TYPES.has(type) ? raw(' COLLATE "C"') : raw('');
   const dir = raw(sort.descending ? ' DESC' : '');
-  return sql`(${column} IS NULL)${dir}, ${column}${collate}${dir}, "${raw(ALIAS)}"."id"`;
+  return sql`(${column} IS NULL)${dir}, ${column}${collate}${dir}, ${ID}`;
 }
 
 function selectList(columns: string[]): Sql {
@@ -74,7 +76,7 @@ export async function expandLookups(scope: ReadScope, items: Item[], selection?:
     const target = collectionNamed(scope.manifest, p.collection!);
     const nested = selection?.nested.get(p.name);
     const rows = await scope.db.query(
-      sql`SELECT ${selectList(columnsOf(target, nested))} FROM ${ident(target.name)} AS "${raw(ALIAS)}" WHERE "${raw(ALIAS)}"."id" IN (${join(ids.map((id) => sql`${id}`), ', ')})`,
+      sql`SELECT ${selectList(columnsOf(target, nested))} FROM ${ident(target.name)} AS "${raw(ALIAS)}" WHERE ${ID} IN (${join(ids.map((id) => sql`${id}`), ', ')})`,
       scope.tx,
     );
     const byId = new Map(rows.map((r) => [String(r.id), decodeRow(target, r)]));
@@ -96,7 +98,7 @@ export async function includeChildren(scope: ReadScope, items: Item[], relations
   for (const relation of relations) {
     const child = collectionNamed(scope.manifest, relation.collection);
     const rows = await scope.db.query(
-      sql`SELECT ${selectList(columnsOf(child))} FROM ${ident(child.name)} AS "${raw(ALIAS)}" WHERE ${ident(ALIAS, relation.field)} IN (${join(parentIds.map((id) => sql`${id}`), ', ')}) ORDER BY "${raw(ALIAS)}"."id"`,
+      sql`SELECT ${selectList(columnsOf(child))} FROM ${ident(child.name)} AS "${raw(ALIAS)}" WHERE ${ident(ALIAS, relation.field)} IN (${join(parentIds.map((id) => sql`${id}`), ', ')}) ORDER BY ${ID}`,
       scope.tx,
     );
     const byParent = new Map<string, Item[]>(parentIds.map((id) => [id, []]));
@@ -129,7 +131,7 @@ export async function listItems(scope: ReadScope, params: ListParams): Promise<{
   let statement: Sql;
   if (params.lastKey !== undefined) {
     // Keyset paging: ordered by id, exclusive cursor, sortBy and pageNo ignored (SPEC §4.2).
-    statement = sql`SELECT ${selectList(columns)} ${from} AND "${raw(ALIAS)}"."id" > ${params.lastKey} ORDER BY "${raw(ALIAS)}"."id" LIMIT ${params.pageSize}`;
+    statement = sql`SELECT ${selectList(columns)} ${from} AND ${ID} > ${params.lastKey} ORDER BY ${ID} LIMIT ${params.pageSize}`;
   } else {
     const offset = (params.pageNo - 1) * params.pageSize;
     statement = sql`SELECT ${selectList(columns)} ${from} ORDER BY ${orderBy(scope, params.sort)} LIMIT ${params.pageSize} OFFSET ${offset}`;
@@ -149,7 +151,7 @@ export async function findItem(scope: ReadScope, id: string, options: ItemOption
   const where = whereClause(scope);
   const columns = columnsOf(scope.collection, options.selection?.fields);
   const rows = await scope.db.query(
-    sql`SELECT ${selectList(columns)} FROM ${ident(scope.collection.name)} AS "${raw(ALIAS)}" WHERE ${where} AND "${raw(ALIAS)}"."id" = ${id}`,
+    sql`SELECT ${selectList(columns)} FROM ${ident(scope.collection.name)} AS "${raw(ALIAS)}" WHERE ${where} AND ${ID} = ${id}`,
     scope.tx,
   );
   if (rows.length === 0) return null;

@@ -7,7 +7,7 @@ import type { AppManifest, Collection } from '../manifest.js';
 import { HttpError } from '../errors.js';
 import type { Database } from '../data/database.js';
 import type { CollectionWriter } from '../data/children.js';
-import { getItem, listItems, type ReadScope } from '../data/read.js';
+import { getItem, listItems, notFound, type ReadScope } from '../data/read.js';
 import { createItems, deleteItem, deleteItems, updateItem, type WriteScope } from '../data/write.js';
 import { parseListParams, UUID } from '../query/list-params.js';
 import type { FilterNode } from '../query/filter-ast.js';
@@ -104,7 +104,7 @@ export function collectionRouter(definition: RoutesDefinition, manifest: AppMani
   router.get(`${base}/:id`, async (req, res) => {
     const { id } = req.params;
     const params = parseListParams(pick(req.query, ['select', 'lookups', 'include']), collection, manifest.collections);
-    if (!UUID.test(id)) throw new HttpError('NOT_FOUND', `${collection.name} ${JSON.stringify(id)} was not found`);
+    if (!UUID.test(id)) throw notFound(collection.name, id);
     sendJson(res, 200, await getItem(readScope(), id.toLowerCase(), { selection: params.selection, lookups: params.lookups, include: params.include }));
   });
   for (const [method, mode] of [['put', 'replace'], ['patch', 'merge']] as const) {
