@@ -8,3 +8,7 @@ export { defineCollectionRoutes, defineViewRoutes, type CollectionRoutesDefiniti
 export { startServer, migrateApp, databaseUrlFor, type ServeOptions, type RunningServer } from './server.js';
 export { StartupError } from './load-manifest.js';
 export { diffDatamodels, applyMigrations } from './data/schema-engine.js';
+export type {
+  FunctionContext, FunctionRequest, FunctionResponse, FunctionQuery, FunctionMethod, FunctionUser, FunctionApiInfo,
+  FunctionReadParams, FunctionValidationError,
+} from './functions/context-types.js';

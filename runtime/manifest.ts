@@ -105,6 +105,21 @@ export interface TypedField {
   spec?: { enum?: unknown[]; description?: string; properties?: Record<string, unknown> };
 }
 
+/** A JSON Schema (2020-12) object, as published in the OpenAPI document. */
+export type JsonSchema = Record<string, unknown>;
+
+/**
+ * Advisory types read from a default-export function's code by `svc generate` (SPEC §4.8 rule 7):
+ * request body, response body and narrowed query, each as JSON Schema. A side that could not be
+ * converted fully is the opaque `{ "type": "object" }`; a side with no type in code is absent.
+ * They never reject a request.
+ */
+export interface FunctionCodeTypes {
+  body?: JsonSchema;
+  response?: JsonSchema;
+  query?: JsonSchema;
+}
+
 export interface FunctionDefinition {
   name: string;
   description?: string;
@@ -115,6 +130,8 @@ export interface FunctionDefinition {
   requestBody: TypedField[];
   responseFields: TypedField[];
   access: Record<string, string[]>;
+  /** Present when the code is in default-export form and declares at least one type (SPEC §4.8 rule 7). */
+  codeTypes?: FunctionCodeTypes;
 }
 
 export interface ExternalCollection {

@@ -4,6 +4,7 @@
  * collected and thrown once as a `DefinitionError`.
  */
 import type { AppManifest } from '../../runtime/index.js';
+import { readCodeTypes } from '../code-types/read-code-types.js';
 import { loadApp, type RawApp } from '../load/load-app.js';
 import { normaliseModel } from '../model/normalise.js';
 import { crossCheck } from './cross-check.js';
@@ -28,7 +29,8 @@ export function validateApp(raw: RawApp, env: NodeJS.ProcessEnv = process.env): 
 }
 
 /**
- * Loads, validates and normalises an app folder.
+ * Loads, validates and normalises an app folder, then reads the advisory types of default-export
+ * function code into each function's `codeTypes` (SPEC §4.8 rule 7).
  * @param appDir - the app folder (DESIGN §3)
  * @param env - `DATABASE_URL`, `REDIS_URL` overrides (DESIGN §3)
  * @returns the app model and the raw files (the emitters need `RawFunctionFile.codeFile`)
@@ -39,5 +41,11 @@ export async function loadAndValidate(appDir: string, env: NodeJS.ProcessEnv): P
   const raw = await loadApp(appDir);
   const diagnostics = validateApp(raw, env);
   if (diagnostics.length) throw new DefinitionError(diagnostics);
-  return { manifest: normaliseModel(raw, env), raw };
+  const manifest = normaliseModel(raw, env);
+  const codeTypes = readCodeTypes(raw.appDir, raw.functions.map((f) => ({ name: (f.data as { name: string }).name, codeFile: f.codeFile })));
+  for (const fn of manifest.functions) {
+    const types = codeTypes.get(fn.name);
+    if (types) fn.codeTypes = types;
+  }
+  return { manifest, raw };
 }
