@@ -5,11 +5,11 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { runCli, serve } from '../support/cli.js';
+import { ROOT, runCli, serve } from '../support/cli.js';
 import { call } from '../support/scenario.js';
 
 const work = mkdtempSync(join(tmpdir(), 'svc-cli-'));
@@ -64,6 +64,22 @@ describe('svc CLI', () => {
     }
     const doc = await runCli(['openapi', dir]);
     expect(JSON.parse(doc.stdout).paths).toHaveProperty('/Task/{id}');
+  });
+
+  it('generates openapi.json, agent-tools.json and client.ts with code types for an app with functions, byte-identical again', async () => {
+    const dir = join(work, 'typed');
+    cpSync(join(ROOT, 'test/fixtures/apps/typed'), dir, { recursive: true });
+    const gen = await runCli(['generate', dir]);
+    expect(gen.code, gen.stderr).toBe(0);
+    for (const file of ['openapi.json', 'agent-tools.json', 'client.ts', 'manifest.json']) expect(existsSync(join(dir, '.svc', file)), file).toBe(true);
+    const manifest = JSON.parse(readFileSync(join(dir, '.svc/manifest.json'), 'utf8'));
+    const greet = manifest.functions.find((f: { name: string }) => f.name === 'greet');
+    expect(greet.codeTypes.body.properties).toEqual({ name: { type: 'string' }, shout: { type: 'boolean' } });
+    const before = treeHash(join(dir, '.svc'));
+    expect((await runCli(['generate', dir])).code).toBe(0);
+    expect(treeHash(join(dir, '.svc'))).toEqual(before);
+    const doc = await runCli(['openapi', dir]);
+    expect(JSON.parse(doc.stdout).paths).toHaveProperty('/greet');
   });
 
   it('writes a migration when the model changes; migrate and serve apply it', async () => {

@@ -1,12 +1,14 @@
 /**
  * Golden files of the generated output of examples/shop (STYLE §7, §9.2): `buildFiles` compared
  * file by file with `test/golden/<flavour>/`, the set of file names as its own snapshot, and the
- * golden OpenAPI document validated with a real OpenAPI validator. Regenerate with `vitest -u`.
+ * golden OpenAPI document validated with a real OpenAPI validator, the golden client.ts compiled by
+ * tsc against openapi-typescript's reading of it. Regenerate with `vitest -u`.
  */
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { buildFiles, loadAndValidate } from '../../generator/index.js';
+import { compileClient } from '../support/client-check.js';
 import { ROOT } from '../support/cli.js';
 
 const SHOP = join(ROOT, 'examples/shop');
@@ -47,5 +49,13 @@ describe.each(FLAVOURS)('golden output of %s', (flavour, env) => {
       expect(doc.components.schemas[c.name].properties).toHaveProperty('createdAt');
     }
     expect(new Set(ops).size).toBe(ops.length);
+  });
+
+  it('has a client.ts that compiles and agrees with openapi-typescript', async () => {
+    const { manifest } = await loadAndValidate(SHOP, env);
+    const files = buildFiles(manifest);
+    const result = await compileClient(files['client.ts'], JSON.parse(files['openapi.json']));
+    expect(result.output).toBe('');
+    expect(result.code).toBe(0);
   });
 });
