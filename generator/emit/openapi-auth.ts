@@ -87,7 +87,7 @@ export function authOpenApi(builder: OpenApiBuilder): void {
   } });
   builder.addPath('/_logout', { post: {
     operationId: 'svc_logout', tags: ['auth'], summary: 'Clears the session cookies',
-    security: NO_CREDENTIALS, responses: { 204: { description: 'Signed out' } },
+    security: NO_CREDENTIALS, responses: { 204: { description: 'Signed out' }, ...errorResponses(500) },
     ...ext('_logout'),
   } });
   builder.addPath('/_me', { get: {
@@ -97,7 +97,7 @@ export function authOpenApi(builder: OpenApiBuilder): void {
   } });
   builder.addPath('/_webAppConfig', { get: {
     operationId: 'svc_webAppConfig', tags: ['auth'], summary: 'Authentication configuration of the web app', security: NO_CREDENTIALS,
-    responses: { 200: { description: 'Login methods and the login URL', content: json(ref('svc.WebAppConfig')) } },
+    responses: { 200: { description: 'Login methods and the login URL', content: json(ref('svc.WebAppConfig')) }, ...errorResponses(500) },
     ...ext('_webAppConfig'),
   } });
 }
@@ -117,7 +117,7 @@ export function metaOpenApi(builder: OpenApiBuilder): void {
   builder.addTag({ name: 'meta', description: 'Service endpoints' });
   builder.addPath('/_openapi', { get: {
     operationId: 'svc_openapi', tags: ['meta'], summary: 'This document', security: NO_CREDENTIALS,
-    responses: { 200: { description: 'The OpenAPI document', content: json({ type: 'object' }) } },
+    responses: { 200: { description: 'The OpenAPI document', content: json({ type: 'object' }) }, ...errorResponses(500) },
     ...ext('_openapi'),
   } });
 }

@@ -119,6 +119,8 @@ describe('a valid app', () => {
       name: 'sendMail', enabled: true, functionTypeId: 1, endpoint: '/sendMail', queryParams: [],
       requestBody: [{ name: 'to', type: 'string', isRequired: true }], responseFields: [],
       access: { POST: ['_AUTHENTICATED_USER'] },
+      // SPEC §4.8 rule 7: the return type of the default export, read from sendMail.ts
+      codeTypes: { response: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] } },
     }]);
     expect(manifest.externals).toEqual([
       { name: 'Weather', url: 'https://provider.example/weather', connection: { type: 'none' }, access: [] },

@@ -36,8 +36,9 @@ describe('OpenAPI document of an app with functions', () => {
     expect(new Set(ops.map((o) => o.operationId)).size).toBe(ops.length);
     for (const o of ops) {
       expect(o.tags.length, o.operationId).toBeGreaterThan(0);
-      if (o.operationId !== 'svc_openapi' && o.operationId !== 'svc_logout' && o.operationId !== 'svc_webAppConfig') {
-        expect(Object.keys(o.responses).some((s) => s.startsWith('4')), o.operationId).toBe(true);
+      expect(Object.keys(o.responses).some((s) => /^[45]\d\d$/.test(s)), o.operationId).toBe(true);
+      for (const [status, response] of Object.entries(o.responses)) {
+        if (/^[45]/.test(status) && o.operationId !== 'svc_token') expect(response, `${o.operationId} ${status}`).toEqual({ $ref: `#/components/responses/Error${status}` });
       }
     }
   });
