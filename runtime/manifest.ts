@@ -81,8 +81,15 @@ export interface View {
 
 export type AggregateFunction = 'count' | 'sum' | 'avg' | 'min' | 'max';
 
-/** An output field of a query: a dot path, or one aggregate over a dot path. */
-export type QueryField = { path: string } | { aggregate: AggregateFunction; path: string };
+/**
+ * An output field of a query: a dot path, or one aggregate over a dot path. `type` is the output's
+ * type, resolved by the generator: the path's type for plain fields (`collection` names a lookup's
+ * target), `integer` for count, `decimal` for avg, the path's type for sum, min and max (`guid` for
+ * min/max over a lookup).
+ */
+export type QueryField =
+  | { path: string; type: PropertyType; collection?: string }
+  | { aggregate: AggregateFunction; path: string; type: PropertyType };
 
 /** A read-only join or aggregate (DESIGN §3). */
 export interface Query {

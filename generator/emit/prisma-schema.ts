@@ -15,6 +15,10 @@ const backRelationName = (collection: string, property: string): string => `${co
 
 const relationName = (collection: string, property: string): string => `${collection}_${property}`;
 
+/** The columns full-text search covers: string and text properties, in declaration order (SPEC §4.2). */
+export const searchColumns = (c: Collection): string[] =>
+  c.search ? c.properties.filter((p) => p.type === 'string' || p.type === 'text').map((p) => p.name) : [];
+
 /** The Prisma delegate name the generated client exposes for a model (`OrderLine` → `orderLine`). */
 export const delegateName = (model: string): string => model[0].toLowerCase() + model.slice(1);
 
@@ -87,7 +91,10 @@ export function emitPrismaSchema(manifest: AppManifest): string {
       }
     }
     const indexes = c.properties.filter((p) => p.type === 'lookup').map((p) => p.name);
-    return { name: c.name, fields, indexes, width: Math.max(...fields.map((f) => f.name.length)) };
+    // Full-text search is outside Prisma's model: the doc comment records the searched columns in the
+    // migration snapshot, so the next migration knows what search objects exist (migrate/search-index.ts).
+    const search = searchColumns(c).join(', ');
+    return { name: c.name, fields, indexes, search, width: Math.max(...fields.map((f) => f.name.length)) };
   });
   return renderTemplate('schema.prisma.hbs', { provider: manifest.provider, models });
 }

@@ -6,7 +6,7 @@
  */
 import type {
   AccessRule, AppManifest, AppSettings, ChildRelation, Collection, DatabaseProvider, ExternalCollection,
-  FunctionDefinition, Policy, Property, Query, QueryField, TypedField, View,
+  FunctionDefinition, Policy, Property, PropertyType, Query, QueryField, TypedField, View,
 } from '../../runtime/index.js';
 import type { RawApp, RawFile } from '../load/load-app.js';
 import { DefinitionError } from '../validate/diagnostics.js';
@@ -123,11 +123,29 @@ function viewOf(v: RawViewDefinition): View {
   };
 }
 
-function queryOf(q: RawQueryDefinition): Query {
+/** The property a dot path ends at, walked from collection `from` (validated before normalising). */
+function propertyAt(collections: Collection[], from: string, path: string): Pick<Property, 'type' | 'collection'> {
+  const SYSTEM: Record<string, PropertyType> = { id: 'guid', createdAt: 'date-time', updatedAt: 'date-time', createdBy: 'string' };
+  const segments = path.split('.');
+  let current = collections.find((c) => c.name === from)!;
+  for (let i = 0; ; i++) {
+    const seg = segments[i];
+    const p = current.properties.find((x) => x.name === seg);
+    if (i === segments.length - 1) return p ? { type: p.type, ...pick(p, ['collection']) } : { type: SYSTEM[seg] };
+    current = collections.find((c) => c.name === p!.collection)!;
+  }
+}
+
+function queryOf(q: RawQueryDefinition, collections: Collection[]): Query {
   const fields: Record<string, QueryField> = {};
   for (const [name, field] of Object.entries(q.fields)) {
     const { aggregate, path } = splitQueryField(field);
-    fields[name] = aggregate ? { aggregate, path } : { path };
+    const at = propertyAt(collections, q.from, path);
+    if (!aggregate) fields[name] = { path, type: at.type, ...pick(at, ['collection']) };
+    else {
+      const type: PropertyType = aggregate === 'count' ? 'integer' : aggregate === 'avg' ? 'decimal' : at.type === 'lookup' ? 'guid' : at.type;
+      fields[name] = { aggregate, path, type };
+    }
   }
   return {
     name: q.name, ...pick(q, ['description']), from: q.from, ...pick(q, ['filter']),
@@ -183,14 +201,15 @@ export function normaliseModel(raw: RawApp, env: NodeJS.ProcessEnv): AppManifest
   }
   const collections = dataOf<RawCollectionDefinition>(raw.collections);
   const children = childrenOf(collections);
+  const normalised = collections.map((c) => collectionOf(c, children.get(c.name) ?? []));
   return {
     manifestVersion: 1,
     name: svc.name,
     provider,
     settings: settingsOf(svc),
-    collections: collections.map((c) => collectionOf(c, children.get(c.name) ?? [])),
+    collections: normalised,
     views: dataOf<RawViewDefinition>(raw.views).map(viewOf),
-    queries: dataOf<RawQueryDefinition>(raw.queries).map(queryOf),
+    queries: dataOf<RawQueryDefinition>(raw.queries).map((q) => queryOf(q, normalised)),
     functions: dataOf<RawFunctionDefinition>(raw.functions).map(functionOf),
     externals: dataOf<RawExternalDefinition>(raw.externals).map(externalOf),
   };

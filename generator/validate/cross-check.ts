@@ -29,7 +29,7 @@ const FOLDER_OF = { collection: 'collections', view: 'views', query: 'queries', 
  * @param invalidFiles - files that failed their JSON Schema: skipped by per-file checks
  * @returns diagnostics (codes: `DEF_FILE_NAME_MISMATCH`, `DEF_DUPLICATE_NAME`, `DEF_UNKNOWN_COLLECTION`,
  *   `DEF_NOT_A_COLLECTION`, `DEF_CREATOR_IN_LISTEN`, `DEF_ENDPOINT_MISMATCH`, `DEF_INPUT_TYPE_NOT_SCALAR`,
- *   `DEF_MISSING_FUNCTION_CODE`, `DEF_UNSUPPORTED_DATABASE_URL`, and those of `checkProperty`/`checkQuery`)
+ *   `DEF_MISSING_FUNCTION_CODE`, `DEF_SEARCH_WITHOUT_TEXT`, `DEF_UNSUPPORTED_DATABASE_URL`, and those of `checkProperty`/`checkQuery`)
  * Source: DESIGN §3, §4 "Function details"; SPEC §2, §5.7.
  */
 export function crossCheck(raw: RawApp, env: NodeJS.ProcessEnv, invalidFiles: Set<string>): Diagnostic[] {
@@ -114,6 +114,10 @@ function checkCollection(index: ModelIndex, file: string, c: RawCollectionDefini
       const problem = collectionRefProblem(index, 'lookup target', p.collection);
       if (problem) out.push({ ...problem, file, path: pointer('properties', name, 'collection') });
     }
+  }
+  if (c.search === true && !Object.values(c.properties).some((p) => p.type === 'string' || p.type === 'text')) {
+    out.push({ code: 'DEF_SEARCH_WITHOUT_TEXT', file, path: '/search',
+      message: 'search needs at least one string or text property to search in' });
   }
   return [...out, ...checkListen(file, c.access)];
 }

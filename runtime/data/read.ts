@@ -3,7 +3,7 @@
  * count and select; one item by id; lookup expansion (`lookups=full`). Every statement is compiled
  * SQL with bound values, run through the Prisma client.
  */
-import type { AppManifest, ChildRelation, Collection } from '../manifest.js';
+import type { AppManifest, ChildRelation, Collection, PropertyType } from '../manifest.js';
 import { HttpError } from '../errors.js';
 import { compileFilter } from '../query/filter-compile.js';
 import { parseFilter } from '../query/filter-parser.js';
@@ -12,6 +12,7 @@ import type { Selection } from '../query/select.js';
 import { ident, join, raw, sql, type Sql } from '../query/sql.js';
 import type { Database, PrismaLike } from './database.js';
 import { columnsOf, decodeRow, type Item } from './row-codec.js';
+import { searchCondition } from './search.js';
 
 /** What every read needs: the model, the database and the collection read. */
 export interface ReadScope {
@@ -21,6 +22,11 @@ export interface ReadScope {
   /** Extra conditions on alias `t0` (views, policies), ANDed with the request's filter. */
   conditions?: Sql[];
   tx?: PrismaLike;
+  /**
+   * Set when reading a query's output rows (`query-source.ts`) instead of the collection's table:
+   * the subquery, and the type of its `id` column. Such rows have no system fields besides `id`.
+   */
+  rows?: { source: Sql; idType: PropertyType };
 }
 
 const ALIAS = 't0';
@@ -38,13 +44,22 @@ function collectionNamed(manifest: AppManifest, name: string): Collection {
   return manifest.collections.find((c) => c.name === name)!;
 }
 
-/** The WHERE clause (without the keyword) for a request filter plus the scope's conditions. */
-export function whereClause(scope: ReadScope, filter?: string): Sql {
+/** What a read selects from: the collection's table, or a query's subquery, as alias `t0`. */
+function source(scope: ReadScope): Sql {
+  return sql`${scope.rows ? scope.rows.source : ident(scope.collection.name)} AS "${raw(ALIAS)}"`;
+}
+
+/** The WHERE clause (without the keyword) for a request filter and search plus the scope's conditions. */
+export function whereClause(scope: ReadScope, filter?: string, search?: string[]): Sql {
   const parts: Sql[] = [...(scope.conditions ?? [])];
   if (filter !== undefined) {
     const node = parseFilter(filter);
-    parts.push(compileFilter(node, { manifest: scope.manifest, collection: scope.collection, provider: scope.db.provider, alias: ALIAS }));
+    parts.push(compileFilter(node, {
+      manifest: scope.manifest, collection: scope.collection, provider: scope.db.provider, alias: ALIAS,
+      ...(scope.rows && { queryRow: { idType: scope.rows.idType } }),
+    }));
   }
+  if (search) parts.push(searchCondition(scope.db.provider, scope.collection, ALIAS, search));
   return parts.length === 0 ? raw('1=1') : join(parts.map((p) => sql`(${p})`), ' AND ');
 }
 
@@ -52,7 +67,10 @@ const TEXT_TYPES = new Set(['string', 'text']);
 
 /** ORDER BY with NULLs sorting as the largest value and byte-wise string order on both databases. */
 function orderBy(scope: ReadScope, sort: SortSpec | undefined): Sql {
-  if (!sort || sort.property === 'id') return sort?.descending ? sql`${ID} DESC` : ID;
+  if (!sort || sort.property === 'id') {
+    const id = scope.rows?.idType === 'string' && scope.db.provider === 'postgresql' ? sql`${ID} COLLATE "C"` : ID;
+    return sort?.descending ? sql`${id} DESC` : id;
+  }
   const column = ident(ALIAS, sort.property);
   const type = scope.collection.properties.find((p) => p.name === sort.property)?.type ?? (sort.property === 'createdBy' ? 'string' : 'date-time');
   const collate = scope.db.provider === 'postgresql' && TEXT_TYPES.has(type) ? raw(' COLLATE "C"') : raw('');
@@ -119,15 +137,15 @@ export async function includeChildren(scope: ReadScope, items: Item[], relations
  * Source: SPEC §4.2 (paging, keyset cursor, count, select, lookups).
  */
 export async function listItems(scope: ReadScope, params: ListParams): Promise<{ data: Item[]; count?: number }> {
-  const where = whereClause(scope, params.filter);
-  const from = sql`FROM ${ident(scope.collection.name)} AS "${raw(ALIAS)}" WHERE ${where}`;
+  const where = whereClause(scope, params.filter, params.search);
+  const from = sql`FROM ${source(scope)} WHERE ${where}`;
   let count: number | undefined;
   if (params.count !== 'none') {
     const [row] = await scope.db.query<{ n: unknown }>(sql`SELECT COUNT(*) AS "n" ${from}`, scope.tx);
     count = Number(row.n);
     if (params.count === 'only') return { data: [], count };
   }
-  const columns = columnsOf(scope.collection, params.selection?.fields);
+  const columns = columnsOf(scope.collection, params.selection?.fields, !scope.rows);
   let statement: Sql;
   if (params.lastKey !== undefined) {
     // Keyset paging: ordered by id, exclusive cursor, sortBy and pageNo ignored (SPEC §4.2).
@@ -149,9 +167,9 @@ export async function listItems(scope: ReadScope, params: ListParams): Promise<{
  */
 export async function findItem(scope: ReadScope, id: string, options: ItemOptions): Promise<Item | null> {
   const where = whereClause(scope);
-  const columns = columnsOf(scope.collection, options.selection?.fields);
+  const columns = columnsOf(scope.collection, options.selection?.fields, !scope.rows);
   const rows = await scope.db.query(
-    sql`SELECT ${selectList(columns)} FROM ${ident(scope.collection.name)} AS "${raw(ALIAS)}" WHERE ${where} AND ${ID} = ${id}`,
+    sql`SELECT ${selectList(columns)} FROM ${source(scope)} WHERE ${where} AND ${ID} = ${id}`,
     scope.tx,
   );
   if (rows.length === 0) return null;

@@ -27,9 +27,12 @@ export function decodeValue(p: Pick<Property, 'type'>, v: unknown): unknown {
   }
 }
 
-/** Column names to read for a collection, optionally restricted to `fields` (always with `id`). */
-export function columnsOf(c: Collection, fields?: ReadonlySet<string>): string[] {
-  const all = ['id', ...c.properties.map((p) => p.name), ...SYSTEM_COLUMNS];
+/**
+ * Column names to read for a collection, optionally restricted to `fields` (always with `id`).
+ * `system: false` leaves out `createdAt`, `updatedAt`, `createdBy` (query rows have none).
+ */
+export function columnsOf(c: Collection, fields?: ReadonlySet<string>, system = true): string[] {
+  const all = ['id', ...c.properties.map((p) => p.name), ...(system ? SYSTEM_COLUMNS : [])];
   return fields ? all.filter((name) => fields.has(name)) : all;
 }
 

@@ -11,6 +11,7 @@ import type { Database } from '../data/database.js';
 import type { Logger } from '../log.js';
 import { collectionRouter, type RoutesDefinition } from './collection-routes.js';
 import { compileInputChecker } from '../data/input.js';
+import { queryRouter } from './query-routes.js';
 import type { CollectionWriter } from '../data/children.js';
 
 export interface AppOptions {
@@ -61,7 +62,9 @@ export function createApp(options: AppOptions): express.Express {
     }
   }
   const writerOf = (name: string): CollectionWriter => writers.get(name)!;
-  for (const definition of options.routes) api.use(collectionRouter(definition, manifest, options.db, writerOf));
+  for (const definition of options.routes) {
+    api.use(definition.kind === 'query' ? queryRouter(definition, manifest, options.db) : collectionRouter(definition, manifest, options.db, writerOf));
+  }
   app.use('/api', api);
 
   app.use((req: Request) => {

@@ -2,7 +2,8 @@
  * @module `defineCollectionRoutes`: what a generated `.svc/routes/<Name>.js` module calls, and the
  * generic handlers it binds (SPEC §4.1). Handlers throw `HttpError`; they never write error bodies.
  */
-import { Router, type Request, type Response } from 'express';
+import { Router, type Request } from 'express';
+import type { QueryRoutesDefinition } from './query-routes.js';
 import type { AppManifest, Collection } from '../manifest.js';
 import { HttpError } from '../errors.js';
 import type { Database } from '../data/database.js';
@@ -14,6 +15,7 @@ import type { FilterNode } from '../query/filter-ast.js';
 import { compileFilter } from '../query/filter-compile.js';
 import { parseFilter } from '../query/filter-parser.js';
 import { StartupError } from '../load-manifest.js';
+import { sendJson } from './send.js';
 
 /** The binding a generated route module exports: collection name and its Prisma delegate. */
 export interface CollectionRoutesDefinition {
@@ -30,7 +32,7 @@ export interface ViewRoutesDefinition {
   delegate: string;
 }
 
-export type RoutesDefinition = CollectionRoutesDefinition | ViewRoutesDefinition;
+export type RoutesDefinition = CollectionRoutesDefinition | ViewRoutesDefinition | QueryRoutesDefinition;
 
 /**
  * Called by generated code: binds one collection to the generic handlers.
@@ -50,17 +52,6 @@ export function defineViewRoutes(definition: Omit<ViewRoutesDefinition, 'kind'>)
   return { kind: 'view', ...definition };
 }
 
-/** 5 MiB of JSON per page (DESIGN §4 result-size limit). */
-export const MAX_RESULT_BYTES = 5 * 1024 * 1024;
-
-function sendJson(res: Response, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  if (Buffer.byteLength(text) > MAX_RESULT_BYTES) {
-    throw new HttpError('RESULT_TOO_LARGE', 'the result is larger than the 5 MiB limit; ask for less with lookups=id, a smaller pageSize or a narrower select');
-  }
-  res.status(status).type('application/json').send(text);
-}
-
 /** The request body, or 415 when one was sent that is not JSON. */
 function jsonBody(req: Request): unknown {
   if (req.body === undefined) {
@@ -75,7 +66,7 @@ function jsonBody(req: Request): unknown {
  * Builds the Express router of one collection.
  * Source: SPEC §4.1 (routes and status codes), §4.2 (GET parameters); DESIGN §4 (bodies).
  */
-export function collectionRouter(definition: RoutesDefinition, manifest: AppManifest, db: Database, writerOf: (collection: string) => CollectionWriter): Router {
+export function collectionRouter(definition: CollectionRoutesDefinition | ViewRoutesDefinition, manifest: AppManifest, db: Database, writerOf: (collection: string) => CollectionWriter): Router {
   const collection = manifest.collections.find((c) => c.name === definition.collection) as Collection;
   const { checker } = writerOf(collection.name);
   const viewFilter = definition.kind === 'view' ? viewFilterOf(manifest, definition.view) : undefined;
@@ -112,7 +103,8 @@ export function collectionRouter(definition: RoutesDefinition, manifest: AppMani
       const { id } = req.params;
       await updateItem(writeScope(), id, jsonBody(req), mode);
       // The row as it now stands, read through the view: a row changed out of the view is 404 afterwards.
-      sendJson(res, 200, await getItem(readScope(), id.toLowerCase(), { lookups: 'full' }));
+      // Not held to the page-size limit: the write has committed, so a 400 now would mislead.
+      res.status(200).json(await getItem(readScope(), id.toLowerCase(), { lookups: 'full' }));
     });
   }
   router.delete(`${base}/:id`, async (req, res) => {
