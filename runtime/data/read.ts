@@ -78,8 +78,14 @@ function orderBy(scope: ReadScope, sort: SortSpec | undefined): Sql {
   return sql`(${column} IS NULL)${dir}, ${column}${collate}${dir}, ${ID}`;
 }
 
-function selectList(columns: string[]): Sql {
-  return join(columns.map((c) => ident(ALIAS, c)), ', ');
+function selectList(columns: string[], scope?: ReadScope): Sql {
+  return join(columns.map((c) => {
+    // SQLite gives computed query columns (sum, avg, max of decimals) no declared type; the driver
+    // would then type the column by its first value and truncate later ones if that was whole.
+    // As text, each value keeps its digits (decoded to a number by the row codec).
+    const decimal = scope?.rows && scope.db.provider === 'sqlite' && scope.collection.properties.find((p) => p.name === c)?.type === 'decimal';
+    return decimal ? sql`CAST(${ident(ALIAS, c)} AS TEXT) AS ${ident(c)}` : ident(ALIAS, c);
+  }), ', ');
 }
 
 /**
@@ -149,10 +155,10 @@ export async function listItems(scope: ReadScope, params: ListParams): Promise<{
   let statement: Sql;
   if (params.lastKey !== undefined) {
     // Keyset paging: ordered by id, exclusive cursor, sortBy and pageNo ignored (SPEC §4.2).
-    statement = sql`SELECT ${selectList(columns)} ${from} AND ${ID} > ${params.lastKey} ORDER BY ${ID} LIMIT ${params.pageSize}`;
+    statement = sql`SELECT ${selectList(columns, scope)} ${from} AND ${ID} > ${params.lastKey} ORDER BY ${ID} LIMIT ${params.pageSize}`;
   } else {
     const offset = (params.pageNo - 1) * params.pageSize;
-    statement = sql`SELECT ${selectList(columns)} ${from} ORDER BY ${orderBy(scope, params.sort)} LIMIT ${params.pageSize} OFFSET ${offset}`;
+    statement = sql`SELECT ${selectList(columns, scope)} ${from} ORDER BY ${orderBy(scope, params.sort)} LIMIT ${params.pageSize} OFFSET ${offset}`;
   }
   const rows = await scope.db.query(statement, scope.tx);
   const data = rows.map((r) => decodeRow(scope.collection, r));
@@ -169,7 +175,7 @@ export async function findItem(scope: ReadScope, id: string, options: ItemOption
   const where = whereClause(scope);
   const columns = columnsOf(scope.collection, options.selection?.fields, !scope.rows);
   const rows = await scope.db.query(
-    sql`SELECT ${selectList(columns)} FROM ${source(scope)} WHERE ${where} AND ${ID} = ${id}`,
+    sql`SELECT ${selectList(columns, scope)} FROM ${source(scope)} WHERE ${where} AND ${ID} = ${id}`,
     scope.tx,
   );
   if (rows.length === 0) return null;

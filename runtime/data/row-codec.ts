@@ -38,7 +38,8 @@ export function columnsOf(c: Collection, fields?: ReadonlySet<string>, system = 
 
 /** A raw row (only the columns read) → an item with normalised values. */
 export function decodeRow(c: Collection, row: Record<string, unknown>): Item {
-  const item: Item = { id: String(row.id) };
+  // A query group whose key is null has a null id; every table row has one.
+  const item: Item = { id: row.id === null ? null : String(row.id) };
   for (const p of c.properties) if (p.name in row) item[p.name] = decodeValue(p, row[p.name]);
   if ('createdAt' in row) item.createdAt = decodeValue({ type: 'date-time' }, row.createdAt);
   if ('updatedAt' in row) item.updatedAt = decodeValue({ type: 'date-time' }, row.updatedAt);
