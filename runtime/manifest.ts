@@ -101,6 +101,11 @@ export interface Query {
   groupBy?: string[];
   /** Output field name → definition, in declaration order. */
   fields: Record<string, QueryField>;
+  /**
+   * Type of a row's `id`: `guid` for join queries and for one lookup or guid group key; `string`
+   * (canonical text, see `runtime/data/query-source.ts`) for other group keys.
+   */
+  idType: 'guid' | 'string';
   access: AccessRule[];
 }
 

@@ -5,6 +5,7 @@
  */
 import { OpenApiBuilder, type OperationObject, type ParameterObject, type ReferenceObject, type SchemaObject } from 'openapi3-ts/oas31';
 import type { AppManifest, Collection, Property } from '../../runtime/index.js';
+import { addQueryPaths } from './openapi-queries.js';
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const errorResponses = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [
@@ -55,6 +56,7 @@ function inputSchema(c: Collection): SchemaObject {
 }
 
 const LIST_PARAMETERS: ParameterObject[] = [
+  { name: 'search', in: 'query', description: 'Words that must each prefix a word of a string or text property (case-insensitive); only on collections with search enabled', schema: { type: 'string' } },
   { name: 'filter', in: 'query', description: 'Filter expression (SPEC §4.3), e.g. `title sw "A" and paid eq false`', schema: { type: 'string' } },
   { name: 'sortBy', in: 'query', description: 'One property; a trailing `-` sorts descending', schema: { type: 'string' } },
   { name: 'select', in: 'query', description: 'Comma-separated properties (dot paths into lookups); `id` is always included', schema: { type: 'string' } },
@@ -81,7 +83,7 @@ function collectionPaths(builder: OpenApiBuilder, c: Collection, name = c.name):
   if (name === c.name) builder.addSchema(n, rowSchema(c)).addSchema(`${n}Input`, inputSchema(c));
   builder.addPath(`/${n}`, {
     get: op({
-      operationId: `list${n}`, summary: `List ${n} rows`, parameters: LIST_PARAMETERS,
+      operationId: `list${n}`, summary: `List ${n} rows`, parameters: LIST_PARAMETERS.filter((p) => p.name !== 'search' || c.search),
       responses: { 200: { description: 'A page of rows', content: json({ type: 'object', required: ['data'], properties: { data: { type: 'array', items: rowRef }, items: { type: 'array', items: rowRef, description: 'The same rows, present with count=true' }, meta: ref('ListMeta') } }) }, ...errorResponses(400, 401, 403) },
     }),
     post: op({
@@ -150,6 +152,7 @@ export function emitOpenApi(manifest: AppManifest): object {
     builder.addTag({ name: v.name, description: v.description ?? `View of ${v.collection}: rows where ${v.filter}` });
     collectionPaths(builder, base, v.name);
   }
+  addQueryPaths(builder, manifest.queries, LIST_PARAMETERS);
   builder.addPath('/_openapi', {
     get: { operationId: 'getOpenApi', tags: ['meta'], summary: 'This document', responses: { 200: { description: 'The OpenAPI document', content: json({ type: 'object' }) } } },
   });

@@ -136,6 +136,13 @@ function propertyAt(collections: Collection[], from: string, path: string): Pick
   }
 }
 
+function queryIdType(q: RawQueryDefinition, collections: Collection[]): Query['idType'] {
+  if (!q.groupBy?.length) return 'guid';
+  if (q.groupBy.length > 1) return 'string';
+  const { type } = propertyAt(collections, q.from, q.groupBy[0]);
+  return type === 'lookup' || type === 'guid' ? 'guid' : 'string';
+}
+
 function queryOf(q: RawQueryDefinition, collections: Collection[]): Query {
   const fields: Record<string, QueryField> = {};
   for (const [name, field] of Object.entries(q.fields)) {
@@ -150,7 +157,7 @@ function queryOf(q: RawQueryDefinition, collections: Collection[]): Query {
   return {
     name: q.name, ...pick(q, ['description']), from: q.from, ...pick(q, ['filter']),
     ...(q.groupBy?.length ? { groupBy: [...q.groupBy] } : {}),
-    fields, access: accessRules(q.access),
+    fields, idType: queryIdType(q, collections), access: accessRules(q.access),
   };
 }
 

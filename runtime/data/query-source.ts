@@ -75,7 +75,7 @@ export function querySource(manifest: AppManifest, query: Query, provider: Datab
   if (query.groupBy?.length) {
     const keys = query.groupBy.map(pathExpr);
     groupBy.push(...keys.map((k) => k.expr));
-    if (keys.length === 1 && (keys[0].type === 'lookup' || keys[0].type === 'guid')) {
+    if (query.idType === 'guid') {
       columns.push(sql`${keys[0].expr} AS "id"`);
     } else {
       idType = 'string';

@@ -109,10 +109,10 @@ describe('a valid app', () => {
     expect(manifest.views).toEqual([{ name: 'OpenOrders', collection: 'Order', filter: 'paid eq false', access: null }]);
     expect(manifest.queries.map((q) => q.name)).toEqual(['CustomerRevenue', 'OrderLines']);
     expect(manifest.queries[0]).toEqual({
-      name: 'CustomerRevenue', from: 'Order', filter: 'paid eq true', groupBy: ['customer'], access: [],
+      name: 'CustomerRevenue', from: 'Order', filter: 'paid eq true', groupBy: ['customer'], access: [], idType: 'guid',
       fields: {
-        customerName: { path: 'customer.name' }, orders: { aggregate: 'count', path: 'id' },
-        revenue: { aggregate: 'sum', path: 'total' }, lastOrder: { aggregate: 'max', path: 'placedAt' },
+        customerName: { path: 'customer.name', type: 'string' }, orders: { aggregate: 'count', path: 'id', type: 'integer' },
+        revenue: { aggregate: 'sum', path: 'total', type: 'decimal' }, lastOrder: { aggregate: 'max', path: 'placedAt', type: 'date-time' },
       },
     });
     expect(manifest.functions).toEqual([{
