@@ -7,7 +7,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DefinitionError, formatDiagnostic, generate, initApp } from '../generator/index.js';
-import { diffDatamodels, migrateApp, startServer } from '../runtime/index.js';
+import { diffDatamodels, filterProblems, migrateApp, startServer } from '../runtime/index.js';
 
 function fail(err: unknown): never {
   if (err instanceof DefinitionError) {
@@ -44,7 +44,7 @@ program.command('generate')
   .argument('[dir]', 'app folder', '.')
   .option('--name <migration>', 'name of the migration written if the model changed')
   .action(async (dir: string, opts: { name?: string }) => {
-    const result = await generate({ appDir: dir, migrationName: opts.name, diffDatamodels });
+    const result = await generate({ appDir: dir, migrationName: opts.name, diffDatamodels, checkFilters: filterProblems });
     process.stdout.write(`svc: generated ${join(dir, '.svc')} (${result.manifest.collections.length} collections, ${result.manifest.provider})\n`);
     process.stdout.write(result.migration ? `svc: new migration migrations/${result.manifest.provider}/${result.migration}\n` : 'svc: no model change, no new migration\n');
   });

@@ -9,3 +9,4 @@ export { defineQueryRoutes, type QueryRoutesDefinition } from './http/query-rout
 export { startServer, migrateApp, databaseUrlFor, type ServeOptions, type RunningServer } from './server.js';
 export { StartupError } from './load-manifest.js';
 export { diffDatamodels, applyMigrations } from './data/schema-engine.js';
+export { filterProblems, type FilterProblem } from './query/check-filters.js';

@@ -116,6 +116,29 @@ describe('svc CLI', () => {
     expect(existsSync(join(dir, 'migrations'))).toBe(false);
   });
 
+  it('checks the filters of views, queries and policies at generate time, and writes nothing when one is bad', async () => {
+    const dir = join(work, 'badfilters');
+    for (const folder of ['collections', 'views', 'queries']) mkdirSync(join(dir, folder), { recursive: true });
+    writeFileSync(join(dir, 'svc.json'), JSON.stringify({ name: 'badfilters' }));
+    writeFileSync(join(dir, 'collections/Item.json'), JSON.stringify({
+      name: 'Item', properties: { title: { type: 'string' }, size: { type: 'integer' }, owner: { type: 'guid' } },
+      policies: [{ roleNames: ['_AUTHENTICATED_USER'], filter: 'owner eq exp(\'me()\')' }, { roleNames: ['x'], filter: 'colour eq "red"' }],
+    }));
+    writeFileSync(join(dir, 'views/Big.json'), JSON.stringify({ name: 'Big', collection: 'Item', filter: 'size gt "large"' }));
+    writeFileSync(join(dir, 'views/Fine.json'), JSON.stringify({ name: 'Fine', collection: 'Item', filter: 'size gt 3 and title sw~ "a"' }));
+    writeFileSync(join(dir, 'queries/Titles.json'), JSON.stringify({ name: 'Titles', from: 'Item', filter: 'title eq', fields: { t: 'title' } }));
+    const r = await runCli(['generate', dir]);
+    expect(r.code).toBe(1);
+    const lines = r.stderr.trim().split('\n');
+    expect(lines).toEqual(expect.arrayContaining([
+      expect.stringMatching(/^collections\/Item\.json: \/policies\/1\/filter: .*unknown property "colour"/),
+      expect.stringMatching(/^views\/Big\.json: \/filter: .*"large"/),
+      expect.stringMatching(/^queries\/Titles\.json: \/filter: .*expected a value/),
+    ]));
+    expect(lines.some((l) => l.includes('Fine.json') || l.includes('/policies/0/'))).toBe(false);
+    expect(existsSync(join(dir, '.svc'))).toBe(false);
+  });
+
   it('refuses to serve without generated output, with a one-line reason', async () => {
     const dir = join(work, 'empty');
     mkdirSync(dir, { recursive: true });
