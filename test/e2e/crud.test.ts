@@ -155,7 +155,7 @@ function dataSuite(backend: Backend): void {
         { name: 'count bad', url: '/Product?count=maybe', status: 400, contains: ['count'] },
         { name: 'lookups bad', url: '/Order?lookups=some', status: 400, contains: ['lookups'] },
         { name: 'lastKey bad', url: '/Product?lastKey=5', status: 400, contains: ['lastKey'] },
-        { name: 'search not enabled', url: '/Product?search=kettle', status: 400, contains: ['search is not enabled on Product'] },
+        { name: 'search not enabled', url: '/Order?search=kettle', status: 400, contains: ['search is not enabled on Order'] },
       ];
       for (const s of bad) await runScenario(base, s);
       expect((await call(base, 'GET', '/Product?pageSize=1000')).json.data).toHaveLength(25);
