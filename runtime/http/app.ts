@@ -12,6 +12,7 @@ import type { Logger } from '../log.js';
 import { collectionRouter, type RoutesDefinition } from './collection-routes.js';
 import { compileInputChecker } from '../data/input.js';
 import type { CollectionWriter } from '../data/children.js';
+import { captureRawBody, functionRouter, type FunctionRoutesOptions } from './function-routes.js';
 
 export interface AppOptions {
   manifest: AppManifest;
@@ -21,6 +22,8 @@ export interface AppOptions {
   routes: RoutesDefinition[];
   /** The generated OpenAPI document, served at `/api/_openapi`. */
   openapi: object;
+  /** Where compiled functions are, their secrets and the worker pool that runs them. */
+  functions: Omit<FunctionRoutesOptions, 'manifest' | 'logger'>;
 }
 
 /** Largest accepted JSON body: 10 MiB. */
@@ -47,7 +50,7 @@ export function createApp(options: AppOptions): express.Express {
     });
     next();
   });
-  app.use(express.json({ limit: MAX_BODY, type: ['application/json', 'application/*+json'] }));
+  app.use(express.json({ limit: MAX_BODY, type: ['application/json', 'application/*+json'], verify: captureRawBody }));
 
   const api = express.Router();
   api.get('/_openapi', (_req, res) => { res.json(options.openapi); });
@@ -62,6 +65,7 @@ export function createApp(options: AppOptions): express.Express {
   }
   const writerOf = (name: string): CollectionWriter => writers.get(name)!;
   for (const definition of options.routes) api.use(collectionRouter(definition, manifest, options.db, writerOf));
+  api.use(functionRouter({ manifest, logger, ...options.functions }));
   app.use('/api', api);
 
   app.use((req: Request) => {
