@@ -118,7 +118,7 @@ describe('a valid app', () => {
     expect(manifest.functions).toEqual([{
       name: 'sendMail', enabled: true, functionTypeId: 1, endpoint: '/sendMail', queryParams: [],
       requestBody: [{ name: 'to', type: 'string', isRequired: true }], responseFields: [],
-      access: { POST: ['_AUTHENTICATED_USER'] },
+      access: { POST: ['_AUTHENTICATED_USER'] }, module: 'functions/sendMail.js',
     }]);
     expect(manifest.externals).toEqual([
       { name: 'Weather', url: 'https://provider.example/weather', connection: { type: 'none' }, access: [] },
