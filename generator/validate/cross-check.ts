@@ -146,7 +146,7 @@ function checkFunction(file: string, f: RawFunctionDefinition, codeFile: string 
           message: `${key} field "${field.name}" has type "${field.type}"; inputs must be scalar (${SCALAR_INPUT_TYPES.join(', ')})` });
       } else if (field.spec?.enum?.some((v) => !fitsInputType(field.type, v))) {
         out.push({ code: 'DEF_ENUM_TYPE_MISMATCH', file, path: pointer(key, i, 'spec', 'enum'),
-          message: `${key} field "${field.name}": every enum value must be a ${field.type} value` });
+          message: `${key} field "${field.name}": every enum value must be of type ${field.type}` });
       }
       if ((f[key] ?? []).findIndex((other) => other.name === field.name) < i) {
         out.push({ code: 'DEF_DUPLICATE_NAME', file, path: pointer(key, i, 'name'), message: `${key} declares "${field.name}" twice` });
