@@ -8,3 +8,7 @@ export { defineCollectionRoutes, defineViewRoutes, type CollectionRoutesDefiniti
 export { startServer, migrateApp, databaseUrlFor, type ServeOptions, type RunningServer } from './server.js';
 export { StartupError } from './load-manifest.js';
 export { diffDatamodels, applyMigrations } from './data/schema-engine.js';
+export type {
+  FunctionContext, FunctionRequest, FunctionResponse, FunctionCaller, ValidationEntry, GetParams,
+} from './functions/context.js';
+export { FunctionApiError } from './functions/collection-client.js';

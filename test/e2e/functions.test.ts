@@ -271,3 +271,59 @@ describe('svc generate on function code', () => {
     }
   });
 });
+
+describe('the functions of examples/shop', () => {
+  let source: string;
+  let app: PreparedApp;
+  let server: TestServer;
+  const anonymous = ['_ANONYMOUS_USER'];
+
+  beforeAll(async () => {
+    // A copy whose collections and functions admit anonymous callers, so the example code runs end to
+    // end before and after authentication is enforced.
+    source = mkdtempSync(join(tmpdir(), 'svc-shop-fn-'));
+    cpSync(join(ROOT, 'examples/shop'), source, { recursive: true, filter: (p) => !/[/\\](\.svc|data|node_modules)$/.test(p) });
+    const rewrite = (file: string, change: (d: any) => void) => {
+      const d = JSON.parse(readFileSync(join(source, file), 'utf8'));
+      change(d);
+      writeFileSync(join(source, file), JSON.stringify(d));
+    };
+    for (const c of ['Customer', 'Order', 'OrderLine', 'Product']) {
+      rewrite(`collections/${c}.json`, (d) => { d.access = ['GET', 'POST', 'PATCH'].map((method) => ({ method, roleNames: anonymous })); });
+    }
+    for (const f of ['orderTotal', 'placeOrder']) {
+      rewrite(`functions/${f}.json`, (d) => { d.access = Object.fromEntries(Object.keys(d.access).map((m) => [m, anonymous])); });
+    }
+    app = await prepareApp(source, 'sqlite');
+    server = await serve(app.dir, app.env);
+  });
+  afterAll(async () => {
+    await server?.close();
+    await app?.cleanup();
+    rmSync(source, { recursive: true, force: true });
+  });
+
+  it('places an order (typed POST), totals it (default export) and reports low stock (script form)', async () => {
+    const base = server.url;
+    const customer = (await call(base, 'POST', '/Customer', { name: 'Ada' })).json.data[0];
+    await call(base, 'POST', '/Product', [
+      { sku: 'kettle', name: 'Kettle', price: 19.95, stock: 3, category: 'kitchen', active: true },
+      { sku: 'spade', name: 'Spade', price: 12.5, stock: 40, category: 'garden', active: true },
+    ]);
+    await runScenario(base, { name: 'missing fields', method: 'POST', url: '/_invoke/placeOrder', body: { sku: 'kettle' }, status: 400,
+      json: { details: [{ path: '/body/customer' }, { path: '/body/quantity' }] } });
+    await runScenario(base, { name: 'unknown sku', method: 'POST', url: '/_invoke/placeOrder', body: { customer, sku: 'nope', quantity: 1 }, status: 400,
+      json: { details: [{ path: '/body/sku', message: 'no active product has SKU nope' }] } });
+    await runScenario(base, { name: 'out of stock', method: 'POST', url: '/_invoke/placeOrder', body: { customer, sku: 'kettle', quantity: 4 }, status: 409,
+      json: { code: 'OUT_OF_STOCK' } });
+    const placed = await runScenario(base, { name: 'place', method: 'POST', url: '/_invoke/placeOrder', body: { customer, sku: 'kettle', quantity: 2, dueOn: '2030-01-31' }, status: 201 });
+    expect(placed.json).toEqual({ order: expect.any(String), total: 39.9 });
+    await runScenario(base, { name: 'the order', url: `/Order/${placed.json.order}`, status: 200, json: { title: '2 × Kettle', total: 39.9, dueOn: '2030-01-31' } });
+    await runScenario(base, { name: 'total', url: `/orderTotal?order=${placed.json.order}`, status: 200, json: { order: placed.json.order, lines: 1, total: 39.9 } });
+    await runScenario(base, { name: 'total needs a GUID', url: '/orderTotal?order=42', status: 400, json: { details: [{ path: '/query/order' }] } });
+    const low = await runScenario(base, { name: 'low stock', url: '/lowStock?below=10', status: 200 });
+    expect(low.json).toEqual({ below: 10, products: [{ id: expect.any(String), sku: 'kettle', name: 'Kettle', stock: 3 }] });
+    await runScenario(base, { name: 'category enum', url: '/lowStock?category=toys', status: 400, json: { details: [{ path: '/query/category' }] } });
+    await runScenario(base, { name: 'negative threshold', url: '/lowStock?below=-1', status: 400, json: { details: [{ path: '/query/below', message: 'below must not be negative' }] } });
+  });
+});
