@@ -45,6 +45,7 @@ program.command('generate')
   .option('--name <migration>', 'name of the migration written if the model changed')
   .action(async (dir: string, opts: { name?: string }) => {
     const result = await generate({ appDir: dir, migrationName: opts.name, diffDatamodels, checkFilters: filterProblems });
+    for (const w of result.warnings) process.stderr.write(`svc: warning: ${formatDiagnostic(w)}\n`);
     process.stdout.write(`svc: generated ${join(dir, '.svc')} (${result.manifest.collections.length} collections, ${result.manifest.provider})\n`);
     process.stdout.write(result.migration ? `svc: new migration migrations/${result.manifest.provider}/${result.migration}\n` : 'svc: no model change, no new migration\n');
   });

@@ -9,6 +9,7 @@ import type { AppManifest } from '../runtime/index.js';
 import { buildFiles } from './build-files.js';
 import { planMigration, type DiffDatamodels } from './migrate/plan-migration.js';
 import { generatePrismaClient } from './prisma-client.js';
+import type { Diagnostic } from './validate/diagnostics.js';
 import { DefinitionError, loadAndValidate } from './validate/index.js';
 import { writeFiles } from './write-files.js';
 
@@ -40,6 +41,8 @@ export interface GenerateResult {
   written: string[];
   /** The migration folder written, or null when the model did not change. */
   migration: string | null;
+  /** Problems that did not stop generation (e.g. `DEF_GLOBAL_RES_IGNORED`), for the CLI to print. */
+  warnings: Diagnostic[];
 }
 
 /** A database URL the schema engine may open for a diff: SQLite diffs in a throwaway file. */
@@ -58,10 +61,10 @@ function diffUrl(manifest: AppManifest, env: NodeJS.ProcessEnv, scratch: string)
 export async function generate(options: GenerateOptions): Promise<GenerateResult> {
   const appDir = resolve(options.appDir);
   const env = options.env ?? process.env;
-  const { manifest } = await loadAndValidate(appDir, env);
+  const { manifest, functionFiles, warnings } = await loadAndValidate(appDir, env);
   const filterDiagnostics = (options.checkFilters?.(manifest) ?? []).map((p) => ({ code: 'DEF_INVALID_FILTER', ...p }));
   if (filterDiagnostics.length > 0) throw new DefinitionError(filterDiagnostics);
-  const files = buildFiles(manifest);
+  const files = buildFiles(manifest, functionFiles);
   const svcDir = join(appDir, '.svc');
   const { written } = writeFiles(svcDir, files);
   await generatePrismaClient(svcDir);
@@ -71,7 +74,7 @@ export async function generate(options: GenerateOptions): Promise<GenerateResult
       appDir, provider: manifest.provider, url: diffUrl(manifest, env, scratch), schema: files['schema.prisma'],
       name: options.migrationName, diffDatamodels: options.diffDatamodels,
     });
-    return { manifest, written, migration };
+    return { manifest, written, migration, warnings };
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }

@@ -18,6 +18,7 @@ export const ERROR_STATUS = {
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   INTERNAL: 500,
+  FUNCTION_TIMEOUT: 504,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -10,3 +10,7 @@ export { startServer, migrateApp, databaseUrlFor, type ServeOptions, type Runnin
 export { StartupError } from './load-manifest.js';
 export { diffDatamodels, applyMigrations } from './data/schema-engine.js';
 export { filterProblems, type FilterProblem } from './query/check-filters.js';
+export type {
+  FunctionContext, FunctionRequest, FunctionResponse, FunctionCaller, ValidationEntry, GetParams,
+} from './functions/context.js';
+export { FunctionApiError } from './functions/collection-client.js';

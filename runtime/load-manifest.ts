@@ -47,6 +47,9 @@ export function loadManifest(svcDir: string): AppManifest {
       if (!PROPERTY_TYPES.includes(f.type)) problems.push(`query ${q.name}.${name} has no known type (got ${JSON.stringify(f.type)})`);
     }
   }
+  for (const f of isArray(m.functions) ? m.functions : []) {
+    if (typeof f.module !== 'string') problems.push(`function ${f.name} has no compiled module`);
+  }
   if (problems.length > 0) throw new StartupError(`${file} is not a manifest this runtime understands (${problems.join('; ')}): run \`svc generate\` again`);
   return m;
 }

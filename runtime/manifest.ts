@@ -127,6 +127,8 @@ export interface FunctionDefinition {
   requestBody: TypedField[];
   responseFields: TypedField[];
   access: Record<string, string[]>;
+  /** The compiled code, relative to `.svc/`, e.g. `functions/sendMail.js` (written by `svc generate`). */
+  module: string;
 }
 
 export interface ExternalCollection {

@@ -11,6 +11,8 @@ import type { AddressInfo } from 'node:net';
 import { openDatabase, providerOf, resolveDatabaseUrl, type Database } from './data/database.js';
 import { applyMigrations } from './data/schema-engine.js';
 import { createApp } from './http/app.js';
+import { secretsFromEnv } from './http/function-routes.js';
+import { WorkerPool } from './functions/worker-pool.js';
 import type { RoutesDefinition } from './http/collection-routes.js';
 import { createLogger, type Logger } from './log.js';
 import { loadManifest, StartupError } from './load-manifest.js';
@@ -89,10 +91,12 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const applied = await applyPending(appDir, manifest, url);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
   const db: Database = await openDatabase(svcDir, manifest.provider, url);
+  const pool = new WorkerPool({ spareThreads: manifest.functions.some((f) => f.enabled) ? 2 : 0 });
   const app = createApp({
     manifest, db, logger,
     routes: await loadRoutes(svcDir),
     openapi: JSON.parse(readFileSync(join(svcDir, 'openapi.json'), 'utf8')),
+    functions: { svcDir, secrets: secretsFromEnv(env), pool },
   });
   const server: Server = createServer(app);
   const port = options.port ?? (env.PORT ? Number(env.PORT) : manifest.settings.port);
@@ -115,6 +119,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         const timer = setTimeout(() => server.closeAllConnections(), graceMs);
         await drained;
         clearTimeout(timer);
+        await pool.close();
         await db.close();
         logger.info('server stopped');
       })();

@@ -62,8 +62,16 @@ describe('architecture', () => {
   });
 
   it('generated route modules import only the runtime public entry', () => {
-    const golden = sources('test/golden').filter((f) => f.endsWith('.js'));
+    const golden = sources('test/golden').filter((f) => f.endsWith('.js') && f.includes('/routes/'));
     expect(golden.length).toBeGreaterThan(0);
     for (const file of golden) expect(importsOf(file).map((i) => i.spec)).toEqual(['svc/runtime']);
+  });
+
+  it('compiled function code imports only modules compiled beside it', () => {
+    const golden = sources('test/golden').filter((f) => f.includes('/functions/'));
+    expect(golden.length).toBeGreaterThan(0);
+    for (const file of golden) {
+      for (const i of importsOf(file)) expect(i.target, `${file} imports ${i.spec}`).toMatch(/^test\/golden\/[^/]+\/functions\//);
+    }
   });
 });

@@ -9,6 +9,7 @@ import type {
   FunctionDefinition, Policy, Property, PropertyType, Query, QueryField, TypedField, View,
 } from '../../runtime/index.js';
 import type { RawApp, RawFile } from '../load/load-app.js';
+import { compiledPathOf } from '../compile/compile-functions.js';
 import { DefinitionError } from '../validate/diagnostics.js';
 import {
   splitQueryField, type RawAccessRule, type RawCollectionDefinition, type RawExternalDefinition,
@@ -164,14 +165,19 @@ function queryOf(q: RawQueryDefinition, collections: Collection[]): Query {
 const typedFields = (fields: TypedField[] | undefined): TypedField[] =>
   (fields ?? []).map((f) => ({ name: f.name, type: f.type, ...pick(f, ['isRequired', 'spec']) }));
 
-function functionOf(f: RawFunctionDefinition): FunctionDefinition {
+function functionOf(f: RawFunctionDefinition, codeFile: string): FunctionDefinition {
   const access: Record<string, string[]> = {};
   for (const m of FUNCTION_METHODS) if (f.access?.[m]) access[m] = [...f.access[m]];
   return {
     name: f.name, ...pick(f, ['description']), enabled: f.enabled ?? true, functionTypeId: f.functionTypeId,
     endpoint: f.endpoint, queryParams: typedFields(f.queryParams), requestBody: typedFields(f.requestBody),
-    responseFields: typedFields(f.responseFields), access,
+    responseFields: typedFields(f.responseFields), access, module: compiledPathOf(codeFile),
   };
+}
+
+/** The code file beside a function definition (validation guarantees there is one). */
+function codeFileOf(raw: RawApp, name: string): string {
+  return raw.functions.find((f) => f.file === `functions/${name}.json`)?.codeFile ?? `functions/${name}.ts`;
 }
 
 function externalOf(e: RawExternalDefinition): ExternalCollection {
@@ -217,7 +223,7 @@ export function normaliseModel(raw: RawApp, env: NodeJS.ProcessEnv): AppManifest
     collections: normalised,
     views: dataOf<RawViewDefinition>(raw.views).map(viewOf),
     queries: dataOf<RawQueryDefinition>(raw.queries).map((q) => queryOf(q, normalised)),
-    functions: dataOf<RawFunctionDefinition>(raw.functions).map(functionOf),
+    functions: dataOf<RawFunctionDefinition>(raw.functions).map((f) => functionOf(f, codeFileOf(raw, f.name))),
     externals: dataOf<RawExternalDefinition>(raw.externals).map(externalOf),
   };
 }

@@ -28,7 +28,7 @@ const FOLDER_OF = { collection: 'collections', view: 'views', query: 'queries', 
  * Runs every cross-file check.
  * @param invalidFiles - files that failed their JSON Schema: skipped by per-file checks
  * @returns diagnostics (codes: `DEF_FILE_NAME_MISMATCH`, `DEF_DUPLICATE_NAME`, `DEF_UNKNOWN_COLLECTION`,
- *   `DEF_NOT_A_COLLECTION`, `DEF_CREATOR_IN_LISTEN`, `DEF_ENDPOINT_MISMATCH`, `DEF_INPUT_TYPE_NOT_SCALAR`,
+ *   `DEF_NOT_A_COLLECTION`, `DEF_CREATOR_IN_LISTEN`, `DEF_ENDPOINT_MISMATCH`, `DEF_INPUT_TYPE_NOT_SCALAR`, `DEF_ENUM_TYPE_MISMATCH`,
  *   `DEF_MISSING_FUNCTION_CODE`, `DEF_SEARCH_WITHOUT_TEXT`, `DEF_UNSUPPORTED_DATABASE_URL`, and those of `checkProperty`/`checkQuery`)
  * Source: DESIGN §3, §4 "Function details"; SPEC §2, §5.7.
  */
@@ -127,6 +127,16 @@ function checkView(index: ModelIndex, file: string, v: RawViewDefinition): Diagn
   return [...(problem ? [{ ...problem, file, path: '/collection' }] : []), ...checkListen(file, v.access)];
 }
 
+/** Whether an enum value has the JSON type of an input field type (dates and GUIDs are strings). */
+function fitsInputType(type: string, value: unknown): boolean {
+  switch (type) {
+    case 'integer': return Number.isInteger(value);
+    case 'decimal': return typeof value === 'number';
+    case 'boolean': return typeof value === 'boolean';
+    default: return typeof value === 'string';
+  }
+}
+
 function checkFunction(file: string, f: RawFunctionDefinition, codeFile: string | null): Diagnostic[] {
   const out: Diagnostic[] = [];
   if (f.endpoint !== `/${f.name}`) {
@@ -138,6 +148,12 @@ function checkFunction(file: string, f: RawFunctionDefinition, codeFile: string 
       if (!SCALAR_INPUT_TYPES.includes(field.type)) {
         out.push({ code: 'DEF_INPUT_TYPE_NOT_SCALAR', file, path: pointer(key, i, 'type'),
           message: `${key} field "${field.name}" has type "${field.type}"; inputs must be scalar (${SCALAR_INPUT_TYPES.join(', ')})` });
+      } else if (field.spec?.enum?.some((v) => !fitsInputType(field.type, v))) {
+        out.push({ code: 'DEF_ENUM_TYPE_MISMATCH', file, path: pointer(key, i, 'spec', 'enum'),
+          message: `${key} field "${field.name}": every enum value must be of type ${field.type}` });
+      }
+      if ((f[key] ?? []).findIndex((other) => other.name === field.name) < i) {
+        out.push({ code: 'DEF_DUPLICATE_NAME', file, path: pointer(key, i, 'name'), message: `${key} declares "${field.name}" twice` });
       }
     });
   }

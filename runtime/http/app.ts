@@ -13,6 +13,7 @@ import { collectionRouter, type RoutesDefinition } from './collection-routes.js'
 import { compileInputChecker } from '../data/input.js';
 import { queryRouter } from './query-routes.js';
 import type { CollectionWriter } from '../data/children.js';
+import { captureRawBody, functionRouter, type FunctionRoutesOptions } from './function-routes.js';
 
 export interface AppOptions {
   manifest: AppManifest;
@@ -22,6 +23,8 @@ export interface AppOptions {
   routes: RoutesDefinition[];
   /** The generated OpenAPI document, served at `/api/_openapi`. */
   openapi: object;
+  /** Where compiled functions are, their secrets and the worker pool that runs them. */
+  functions: Omit<FunctionRoutesOptions, 'manifest' | 'logger'>;
 }
 
 /** Largest accepted JSON body: 10 MiB. */
@@ -48,7 +51,7 @@ export function createApp(options: AppOptions): express.Express {
     });
     next();
   });
-  app.use(express.json({ limit: MAX_BODY, type: ['application/json', 'application/*+json'] }));
+  app.use(express.json({ limit: MAX_BODY, type: ['application/json', 'application/*+json'], verify: captureRawBody }));
 
   const api = express.Router();
   api.get('/_openapi', (_req, res) => { res.json(options.openapi); });
@@ -65,6 +68,7 @@ export function createApp(options: AppOptions): express.Express {
   for (const definition of options.routes) {
     api.use(definition.kind === 'query' ? queryRouter(definition, manifest, options.db) : collectionRouter(definition, manifest, options.db, writerOf));
   }
+  api.use(functionRouter({ manifest, logger, ...options.functions }));
   app.use('/api', api);
 
   app.use((req: Request) => {

@@ -118,7 +118,7 @@ describe('a valid app', () => {
     expect(manifest.functions).toEqual([{
       name: 'sendMail', enabled: true, functionTypeId: 1, endpoint: '/sendMail', queryParams: [],
       requestBody: [{ name: 'to', type: 'string', isRequired: true }], responseFields: [],
-      access: { POST: ['_AUTHENTICATED_USER'] },
+      access: { POST: ['_AUTHENTICATED_USER'] }, module: 'functions/sendMail.js',
     }]);
     expect(manifest.externals).toEqual([
       { name: 'Weather', url: 'https://provider.example/weather', connection: { type: 'none' }, access: [] },
@@ -247,6 +247,18 @@ describe('single problems', () => {
       want: ['queries/Q.json: /fields/x: x must have exactly one key, one of: count, sum, avg, min, max'] }],
     ['function without code', { given: { 'functions/f.json': { name: 'f', functionTypeId: 2, endpoint: '/f' } },
       want: ['functions/f.json: no code file for this function: add functions/f.ts (or .tsx, .js, .mjs, .cjs)'] }],
+    ['function with a blob input', { given: { 'functions/f.json': { name: 'f', functionTypeId: 2, endpoint: '/f', queryParams: [{ name: 'file', type: 'blob' }] }, 'functions/f.ts': 'export default () => 1;' },
+      want: ['functions/f.json: /queryParams/0/type: queryParams field "file" has type "blob"; inputs must be scalar (string, integer, decimal, guid, boolean, date, date-time, text)'] }],
+    ['function endpoint other than /<name>', { given: { 'functions/f.json': { name: 'f', functionTypeId: 1, endpoint: '/api/f' }, 'functions/f.ts': 'export default () => 1;' },
+      want: ['functions/f.json: /endpoint: endpoint must be "/f" (the function is served at /api/f); got "/api/f"'] }],
+    ['function enum values of the wrong type, a field declared twice', {
+      given: { 'functions/f.json': { name: 'f', functionTypeId: 2, endpoint: '/f', requestBody: [{ name: 'n', type: 'integer', spec: { enum: [1, '2'] } }, { name: 'n', type: 'string' }] }, 'functions/f.ts': 'export default () => 1;' },
+      want: ['functions/f.json: /requestBody/0/spec/enum: requestBody field "n": every enum value must be of type integer',
+        'functions/f.json: /requestBody/1/name: requestBody declares "n" twice'] }],
+    ['function code with a syntax error', { given: { 'functions/f.json': { name: 'f', functionTypeId: 2, endpoint: '/f' }, 'functions/f.ts': 'export default (ctx => 1;\n' },
+      want: ["functions/f.ts: syntax error at line 1, column 25: ')' expected."] }],
+    ['function code without a definition', { given: { 'functions/orphan.ts': 'export default () => 1;' },
+      want: ['functions/orphan.ts: code without a definition: add functions/orphan.json, or move a shared module into a subfolder such as functions/lib/'] }],
     ['external with an unknown connection type', { given: { 'external/E.json': { name: 'E', url: 'https://x.example', connection: { type: 'basic' } } },
       want: ['external/E.json: /connection/type: connection type must be one of: none, oauth2, apiKey (got "basic")'] }],
     ['unsupported DATABASE_URL (never echoed)', { given: {}, env: { DATABASE_URL: 'mysql://u:secret@h/db' },
