@@ -1,9 +1,11 @@
 /**
  * @module Emits `.svc/schema.prisma` from the app model with the type mapping of DESIGN §3:
- * system fields, exact decimals, dates, uuids on PostgreSQL, one foreign key and index per lookup.
+ * system fields, exact decimals, dates, uuids on PostgreSQL, one foreign key and index per lookup,
+ * followed by the system models (users, service accounts, tokens, keys, `_log`) of `system-models.ts`.
  */
 import type { AppManifest, Collection, Property } from '../../runtime/index.js';
 import { renderTemplate } from '../render/render-template.js';
+import { SYSTEM_MODELS } from './system-models.js';
 
 interface FieldView { name: string; type: string; attributes: string }
 
@@ -87,7 +89,11 @@ export function emitPrismaSchema(manifest: AppManifest): string {
       }
     }
     const indexes = c.properties.filter((p) => p.type === 'lookup').map((p) => p.name);
-    return { name: c.name, fields, indexes, width: Math.max(...fields.map((f) => f.name.length)) };
+    return { name: c.name, fields, indexes, table: '', width: Math.max(...fields.map((f) => f.name.length)) };
   });
-  return renderTemplate('schema.prisma.hbs', { provider: manifest.provider, models });
+  const system = SYSTEM_MODELS.map((m) => {
+    const fields = m.fields.map((f) => ({ name: f.name, type: f.type, attributes: pg ? f.postgresql : f.sqlite }));
+    return { name: m.name, fields, indexes: m.indexes, table: m.table, width: Math.max(...fields.map((f) => f.name.length)) };
+  });
+  return renderTemplate('schema.prisma.hbs', { provider: manifest.provider, models: [...models, ...system] });
 }
