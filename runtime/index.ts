@@ -8,3 +8,5 @@ export { defineCollectionRoutes, defineViewRoutes, type CollectionRoutesDefiniti
 export { startServer, migrateApp, databaseUrlFor, type ServeOptions, type RunningServer } from './server.js';
 export { StartupError } from './load-manifest.js';
 export { diffDatamodels, applyMigrations } from './data/schema-engine.js';
+export { createUserInApp, createServiceAccountInApp } from './identity-commands.js';
+export { authorize, authorizeRead, type Grant } from './auth/authorize.js';
