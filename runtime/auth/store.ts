@@ -4,6 +4,7 @@
  * `SvcUser` → `svcUser`, …); `manifest.json` does not carry them, so both sides name them here and there.
  */
 import type { PrismaLike } from '../data/database.js';
+import { StartupError } from '../load-manifest.js';
 
 export interface UserRow { id: string; username: string; passwordHash: string; roles: string; createdAt: Date }
 export interface ServiceAccountRow { id: string; name: string; clientId: string; secretHash: string; roles: string; admin: boolean }
@@ -31,7 +32,9 @@ export interface SystemTables {
   log: Delegate<LogRow>;
 }
 
+/** @throws StartupError when the generated client predates the system tables (`.svc/` is stale) */
 export function systemTables(client: PrismaLike): SystemTables {
+  if (!client.svcUser || !client.svcSigningKey) throw new StartupError('.svc/ was generated before users and tokens existed: run `svc generate` again');
   return {
     users: client.svcUser as Delegate<UserRow>,
     serviceAccounts: client.svcServiceAccount as Delegate<ServiceAccountRow>,
