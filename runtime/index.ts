@@ -14,3 +14,5 @@ export type {
   FunctionContext, FunctionRequest, FunctionResponse, FunctionCaller, ValidationEntry, GetParams,
 } from './functions/context.js';
 export { FunctionApiError } from './functions/collection-client.js';
+export { createUserInApp, createServiceAccountInApp } from './identity-commands.js';
+export { authorize, authorizeRead, type Grant } from './auth/authorize.js';

@@ -17,6 +17,8 @@ import type { RoutesDefinition } from './http/collection-routes.js';
 import { createLogger, type Logger } from './log.js';
 import { loadManifest, StartupError } from './load-manifest.js';
 import type { AppManifest } from './manifest.js';
+import { createAuthService } from './auth/auth-service.js';
+import { checkPolicies } from './auth/authorize.js';
 
 export interface ServeOptions {
   appDir: string;
@@ -88,12 +90,15 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const manifest = loadManifest(svcDir);
   const logger = options.logger ?? createLogger({ app: manifest.name });
   const url = databaseUrlFor(appDir, manifest, env);
+  const policyProblems = checkPolicies(manifest);
+  if (policyProblems.length > 0) throw new StartupError(`invalid policy filters: ${policyProblems.join('; ')}`);
   const applied = await applyPending(appDir, manifest, url);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
   const db: Database = await openDatabase(svcDir, manifest.provider, url);
   const pool = new WorkerPool({ spareThreads: manifest.functions.some((f) => f.enabled) ? 2 : 0 });
   const app = createApp({
     manifest, db, logger,
+    auth: await createAuthService(db, manifest, logger),
     routes: await loadRoutes(svcDir),
     openapi: JSON.parse(readFileSync(join(svcDir, 'openapi.json'), 'utf8')),
     functions: { svcDir, secrets: secretsFromEnv(env), pool },

@@ -14,6 +14,7 @@ import type {
 import { databaseProvider, resolveDatabaseUrl } from '../model/normalise.js';
 import { checkProperty } from './check-properties.js';
 import { checkQuery } from './check-queries.js';
+import { RESERVED_COLLECTION_NAMES } from '../emit/system-models.js';
 import { pointer, type Diagnostic } from './diagnostics.js';
 import { buildModelIndex, collectionRefProblem, type ModelIndex } from './model-index.js';
 
@@ -27,7 +28,7 @@ const FOLDER_OF = { collection: 'collections', view: 'views', query: 'queries', 
 /**
  * Runs every cross-file check.
  * @param invalidFiles - files that failed their JSON Schema: skipped by per-file checks
- * @returns diagnostics (codes: `DEF_FILE_NAME_MISMATCH`, `DEF_DUPLICATE_NAME`, `DEF_UNKNOWN_COLLECTION`,
+ * @returns diagnostics (codes: `DEF_FILE_NAME_MISMATCH`, `DEF_DUPLICATE_NAME`, `DEF_RESERVED_NAME`, `DEF_UNKNOWN_COLLECTION`,
  *   `DEF_NOT_A_COLLECTION`, `DEF_CREATOR_IN_LISTEN`, `DEF_ENDPOINT_MISMATCH`, `DEF_INPUT_TYPE_NOT_SCALAR`, `DEF_ENUM_TYPE_MISMATCH`,
  *   `DEF_MISSING_FUNCTION_CODE`, `DEF_SEARCH_WITHOUT_TEXT`, `DEF_UNSUPPORTED_DATABASE_URL`, and those of `checkProperty`/`checkQuery`)
  * Source: DESIGN §3, §4 "Function details"; SPEC §2, §5.7.
@@ -64,6 +65,11 @@ function checkNames(index: ModelIndex): Diagnostic[] {
     if (base !== d.name) {
       out.push({ code: 'DEF_FILE_NAME_MISMATCH', file: d.file, path: '/name',
         message: `name "${d.name}" must match the file name: rename the file to ${FOLDER_OF[d.kind]}/${d.name}.json or the name to "${base}"` });
+    }
+    const reserved = RESERVED_COLLECTION_NAMES.find((r) => r.toLowerCase() === d.name.toLowerCase());
+    if (d.kind === 'collection' && reserved) {
+      out.push({ code: 'DEF_RESERVED_NAME', file: d.file, path: '/name',
+        message: `name "${d.name}" is reserved for the system model ${reserved} (users, service accounts, tokens, keys and the client log); choose another name` });
     }
     // Case-insensitive: table names clash on SQLite and on case-insensitive file systems.
     const key = d.name.toLowerCase();

@@ -9,7 +9,7 @@ import { compileFilter } from '../query/filter-compile.js';
 import { parseFilter } from '../query/filter-parser.js';
 import type { ListParams, SortSpec } from '../query/list-params.js';
 import type { Selection } from '../query/select.js';
-import { ident, join, raw, sql, type Sql } from '../query/sql.js';
+import { andAll, ident, join, raw, sql, type Sql } from '../query/sql.js';
 import type { Database, PrismaLike } from './database.js';
 import { columnsOf, decodeRow, type Item } from './row-codec.js';
 import { searchCondition } from './search.js';
@@ -21,7 +21,20 @@ export interface ReadScope {
   collection: Collection;
   /** Extra conditions on alias `t0` (views, policies), ANDed with the request's filter. */
   conditions?: Sql[];
+  /**
+   * `_CREATOR` narrowing on alias `t0` (from `authorize`): lists and counts see only matching rows; a
+   * visible row named by id that fails it is 403, not 404 (DESIGN §4 "Auth details").
+   */
+  owner?: Sql | null;
+  /**
+   * The conditions (alias `t0`) under which the caller may read rows of another collection, or null when
+   * it may not read that collection at all: applied to expanded lookups (not expanded when hidden) and
+   * included children. Absent: no restriction.
+   */
+  readableOf?: (collection: string) => Sql[] | null;
   tx?: PrismaLike;
+  /** The caller's id, for `me()` in the request's filter (null: anonymous). */
+  callerId?: string | null;
   /**
    * Set when reading a query's output rows (`query-source.ts`) instead of the collection's table:
    * the subquery, and the type of its `id` column. Such rows have no system fields besides `id`.
@@ -49,13 +62,23 @@ function source(scope: ReadScope): Sql {
   return sql`${scope.rows ? scope.rows.source : ident(scope.collection.name)} AS "${raw(ALIAS)}"`;
 }
 
-/** The WHERE clause (without the keyword) for a request filter and search plus the scope's conditions. */
-export function whereClause(scope: ReadScope, filter?: string, search?: string[]): Sql {
+/** What narrows a read besides the scope's conditions: the request's filter and search words. */
+export interface WhereOptions {
+  filter?: string;
+  search?: string[];
+  /** Include the scope's `owner` condition (default true; single-row reads check it apart, for a 403). */
+  withOwner?: boolean;
+}
+
+/** The WHERE clause (without the keyword): the scope's conditions, `owner`, the request's filter and search. */
+export function whereClause(scope: ReadScope, { filter, search, withOwner = true }: WhereOptions = {}): Sql {
   const parts: Sql[] = [...(scope.conditions ?? [])];
+  if (withOwner && scope.owner) parts.push(scope.owner);
   if (filter !== undefined) {
     const node = parseFilter(filter);
     parts.push(compileFilter(node, {
       manifest: scope.manifest, collection: scope.collection, provider: scope.db.provider, alias: ALIAS,
+      callerId: scope.callerId ?? null,
       ...(scope.rows && { queryRow: { idType: scope.rows.idType } }),
     }));
   }
@@ -99,8 +122,10 @@ export async function expandLookups(scope: ReadScope, items: Item[], selection?:
     if (ids.length === 0) continue;
     const target = collectionNamed(scope.manifest, p.collection!);
     const nested = selection?.nested.get(p.name);
+    const readable = scope.readableOf ? scope.readableOf(target.name) : [];
+    if (readable === null) continue; // the caller may not read the target: lookups stay { id }
     const rows = await scope.db.query(
-      sql`SELECT ${selectList(columnsOf(target, nested))} FROM ${ident(target.name)} AS "${raw(ALIAS)}" WHERE ${ID} IN (${join(ids.map((id) => sql`${id}`), ', ')})`,
+      sql`SELECT ${selectList(columnsOf(target, nested))} FROM ${ident(target.name)} AS "${raw(ALIAS)}" WHERE ${ID} IN (${join(ids.map((id) => sql`${id}`), ', ')})${andAll(readable)}`,
       scope.tx,
     );
     const byId = new Map(rows.map((r) => [String(r.id), decodeRow(target, r)]));
@@ -121,8 +146,10 @@ export async function includeChildren(scope: ReadScope, items: Item[], relations
   const parentIds = items.map((i) => i.id as string);
   for (const relation of relations) {
     const child = collectionNamed(scope.manifest, relation.collection);
-    const rows = await scope.db.query(
-      sql`SELECT ${selectList(columnsOf(child))} FROM ${ident(child.name)} AS "${raw(ALIAS)}" WHERE ${ident(ALIAS, relation.field)} IN (${join(parentIds.map((id) => sql`${id}`), ', ')}) ORDER BY ${ID}`,
+    // Children are read under the child collection's own GET rule and policies (the route checked the rule).
+    const readable = scope.readableOf ? scope.readableOf(child.name) : [];
+    const rows = readable === null ? [] : await scope.db.query(
+      sql`SELECT ${selectList(columnsOf(child))} FROM ${ident(child.name)} AS "${raw(ALIAS)}" WHERE ${ident(ALIAS, relation.field)} IN (${join(parentIds.map((id) => sql`${id}`), ', ')})${andAll(readable)} ORDER BY ${ID}`,
       scope.tx,
     );
     const byParent = new Map<string, Item[]>(parentIds.map((id) => [id, []]));
@@ -143,7 +170,7 @@ export async function includeChildren(scope: ReadScope, items: Item[], relations
  * Source: SPEC §4.2 (paging, keyset cursor, count, select, lookups).
  */
 export async function listItems(scope: ReadScope, params: ListParams): Promise<{ data: Item[]; count?: number }> {
-  const where = whereClause(scope, params.filter, params.search);
+  const where = whereClause(scope, { filter: params.filter, search: params.search });
   const from = sql`FROM ${source(scope)} WHERE ${where}`;
   let count: number | undefined;
   if (params.count !== 'none') {
@@ -169,16 +196,18 @@ export async function listItems(scope: ReadScope, params: ListParams): Promise<{
 
 /**
  * One item by id, or null when no visible row has that id.
- * Source: SPEC §4.1 (GET one).
+ * @throws HttpError FORBIDDEN (403) when the row is visible but fails the scope's `owner` condition
+ * Source: SPEC §4.1 (GET one); DESIGN §4 (a `_CREATOR` miss on a single row is 403).
  */
 export async function findItem(scope: ReadScope, id: string, options: ItemOptions): Promise<Item | null> {
-  const where = whereClause(scope);
+  const where = whereClause(scope, { withOwner: false });
   const columns = columnsOf(scope.collection, options.selection?.fields, !scope.rows);
-  const rows = await scope.db.query(
-    sql`SELECT ${selectList(columns, scope)} FROM ${source(scope)} WHERE ${where} AND ${ID} = ${id}`,
-    scope.tx,
-  );
+  const from = sql`FROM ${source(scope)} WHERE ${where} AND ${ID} = ${id}`;
+  const rows = await scope.db.query(sql`SELECT ${selectList(columns, scope)} ${from}`, scope.tx);
   if (rows.length === 0) return null;
+  if (scope.owner && (await scope.db.query(sql`SELECT ${ID} ${from} AND ${scope.owner}`, scope.tx)).length === 0) {
+    throw new HttpError('FORBIDDEN', `${scope.collection.name} ${JSON.stringify(id)} belongs to another caller`);
+  }
   const item = decodeRow(scope.collection, rows[0]);
   if (options.lookups === 'full') await expandLookups(scope, [item], options.selection);
   await includeChildren(scope, [item], options.include ?? []);

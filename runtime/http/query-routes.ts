@@ -12,7 +12,8 @@ import { getItem, listItems, type ReadScope } from '../data/read.js';
 import { querySource, queryRowShape } from '../data/query-source.js';
 import { parseListParams, UUID } from '../query/list-params.js';
 import { parseFilter } from '../query/filter-parser.js';
-import { callerOf, requireRole } from '../auth/caller.js';
+import { callerOf } from '../auth/caller.js';
+import { authorize } from '../auth/authorize.js';
 import { StartupError } from '../load-manifest.js';
 import { sendJson } from './send.js';
 
@@ -69,10 +70,14 @@ export function queryRouter(definition: QueryRoutesDefinition, manifest: AppMani
     }
   }
   const base = `/${query.name}`;
+  const from = manifest.collections.find((c) => c.name === query.from)!;
   const scopeFor = (res: Response): ReadScope => {
-    requireRole(callerOf(res), query.access.find((r) => r.method === 'GET')?.roleNames, `GET on ${query.name}`);
-    const rows = querySource(manifest, query, db.provider, { callerId: callerOf(res).id });
-    return { manifest, db, collection: rows.collection, rows: { source: rows.source, idType: rows.idType } };
+    // The query's own rules gate access; the from collection's policies (and a _CREATOR grant) narrow its rows.
+    const caller = callerOf(res);
+    const grant = authorize(caller, manifest, from, 'GET', query.access, { what: `GET on ${query.name}` });
+    const conditions = grant.owner ? [...grant.visibility, grant.owner] : grant.visibility;
+    const rows = querySource(manifest, query, db.provider, { conditions, callerId: caller.id });
+    return { manifest, db, collection: rows.collection, rows: { source: rows.source, idType: rows.idType }, callerId: caller.id };
   };
   const router = Router();
   router.get(base, async (req, res) => {

@@ -265,6 +265,8 @@ describe('single problems', () => {
       want: ['svc.json: environment variable DATABASE_URL must start with file: (SQLite), postgres:// or postgresql:// (PostgreSQL); got "mysql:"'] }],
     ['names differing only in case', { given: { 'views/order.json': { name: 'order', collection: 'Order', filter: 'paid eq true' } },
       want: ['views/order.json: /name: name "order" differs only in letter case from "Order" in collections/Order.json'] }],
+    ['a collection named like a system model', { given: { 'collections/svcuser.json': { name: 'svcuser', properties: { a: { type: 'string' } } } },
+      want: ['collections/svcuser.json: /name: name "svcuser" is reserved for the system model SvcUser (users, service accounts, tokens, keys and the client log); choose another name'] }],
   ])('%s', async (_title, { given, env, want }) => {
     expect(await problems({ ...shop, ...given }, env)).toEqual(want);
   });
