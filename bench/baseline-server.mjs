@@ -9,6 +9,8 @@
  *   GET  /api/Item?filter=<the bench filter>&pageSize=N[&count=only]
  *   GET  /api/Item/:id
  *   POST /api/Item        (one object)
+ *   GET  /api/Item?filter=<the bench filter>&search=<the bench search>&pageSize=N
+ *   GET  /api/SupplierStats?sortBy=items-&pageSize=N   (the aggregate query of bench/app)
  *
  * The filter is not parsed: only the one filter the benchmark sends is accepted (400 otherwise);
  * its SQL is hard-coded, as a hand-written endpoint would have it.
@@ -39,7 +41,17 @@ const itemSelect = ITEM_COLUMNS.map((c) => `"t0"."${c}"`).join(', ');
 const supplierSelect = SUPPLIER_COLUMNS.map((c) => `"t0"."${c}"`).join(', ');
 const WHERE = '(("t0"."price" > $1 AND "t0"."active" = $2))';
 
+// Search and aggregate: what a hand-written endpoint would send (tsquery over the GIN-indexed
+// column the svc migration created; GROUP BY with a join), not svc's subquery form.
+const SEARCH = process.env.BENCH_SEARCH ?? 'lamp 1234';
+const SEARCH_QUERY = SEARCH.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean).map((w) => `${w}:*`).join(' & ');
+
 const SQL = {
+  search: `SELECT ${itemSelect} FROM "Item" AS "t0" WHERE ${WHERE} AND "t0"."__search" @@ to_tsquery('simple', $3) ORDER BY "t0"."id" LIMIT $4`,
+  stats: `SELECT i."supplier" AS "id", s."name" AS "supplierName", COUNT(*) AS "items", SUM(i."stock") AS "units",
+    AVG(i."price") AS "averagePrice", MAX(i."createdOn") AS "newest"
+    FROM "Item" i LEFT JOIN "Supplier" s ON s."id" = i."supplier"
+    GROUP BY i."supplier", s."name" ORDER BY COUNT(*) DESC, i."supplier" LIMIT $1`,
   list: `SELECT ${itemSelect} FROM "Item" AS "t0" WHERE ${WHERE} ORDER BY "t0"."id" LIMIT $3 OFFSET $4`,
   count: `SELECT COUNT(*) AS "n" FROM "Item" AS "t0" WHERE ${WHERE}`,
   one: `SELECT ${itemSelect} FROM "Item" AS "t0" WHERE 1=1 AND "t0"."id" = $1`,
@@ -77,7 +89,26 @@ function send(res, status, body) {
   res.end(text);
 }
 
+/** GET /api/SupplierStats?sortBy=items-&pageSize=N */
+async function supplierStats(res, query) {
+  const pageSize = Number(query.get('pageSize') ?? 10);
+  if (query.get('sortBy') !== 'items-' || !Number.isInteger(pageSize) || pageSize < 1 || pageSize > 1000) return send(res, 400, { error: 'baseline only serves sortBy=items-' });
+  const { rows } = await pool.query(SQL.stats, [pageSize]);
+  send(res, 200, { data: rows.map((r) => ({
+    id: r.id, supplierName: r.supplierName, items: Number(r.items), units: r.units === null ? null : Number(r.units),
+    averagePrice: r.averagePrice === null ? null : Number(r.averagePrice), newest: r.newest === null ? null : r.newest.toISOString(),
+  })) });
+}
+
 async function list(res, query) {
+  if (query.has('search')) {
+    if (query.get('search') !== SEARCH || query.get('filter') !== FILTER) return send(res, 400, { error: `baseline only serves search=${SEARCH}` });
+    const pageSize = Number(query.get('pageSize') ?? 10);
+    const { rows } = await pool.query(SQL.search, [...FILTER_VALUES, SEARCH_QUERY, pageSize]);
+    const data = rows.map(itemOf);
+    await expandSuppliers(data);
+    return send(res, 200, { data });
+  }
   if ((query.get('filter') ?? '') !== FILTER) return send(res, 400, { error: `baseline only serves filter=${FILTER}` });
   if (query.get('count') === 'only') {
     const { rows } = await pool.query(SQL.count, FILTER_VALUES);
@@ -152,6 +183,8 @@ const server = createServer(async (req, res) => {
     if (path === '/api/Item') {
       if (req.method === 'GET') return await list(res, query);
       if (req.method === 'POST') return await create(req, res);
+    } else if (path === '/api/SupplierStats' && req.method === 'GET') {
+      return await supplierStats(res, query);
     } else if (path.startsWith('/api/Item/') && req.method === 'GET') {
       return await getOne(res, decodeURIComponent(path.slice('/api/Item/'.length)));
     }

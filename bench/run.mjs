@@ -45,6 +45,8 @@ const PG_ADMIN_URL = process.env.SVC_BENCH_PG_URL || 'postgres://root@127.0.0.1:
 const SUPPLIERS = 100;
 const FILTER = 'price gt 500 and active eq true';
 const PAGE_SIZE = 50;
+const SEARCH = 'lamp 1234';
+const STATS_PAGE = 20;
 const MAX_NON_2XX = 0.01;
 
 const started = Date.now();
@@ -200,9 +202,16 @@ async function explain(url) {
   const where = '(("t0"."price" > $1 AND "t0"."active" = $2))';
   const list = `SELECT ${columns.map((c) => `"t0"."${c}"`).join(', ')} FROM "Item" AS "t0" WHERE ${where} ORDER BY "t0"."id" LIMIT $3 OFFSET $4`;
   const count = `SELECT COUNT(*) AS "n" FROM "Item" AS "t0" WHERE ${where}`;
+  // As svc sends it: the request filter, then the search condition over the GIN-indexed column.
+  const search = `SELECT ${columns.map((c) => `"t0"."${c}"`).join(', ')} FROM "Item" AS "t0" WHERE ${where} AND ("t0"."__search" @@ to_tsquery('simple', $3)) ORDER BY "t0"."id" LIMIT $4 OFFSET $5`;
   return withClient(url, async (client) => {
     const plan = async (text, values) => (await client.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${text}`, values)).rows.map((r) => r['QUERY PLAN']);
-    return { list: { sql: list, plan: await plan(list, ['500', true, PAGE_SIZE, 0]) }, count: { sql: count, plan: await plan(count, ['500', true]) } };
+    const searchWords = SEARCH.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean).map((w) => `${w}:*`).join(' & ');
+    return {
+      list: { sql: list, plan: await plan(list, ['500', true, PAGE_SIZE, 0]) },
+      count: { sql: count, plan: await plan(count, ['500', true]) },
+      search: { sql: search, plan: await plan(search, ['500', true, searchWords, PAGE_SIZE, 0]) },
+    };
   });
 }
 
@@ -211,6 +220,8 @@ async function explain(url) {
 function endpoints(ids, supplierIds) {
   const listPath = `/api/Item?filter=${encodeURIComponent(FILTER)}&pageSize=${PAGE_SIZE}`;
   const countPath = `/api/Item?filter=${encodeURIComponent(FILTER)}&count=only`;
+  const searchPath = `/api/Item?filter=${encodeURIComponent(FILTER)}&search=${encodeURIComponent(SEARCH)}&pageSize=${PAGE_SIZE}`;
+  const statsPath = `/api/SupplierStats?sortBy=items-&pageSize=${STATS_PAGE}`;
   return [
     { key: 'list', label: `GET list (filter, pageSize=${PAGE_SIZE})`, requests: () => [{ method: 'GET', path: listPath }] },
     {
@@ -232,6 +243,8 @@ function endpoints(ids, supplierIds) {
       }],
     },
     { key: 'count', label: 'GET count=only (filter)', requests: () => [{ method: 'GET', path: countPath }] },
+    { key: 'search', label: `GET list (filter + search "${SEARCH}")`, requests: () => [{ method: 'GET', path: searchPath }] },
+    { key: 'aggregate', label: `GET aggregate query (group by supplier, top ${STATS_PAGE})`, requests: () => [{ method: 'GET', path: statsPath }] },
   ];
 }
 
@@ -266,6 +279,8 @@ async function compareBodies(svc, base, ids) {
     `/Item?filter=${encodeURIComponent(FILTER)}&pageSize=${PAGE_SIZE}`,
     `/Item/${id}`,
     `/Item?filter=${encodeURIComponent(FILTER)}&count=only`,
+    `/Item?filter=${encodeURIComponent(FILTER)}&search=${encodeURIComponent(SEARCH)}&pageSize=${PAGE_SIZE}`,
+    `/SupplierStats?sortBy=items-&pageSize=${STATS_PAGE}`,
   ];
   for (const path of paths) {
     const [a, b] = await Promise.all([svc.url, base.url].map(async (u) => {
@@ -337,7 +352,7 @@ async function main() {
   const plans = await explain(db.url);
 
   const svc = await startServer('svc', [CLI, 'serve', appDir, '--port', '0'], env, /serving \S+ at (http:\/\/\S+)/);
-  const base = await startServer('baseline', [join(BENCH_DIR, 'baseline-server.mjs')], { DATABASE_URL: db.url, PORT: '0', BENCH_FILTER: FILTER }, /listening at (http:\/\/\S+)/);
+  const base = await startServer('baseline', [join(BENCH_DIR, 'baseline-server.mjs')], { DATABASE_URL: db.url, PORT: '0', BENCH_FILTER: FILTER, BENCH_SEARCH: SEARCH }, /listening at (http:\/\/\S+)/);
   log(`svc at ${svc.url}, baseline at ${base.url}`);
   await compareBodies(svc, base, itemIds);
 
@@ -345,7 +360,7 @@ async function main() {
   noteBusy('before the runs', idleCheck.busyBefore);
   const all = endpoints(itemIds, supplierIds);
   // Reads first, POST last, so every read run sees the same table.
-  const order = ['list', 'one', 'count', 'post'];
+  const order = ['list', 'one', 'count', 'search', 'aggregate', 'post'];
   const results = {};
   for (const key of order) {
     const endpoint = all.find((e) => e.key === key);
@@ -378,6 +393,7 @@ async function main() {
   process.stdout.write(`${table(rows)}\n\nratio = svc req/s / baseline req/s (1.00 = as fast as hand-written node:http + pg)\n`);
   process.stdout.write(`\nlist query plan (EXPLAIN ANALYZE):\n${plans.list.plan.map((l) => `  ${l}`).join('\n')}\n`);
   process.stdout.write(`count query plan (EXPLAIN ANALYZE):\n${plans.count.plan.map((l) => `  ${l}`).join('\n')}\n`);
+  process.stdout.write(`search query plan (EXPLAIN ANALYZE):\n${plans.search.plan.map((l) => `  ${l}`).join('\n')}\n`);
   const pct = (v) => (v === null ? 'n/a' : `${Math.round(v * 100)}%`);
   process.stdout.write(`\nCPU busy with other work: ${pct(idleCheck.busyBefore)} before the runs, ${pct(idleCheck.busyAfter)} after (above ~25%: noisy figures)\n`);
   process.stdout.write(`wall time ${wallSeconds} s (seed ${seedSeconds.toFixed(1)} s)\n`);

@@ -7,7 +7,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DefinitionError, formatDiagnostic, generate, initApp } from '../generator/index.js';
-import { diffDatamodels, migrateApp, startServer } from '../runtime/index.js';
+import { createServiceAccountInApp, createUserInApp, diffDatamodels, filterProblems, migrateApp, startServer } from '../runtime/index.js';
 
 function fail(err: unknown): never {
   if (err instanceof DefinitionError) {
@@ -44,7 +44,8 @@ program.command('generate')
   .argument('[dir]', 'app folder', '.')
   .option('--name <migration>', 'name of the migration written if the model changed')
   .action(async (dir: string, opts: { name?: string }) => {
-    const result = await generate({ appDir: dir, migrationName: opts.name, diffDatamodels });
+    const result = await generate({ appDir: dir, migrationName: opts.name, diffDatamodels, checkFilters: filterProblems });
+    for (const w of result.warnings) process.stderr.write(`svc: warning: ${formatDiagnostic(w)}\n`);
     process.stdout.write(`svc: generated ${join(dir, '.svc')} (${result.manifest.collections.length} collections, ${result.manifest.provider})\n`);
     process.stdout.write(result.migration ? `svc: new migration migrations/${result.manifest.provider}/${result.migration}\n` : 'svc: no model change, no new migration\n');
   });
@@ -68,6 +69,34 @@ program.command('serve')
     const stop = () => { server.close().then(() => process.exit(0), () => process.exit(1)); };
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
+  });
+
+function roles(value: string): string[] {
+  return value.split(',').map((r) => r.trim()).filter(Boolean);
+}
+
+program.command('user')
+  .description('manage users (sign in with a password)')
+  .command('create')
+  .description('create a user (applies pending migrations first); prints {"id": ...}')
+  .argument('[dir]', 'app folder', '.')
+  .requiredOption('--username <name>', 'the sign-in name')
+  .requiredOption('--password <password>', 'at least 8 characters (stored as an argon2id hash)')
+  .option('--roles <a,b>', 'custom roles, comma-separated', roles, [] as string[])
+  .action(async (dir: string, opts: { username: string; password: string; roles: string[] }) => {
+    process.stdout.write(`${JSON.stringify(await createUserInApp(dir, opts))}\n`);
+  });
+
+program.command('service-account')
+  .description('manage service accounts (OAuth 2.0 clients)')
+  .command('create')
+  .description('create a service account (applies pending migrations first); prints {"clientId": ..., "clientSecret": ...} — the secret is shown only once')
+  .argument('[dir]', 'app folder', '.')
+  .requiredOption('--name <name>', 'a name for people (its username in _me)')
+  .option('--roles <a,b>', 'custom roles, comma-separated', roles, [] as string[])
+  .option('--admin', 'bypass access rules and policies, and read the client log')
+  .action(async (dir: string, opts: { name: string; roles: string[]; admin?: boolean }) => {
+    process.stdout.write(`${JSON.stringify(await createServiceAccountInApp(dir, { name: opts.name, roles: opts.roles, admin: opts.admin === true }))}\n`);
   });
 
 program.command('openapi')

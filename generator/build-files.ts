@@ -15,12 +15,14 @@ const toJson = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`
 
 /**
  * Every generated file of `.svc/` except the Prisma client (which `prisma generate` writes).
+ * @param functionFiles - compiled function code from `loadAndValidate` (`functions/…` → JavaScript)
  * @returns file map sorted by path (code-unit order); byte-identical for the same manifest
  * Source: DESIGN §2 (generated output), STYLE §6 (determinism).
  */
-export function buildFiles(manifest: AppManifest): FileMap {
+export function buildFiles(manifest: AppManifest, functionFiles: FileMap = {}): FileMap {
   const openapi = emitOpenApi(manifest);
   const files: FileMap = {
+    ...functionFiles,
     'manifest.json': toJson(manifest),
     'schema.prisma': emitPrismaSchema(manifest),
     'openapi.json': toJson(openapi),

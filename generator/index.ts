@@ -9,7 +9,8 @@ import type { AppManifest } from '../runtime/index.js';
 import { buildFiles } from './build-files.js';
 import { planMigration, type DiffDatamodels } from './migrate/plan-migration.js';
 import { generatePrismaClient } from './prisma-client.js';
-import { loadAndValidate } from './validate/index.js';
+import type { Diagnostic } from './validate/diagnostics.js';
+import { DefinitionError, loadAndValidate } from './validate/index.js';
 import { writeFiles } from './write-files.js';
 
 export { buildFiles, type FileMap } from './build-files.js';
@@ -27,6 +28,11 @@ export interface GenerateOptions {
   migrationName?: string;
   /** Computes migration SQL (the runtime's schema engine; injected so the generator never imports the runtime). */
   diffDatamodels: DiffDatamodels;
+  /**
+   * Checks the filters of views, queries and policies against the model (the runtime's filter
+   * compiler, injected like `diffDatamodels`); each problem becomes a `DEF_INVALID_FILTER` diagnostic.
+   */
+  checkFilters?: (manifest: AppManifest) => { file: string; path: string; message: string }[];
 }
 
 export interface GenerateResult {
@@ -35,6 +41,8 @@ export interface GenerateResult {
   written: string[];
   /** The migration folder written, or null when the model did not change. */
   migration: string | null;
+  /** Problems that did not stop generation (e.g. `DEF_GLOBAL_RES_IGNORED`), for the CLI to print. */
+  warnings: Diagnostic[];
 }
 
 /** A database URL the schema engine may open for a diff: SQLite diffs in a throwaway file. */
@@ -45,15 +53,18 @@ function diffUrl(manifest: AppManifest, env: NodeJS.ProcessEnv, scratch: string)
 /**
  * `svc generate`: validates every definition and emits `<appDir>/.svc/` and, when the model changed,
  * a new migration in `<appDir>/migrations/<provider>/`.
- * @throws DefinitionError listing every problem (nothing is written then)
+ * @throws DefinitionError listing every problem (nothing is written then); definition filters are
+ *   checked after every other problem is gone
  * @throws Error when Prisma generation or the migration diff fails
  * Source: DESIGN §3a (`svc generate`), §5 (migrations).
  */
 export async function generate(options: GenerateOptions): Promise<GenerateResult> {
   const appDir = resolve(options.appDir);
   const env = options.env ?? process.env;
-  const { manifest } = await loadAndValidate(appDir, env);
-  const files = buildFiles(manifest);
+  const { manifest, functionFiles, warnings } = await loadAndValidate(appDir, env);
+  const filterDiagnostics = (options.checkFilters?.(manifest) ?? []).map((p) => ({ code: 'DEF_INVALID_FILTER', ...p }));
+  if (filterDiagnostics.length > 0) throw new DefinitionError(filterDiagnostics);
+  const files = buildFiles(manifest, functionFiles);
   const svcDir = join(appDir, '.svc');
   const { written } = writeFiles(svcDir, files);
   await generatePrismaClient(svcDir);
@@ -63,7 +74,7 @@ export async function generate(options: GenerateOptions): Promise<GenerateResult
       appDir, provider: manifest.provider, url: diffUrl(manifest, env, scratch), schema: files['schema.prisma'],
       name: options.migrationName, diffDatamodels: options.diffDatamodels,
     });
-    return { manifest, written, migration };
+    return { manifest, written, migration, warnings };
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }

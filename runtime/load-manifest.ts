@@ -41,6 +41,15 @@ export function loadManifest(svcDir: string): AppManifest {
       if (!PROPERTY_TYPES.includes(p.type)) problems.push(`${c.name}.${p.name} has unknown type ${JSON.stringify(p.type)}`);
     }
   }
+  for (const q of isArray(m.queries) ? m.queries : []) {
+    if (q.idType !== 'guid' && q.idType !== 'string') problems.push(`query ${q.name} has no idType`);
+    for (const [name, f] of Object.entries(q.fields ?? {})) {
+      if (!PROPERTY_TYPES.includes(f.type)) problems.push(`query ${q.name}.${name} has no known type (got ${JSON.stringify(f.type)})`);
+    }
+  }
+  for (const f of isArray(m.functions) ? m.functions : []) {
+    if (typeof f.module !== 'string') problems.push(`function ${f.name} has no compiled module`);
+  }
   if (problems.length > 0) throw new StartupError(`${file} is not a manifest this runtime understands (${problems.join('; ')}): run \`svc generate\` again`);
   return m;
 }

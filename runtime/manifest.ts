@@ -81,8 +81,15 @@ export interface View {
 
 export type AggregateFunction = 'count' | 'sum' | 'avg' | 'min' | 'max';
 
-/** An output field of a query: a dot path, or one aggregate over a dot path. */
-export type QueryField = { path: string } | { aggregate: AggregateFunction; path: string };
+/**
+ * An output field of a query: a dot path, or one aggregate over a dot path. `type` is the output's
+ * type, resolved by the generator: the path's type for plain fields (`collection` names a lookup's
+ * target), `integer` for count, `decimal` for avg, the path's type for sum, min and max (`guid` for
+ * min/max over a lookup).
+ */
+export type QueryField =
+  | { path: string; type: PropertyType; collection?: string }
+  | { aggregate: AggregateFunction; path: string; type: PropertyType };
 
 /** A read-only join or aggregate (DESIGN §3). */
 export interface Query {
@@ -94,6 +101,11 @@ export interface Query {
   groupBy?: string[];
   /** Output field name → definition, in declaration order. */
   fields: Record<string, QueryField>;
+  /**
+   * Type of a row's `id`: `guid` for join queries and for one lookup or guid group key; `string`
+   * (canonical text, see `runtime/data/query-source.ts`) for other group keys.
+   */
+  idType: 'guid' | 'string';
   access: AccessRule[];
 }
 
@@ -130,6 +142,8 @@ export interface FunctionDefinition {
   requestBody: TypedField[];
   responseFields: TypedField[];
   access: Record<string, string[]>;
+  /** The compiled code, relative to `.svc/`, e.g. `functions/sendMail.js` (written by `svc generate`). */
+  module: string;
   /** Present when the code is in default-export form and declares at least one type (SPEC §4.8 rule 7). */
   codeTypes?: FunctionCodeTypes;
 }

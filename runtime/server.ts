@@ -11,10 +11,14 @@ import type { AddressInfo } from 'node:net';
 import { openDatabase, providerOf, resolveDatabaseUrl, type Database } from './data/database.js';
 import { applyMigrations } from './data/schema-engine.js';
 import { createApp } from './http/app.js';
+import { secretsFromEnv } from './http/function-routes.js';
+import { WorkerPool } from './functions/worker-pool.js';
 import type { RoutesDefinition } from './http/collection-routes.js';
 import { createLogger, type Logger } from './log.js';
 import { loadManifest, StartupError } from './load-manifest.js';
 import type { AppManifest } from './manifest.js';
+import { createAuthService } from './auth/auth-service.js';
+import { checkPolicies } from './auth/authorize.js';
 
 export interface ServeOptions {
   appDir: string;
@@ -86,13 +90,18 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const manifest = loadManifest(svcDir);
   const logger = options.logger ?? createLogger({ app: manifest.name });
   const url = databaseUrlFor(appDir, manifest, env);
+  const policyProblems = checkPolicies(manifest);
+  if (policyProblems.length > 0) throw new StartupError(`invalid policy filters: ${policyProblems.join('; ')}`);
   const applied = await applyPending(appDir, manifest, url);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
   const db: Database = await openDatabase(svcDir, manifest.provider, url);
+  const pool = new WorkerPool({ spareThreads: manifest.functions.some((f) => f.enabled) ? 2 : 0 });
   const app = createApp({
     manifest, db, logger,
+    auth: await createAuthService(db, manifest, logger),
     routes: await loadRoutes(svcDir),
     openapi: JSON.parse(readFileSync(join(svcDir, 'openapi.json'), 'utf8')),
+    functions: { svcDir, secrets: secretsFromEnv(env), pool },
   });
   const server: Server = createServer(app);
   const port = options.port ?? (env.PORT ? Number(env.PORT) : manifest.settings.port);
@@ -115,6 +124,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         const timer = setTimeout(() => server.closeAllConnections(), graceMs);
         await drained;
         clearTimeout(timer);
+        await pool.close();
         await db.close();
         logger.info('server stopped');
       })();

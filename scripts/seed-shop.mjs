@@ -1,9 +1,13 @@
 #!/usr/bin/env node
 // Seeds examples/shop (or the app folder given) with a few thousand realistic rows, loaded through
-// the HTTP API of a server this script starts and stops. Skips when the database already has
-// customers. Deterministic: the same rows every time (seeded PRNG).
+// the HTTP API of a server this script starts and stops, signed in as the demo user (created on the
+// first run: username "demo", password "demo-password", role "admin" of the shop's access rules; for
+// local use only). Skips when the database already has customers. Deterministic: the same rows every
+// time (seeded PRNG).
 import { resolve } from 'node:path';
-import { startServer } from '../dist/runtime/index.js';
+import { createUserInApp, startServer } from '../dist/runtime/index.js';
+
+process.env.SVC_LOG_LEVEL ??= 'warn';
 
 const appDir = resolve(process.argv[2] ?? 'examples/shop');
 let seed = 20240131;
@@ -17,19 +21,31 @@ const COUNTRIES = ['NO', 'SE', 'DK', 'DE', 'FR', 'ES', 'IT', 'PL', 'GB', 'US', '
 const CATEGORIES = { books: ['Atlas', 'Cookbook', 'Novel', 'Field Guide', 'Poetry Collection'], games: ['Chess Set', 'Puzzle', 'Card Game', 'Board Game', 'Dice Set'], garden: ['Rake', 'Watering Can', 'Seed Mix', 'Planter', 'Hose'], kitchen: ['Kettle', 'Chef Knife', 'Cast Iron Pan', 'Teapot', 'Cutting Board'], tools: ['Hammer', 'Screwdriver Set', 'Drill', 'Tape Measure', 'Spirit Level'] };
 const ADJ = ['Classic', 'Compact', 'Deluxe', 'Nordic', 'Sturdy', 'Vintage', 'Handmade', 'Everyday'];
 
+const DEMO = { username: 'demo', password: 'demo-password' };
+let auth = {};
+
 async function post(base, collection, rows) {
   const ids = [];
   for (let i = 0; i < rows.length; i += 500) {
-    const res = await fetch(`${base}/${collection}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rows.slice(i, i + 500)) });
+    const res = await fetch(`${base}/${collection}`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify(rows.slice(i, i + 500)) });
     if (res.status !== 201) throw new Error(`POST ${collection}: ${res.status} ${await res.text()}`);
     ids.push(...(await res.json()).data);
   }
   return ids;
 }
 
+try {
+  await createUserInApp(appDir, { ...DEMO, roles: ['admin'] });
+  console.log(`seed: created the demo user (username "${DEMO.username}", password "${DEMO.password}")`);
+} catch (err) {
+  if (err.code !== 'CONFLICT') throw err; // the demo user exists from an earlier run
+}
 const server = await startServer({ appDir, port: 0, env: { ...process.env, SVC_LOG_LEVEL: 'warn' } });
 try {
-  const existing = await (await fetch(`${server.url}/Customer?count=only`)).json();
+  const signIn = await fetch(`${server.url}/_auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ authority: 'password', ...DEMO }) });
+  if (signIn.status !== 200) throw new Error(`sign-in as ${DEMO.username}: ${signIn.status} ${await signIn.text()}`);
+  auth = { authorization: `Bearer ${(await signIn.json()).access_token}` };
+  const existing = await (await fetch(`${server.url}/Customer?count=only`, { headers: auth })).json();
   if (existing.meta?.count > 0) {
     console.log(`seed: ${existing.meta.count} customers already there, nothing to do`);
   } else {

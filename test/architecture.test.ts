@@ -42,7 +42,7 @@ function importsOf(file: string): Import[] {
 
 const all = ['runtime', 'generator', 'cli'].flatMap(sources).flatMap(importsOf);
 const from = (folder: string) => all.filter((i) => i.file.startsWith(`${folder}/`));
-const RUNTIME_PACKAGES = /^(node:|express$|pino$|ajv$|ajv-formats$|uuid$|@prisma\/adapter-(better-sqlite3|pg)$|@prisma\/driver-adapter-utils$|@prisma\/schema-engine-wasm|pg$|better-sqlite3$)/;
+const RUNTIME_PACKAGES = /^(node:|express$|pino$|jose$|cookie$|@node-rs\/argon2$|ajv$|ajv-formats$|uuid$|@prisma\/adapter-(better-sqlite3|pg)$|@prisma\/driver-adapter-utils$|@prisma\/schema-engine-wasm|pg$|better-sqlite3$)/;
 
 describe('architecture', () => {
   it('runtime imports only runtime files and its own packages', () => {
@@ -62,8 +62,16 @@ describe('architecture', () => {
   });
 
   it('generated route modules import only the runtime public entry', () => {
-    const golden = sources('test/golden').filter((f) => f.endsWith('.js'));
+    const golden = sources('test/golden').filter((f) => f.endsWith('.js') && f.includes('/routes/'));
     expect(golden.length).toBeGreaterThan(0);
     for (const file of golden) expect(importsOf(file).map((i) => i.spec)).toEqual(['svc/runtime']);
+  });
+
+  it('compiled function code imports only modules compiled beside it', () => {
+    const golden = sources('test/golden').filter((f) => f.includes('/functions/'));
+    expect(golden.length).toBeGreaterThan(0);
+    for (const file of golden) {
+      for (const i of importsOf(file)) expect(i.target, `${file} imports ${i.spec}`).toMatch(/^test\/golden\/[^/]+\/functions\//);
+    }
   });
 });

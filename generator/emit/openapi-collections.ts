@@ -62,7 +62,7 @@ function collectionPaths(builder: OpenApiBuilder, c: Collection, access: AccessR
   if (name === c.name) builder.addSchema(n, rowSchema(c)).addSchema(`${n}Input`, inputSchema(c));
   builder.addPath(`/${n}`, {
     get: op('GET', {
-      operationId: `list${n}`, summary: `List ${n} rows`, parameters: LIST_PARAMETERS,
+      operationId: `list${n}`, summary: `List ${n} rows`, parameters: LIST_PARAMETERS.filter((p) => p.name !== 'search' || c.search),
       responses: { 200: { description: 'A page of rows', content: json({ type: 'object', required: ['data'], properties: { data: { type: 'array', items: rowRef }, items: { type: 'array', items: rowRef, description: 'The same rows, present with count=true' }, meta: ref('ListMeta') } }) }, ...errorResponses(400, 401, 403) },
     }),
     post: op('POST', {

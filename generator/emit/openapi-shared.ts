@@ -49,8 +49,9 @@ export interface SvcOperationExtensions {
   'x-svc-agent'?: false;
 }
 
-/** The list parameters of SPEC §4.2 (`search` is left out until full-text search is served). */
+/** The list parameters of SPEC §4.2 (`search` applies only to collections with search enabled). */
 export const LIST_PARAMETERS: ParameterObject[] = [
+  { name: 'search', in: 'query', description: 'Words that must each start a word of a string or text property (case-insensitive); only on collections with search enabled', schema: { type: 'string' } },
   { name: 'filter', in: 'query', description: 'Filter expression (SPEC §4.3), e.g. `title sw "A" and paid eq false`', schema: { type: 'string' } },
   { name: 'sortBy', in: 'query', description: 'One property; a trailing `-` sorts descending', schema: { type: 'string' } },
   { name: 'select', in: 'query', description: 'Comma-separated properties (dot paths into lookups); `id` is always included', schema: { type: 'string' } },

@@ -9,18 +9,19 @@ import type { AppManifest } from '../../runtime/index.js';
 import { authOpenApi, logOpenApi, metaOpenApi } from './openapi-auth.js';
 import { collectionsOpenApi, viewsOpenApi } from './openapi-collections.js';
 import { functionsOpenApi } from './openapi-functions.js';
+import { queriesOpenApi } from './openapi-queries.js';
 import { ERROR_DESCRIPTIONS, json, ref, SECURITY_SCHEMES, type PathBuilder } from './openapi-shared.js';
 
 export { propertySchema } from './openapi-collections.js';
 export { errorResponses, ID_PARAMETER, json, LIST_PARAMETERS, ref, securityFor, type PathBuilder } from './openapi-shared.js';
 
 /**
- * Every kind's paths, in document order. Queries (main branch: `queryPaths` in `./openapi-queries.js`)
- * plug in here, after views; real-time endpoints will too once they are served.
+ * Every kind's paths, in document order; real-time endpoints will plug in here once they are served.
  */
 const PATH_BUILDERS: PathBuilder[] = [
   collectionsOpenApi,
   viewsOpenApi,
+  queriesOpenApi,
   functionsOpenApi,
   authOpenApi,
   logOpenApi,

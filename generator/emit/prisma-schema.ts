@@ -1,9 +1,11 @@
 /**
  * @module Emits `.svc/schema.prisma` from the app model with the type mapping of DESIGN §3:
- * system fields, exact decimals, dates, uuids on PostgreSQL, one foreign key and index per lookup.
+ * system fields, exact decimals, dates, uuids on PostgreSQL, one foreign key and index per lookup,
+ * followed by the system models (users, service accounts, tokens, keys, `_log`) of `system-models.ts`.
  */
 import type { AppManifest, Collection, Property } from '../../runtime/index.js';
 import { renderTemplate } from '../render/render-template.js';
+import { SYSTEM_MODELS } from './system-models.js';
 
 interface FieldView { name: string; type: string; attributes: string }
 
@@ -14,6 +16,10 @@ export const relationFieldName = (property: string): string => `${property}__ref
 const backRelationName = (collection: string, property: string): string => `${collection}__${property}`;
 
 const relationName = (collection: string, property: string): string => `${collection}_${property}`;
+
+/** The columns full-text search covers: string and text properties, in declaration order (SPEC §4.2). */
+export const searchColumns = (c: Collection): string[] =>
+  c.search ? c.properties.filter((p) => p.type === 'string' || p.type === 'text').map((p) => p.name) : [];
 
 /** The Prisma delegate name the generated client exposes for a model (`OrderLine` → `orderLine`). */
 export const delegateName = (model: string): string => model[0].toLowerCase() + model.slice(1);
@@ -87,7 +93,14 @@ export function emitPrismaSchema(manifest: AppManifest): string {
       }
     }
     const indexes = c.properties.filter((p) => p.type === 'lookup').map((p) => p.name);
-    return { name: c.name, fields, indexes, width: Math.max(...fields.map((f) => f.name.length)) };
+    // Full-text search is outside Prisma's model: the doc comment records the searched columns in the
+    // migration snapshot, so the next migration knows what search objects exist (migrate/search-index.ts).
+    const search = searchColumns(c).join(', ');
+    return { name: c.name, fields, indexes, search, table: '', width: Math.max(...fields.map((f) => f.name.length)) };
   });
-  return renderTemplate('schema.prisma.hbs', { provider: manifest.provider, models });
+  const system = SYSTEM_MODELS.map((m) => {
+    const fields = m.fields.map((f) => ({ name: f.name, type: f.type, attributes: pg ? f.postgresql : f.sqlite }));
+    return { name: m.name, fields, indexes: m.indexes, table: m.table, width: Math.max(...fields.map((f) => f.name.length)) };
+  });
+  return renderTemplate('schema.prisma.hbs', { provider: manifest.provider, models: [...models, ...system] });
 }

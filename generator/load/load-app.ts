@@ -1,10 +1,12 @@
 /**
  * @module Reads an app folder (DESIGN §3): `svc.json` and every `*.json` definition, as parsed JSON with
- * its relative file name, plus which code file sits beside each function definition. This is the only
+ * its relative file name, plus which code file sits beside each function definition and the text of every
+ * code file under `functions/`. This is the only
  * place that reads definition files; invalid JSON becomes a diagnostic, never an exception.
  */
+import type { Dirent } from 'node:fs';
 import { readFile, readdir, stat } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve, sep } from 'node:path';
 import type { Diagnostic } from '../validate/diagnostics.js';
 
 /** One definition file as read: its path relative to the app folder and its parsed JSON. */
@@ -20,6 +22,13 @@ export interface RawFunctionFile extends RawFile {
   codeFile: string | null;
 }
 
+/** A code file under `functions/` (any depth): a function's code or a shared module (SPEC §4.8 rule 5). */
+export interface RawCodeFile {
+  /** Relative path with forward slashes, e.g. `functions/lib/money.ts`. */
+  file: string;
+  text: string;
+}
+
 /** An app folder as read from disk, before validation. Every list is sorted by file name. */
 export interface RawApp {
   /** Absolute path of the app folder. */
@@ -31,6 +40,11 @@ export interface RawApp {
   queries: RawFile[];
   functions: RawFunctionFile[];
   externals: RawFile[];
+  /**
+   * Every code file under `functions/` and its subfolders (extensions of `FUNCTION_CODE_EXTENSIONS`),
+   * without declaration files (`.d.ts`), tests (`*.test.*`, `*.spec.*`) and `node_modules/`.
+   */
+  codeFiles: RawCodeFile[];
   /** Problems met while reading: missing `svc.json`, unreadable files, invalid JSON. */
   loadDiagnostics: Diagnostic[];
 }
@@ -86,8 +100,39 @@ export async function loadApp(appDir: string): Promise<RawApp> {
     queries: (await folder('queries')).files,
     functions,
     externals: (await folder('external')).files,
+    codeFiles: await readCodeFiles(root, 'functions', diagnostics),
     loadDiagnostics: diagnostics,
   };
+}
+
+/** Whether a file name is function code or a shared module: a code extension, not a declaration or test file. */
+export function isCodeFileName(name: string): boolean {
+  return FUNCTION_CODE_EXTENSIONS.some((e) => name.endsWith(e)) && !/\.d\.[cm]?ts$/.test(name) && !/\.(test|spec)\.[a-z]+$/.test(name);
+}
+
+/** Every code file under `dir`, recursively, sorted by path (code-unit order). */
+async function readCodeFiles(root: string, dir: string, diagnostics: Diagnostic[]): Promise<RawCodeFile[]> {
+  let entries: Dirent[];
+  try {
+    entries = await readdir(join(root, dir), { withFileTypes: true, recursive: true });
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code !== 'ENOENT' && code !== 'ENOTDIR') {
+      diagnostics.push({ code: 'DEF_UNREADABLE_FILE', file: dir, path: '', message: `cannot read folder (${code ?? 'error'})` });
+    }
+    return [];
+  }
+  const files = entries
+    .filter((e) => e.isFile() && isCodeFileName(e.name))
+    .map((e) => relative(root, join(e.parentPath, e.name)).split(sep).join('/'))
+    .filter((f) => !f.split('/').includes('node_modules'))
+    .sort(byCodeUnit);
+  const out: RawCodeFile[] = [];
+  for (const file of files) {
+    const text = await readText(root, file, diagnostics);
+    if (text !== undefined) out.push({ file, text: text.charCodeAt(0) === 0xfeff ? text.slice(1) : text });
+  }
+  return out;
 }
 
 function errnoCode(err: unknown): string | undefined {

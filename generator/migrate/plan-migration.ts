@@ -2,11 +2,13 @@
  * @module Decides whether the model changed since the last migration and, if so, writes a new
  * migration folder in Prisma's migrations-folder format: `<app>/migrations/<provider>/<stamp>_<name>/`
  * with `migration.sql` and `schema.prisma` (the datamodel after it, the base of the next diff).
- * One folder per provider, because the SQL differs (DESIGN §5).
+ * One folder per provider, because the SQL differs (DESIGN §5). Full-text search objects, which the
+ * datamodel diff does not cover, are added around Prisma's SQL (`search-index.ts`).
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DatabaseProvider } from '../../runtime/index.js';
+import { readSearchSpec, searchMigration } from './search-index.js';
 
 /** Computes the SQL from one datamodel to another (the runtime's schema engine, injected by the CLI). */
 export type DiffDatamodels = (options: {
@@ -49,7 +51,9 @@ export async function planMigration(options: PlanMigrationOptions): Promise<stri
   const last = folders.at(-1);
   const previous = last && existsSync(join(dir, last, 'schema.prisma')) ? readFileSync(join(dir, last, 'schema.prisma'), 'utf8') : null;
   if (previous === options.schema) return null;
-  const sqlText = await options.diffDatamodels({ provider: options.provider, url: options.url, from: previous, to: options.schema });
+  const prismaSql = await options.diffDatamodels({ provider: options.provider, url: options.url, from: previous, to: options.schema });
+  const search = searchMigration(options.provider, readSearchSpec(previous), readSearchSpec(options.schema), prismaSql);
+  const sqlText = [search.before, prismaSql.trim() ? prismaSql : '', search.after].filter(Boolean).join('\n');
   if (sqlText.trim() === '') {
     // Only formatting or comments changed: keep the snapshot current, write no migration.
     if (last) writeFileSync(join(dir, last, 'schema.prisma'), options.schema);

@@ -6,9 +6,10 @@
  */
 import type {
   AccessRule, AppManifest, AppSettings, ChildRelation, Collection, DatabaseProvider, ExternalCollection,
-  FunctionDefinition, Policy, Property, Query, QueryField, TypedField, View,
+  FunctionDefinition, Policy, Property, PropertyType, Query, QueryField, TypedField, View,
 } from '../../runtime/index.js';
 import type { RawApp, RawFile } from '../load/load-app.js';
+import { compiledPathOf } from '../compile/compile-functions.js';
 import { DefinitionError } from '../validate/diagnostics.js';
 import {
   splitQueryField, type RawAccessRule, type RawCollectionDefinition, type RawExternalDefinition,
@@ -123,30 +124,60 @@ function viewOf(v: RawViewDefinition): View {
   };
 }
 
-function queryOf(q: RawQueryDefinition): Query {
+/** The property a dot path ends at, walked from collection `from` (validated before normalising). */
+function propertyAt(collections: Collection[], from: string, path: string): Pick<Property, 'type' | 'collection'> {
+  const SYSTEM: Record<string, PropertyType> = { id: 'guid', createdAt: 'date-time', updatedAt: 'date-time', createdBy: 'string' };
+  const segments = path.split('.');
+  let current = collections.find((c) => c.name === from)!;
+  for (let i = 0; ; i++) {
+    const seg = segments[i];
+    const p = current.properties.find((x) => x.name === seg);
+    if (i === segments.length - 1) return p ? { type: p.type, ...pick(p, ['collection']) } : { type: SYSTEM[seg] };
+    current = collections.find((c) => c.name === p!.collection)!;
+  }
+}
+
+function queryIdType(q: RawQueryDefinition, collections: Collection[]): Query['idType'] {
+  if (!q.groupBy?.length) return 'guid';
+  if (q.groupBy.length > 1) return 'string';
+  const { type } = propertyAt(collections, q.from, q.groupBy[0]);
+  return type === 'lookup' || type === 'guid' ? 'guid' : 'string';
+}
+
+function queryOf(q: RawQueryDefinition, collections: Collection[]): Query {
   const fields: Record<string, QueryField> = {};
   for (const [name, field] of Object.entries(q.fields)) {
     const { aggregate, path } = splitQueryField(field);
-    fields[name] = aggregate ? { aggregate, path } : { path };
+    const at = propertyAt(collections, q.from, path);
+    if (!aggregate) fields[name] = { path, type: at.type, ...pick(at, ['collection']) };
+    else {
+      const type: PropertyType = aggregate === 'count' ? 'integer' : aggregate === 'avg' ? 'decimal' : at.type === 'lookup' ? 'guid' : at.type;
+      fields[name] = { aggregate, path, type };
+    }
   }
   return {
     name: q.name, ...pick(q, ['description']), from: q.from, ...pick(q, ['filter']),
     ...(q.groupBy?.length ? { groupBy: [...q.groupBy] } : {}),
-    fields, access: accessRules(q.access),
+    fields, idType: queryIdType(q, collections), access: accessRules(q.access),
   };
 }
 
 const typedFields = (fields: TypedField[] | undefined): TypedField[] =>
   (fields ?? []).map((f) => ({ name: f.name, type: f.type, ...pick(f, ['isRequired', 'spec']) }));
 
-function functionOf(f: RawFunctionDefinition): FunctionDefinition {
+function functionOf(f: RawFunctionDefinition, codeFile: string): FunctionDefinition {
   const access: Record<string, string[]> = {};
   for (const m of FUNCTION_METHODS) if (f.access?.[m]) access[m] = [...f.access[m]];
   return {
     name: f.name, ...pick(f, ['description']), enabled: f.enabled ?? true, functionTypeId: f.functionTypeId,
     endpoint: f.endpoint, queryParams: typedFields(f.queryParams), requestBody: typedFields(f.requestBody),
-    responseFields: typedFields(f.responseFields), access,
+    responseFields: typedFields(f.responseFields), access, module: compiledPathOf(codeFile),
   };
+}
+
+/** The code file beside a function definition (validation guarantees there is one). */
+function codeFileOf(raw: RawApp, name: string): string {
+  return raw.functions.find((f) => f.file === `functions/${name}.json`)?.codeFile ?? `functions/${name}.ts`;
 }
 
 function externalOf(e: RawExternalDefinition): ExternalCollection {
@@ -183,15 +214,16 @@ export function normaliseModel(raw: RawApp, env: NodeJS.ProcessEnv): AppManifest
   }
   const collections = dataOf<RawCollectionDefinition>(raw.collections);
   const children = childrenOf(collections);
+  const normalised = collections.map((c) => collectionOf(c, children.get(c.name) ?? []));
   return {
     manifestVersion: 1,
     name: svc.name,
     provider,
     settings: settingsOf(svc),
-    collections: collections.map((c) => collectionOf(c, children.get(c.name) ?? [])),
+    collections: normalised,
     views: dataOf<RawViewDefinition>(raw.views).map(viewOf),
-    queries: dataOf<RawQueryDefinition>(raw.queries).map(queryOf),
-    functions: dataOf<RawFunctionDefinition>(raw.functions).map(functionOf),
+    queries: dataOf<RawQueryDefinition>(raw.queries).map((q) => queryOf(q, normalised)),
+    functions: dataOf<RawFunctionDefinition>(raw.functions).map((f) => functionOf(f, codeFileOf(raw, f.name))),
     externals: dataOf<RawExternalDefinition>(raw.externals).map(externalOf),
   };
 }

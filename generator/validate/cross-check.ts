@@ -14,6 +14,7 @@ import type {
 import { databaseProvider, resolveDatabaseUrl } from '../model/normalise.js';
 import { checkProperty } from './check-properties.js';
 import { checkQuery } from './check-queries.js';
+import { RESERVED_COLLECTION_NAMES } from '../emit/system-models.js';
 import { pointer, type Diagnostic } from './diagnostics.js';
 import { buildModelIndex, collectionRefProblem, type ModelIndex } from './model-index.js';
 
@@ -27,9 +28,9 @@ const FOLDER_OF = { collection: 'collections', view: 'views', query: 'queries', 
 /**
  * Runs every cross-file check.
  * @param invalidFiles - files that failed their JSON Schema: skipped by per-file checks
- * @returns diagnostics (codes: `DEF_FILE_NAME_MISMATCH`, `DEF_DUPLICATE_NAME`, `DEF_UNKNOWN_COLLECTION`,
- *   `DEF_NOT_A_COLLECTION`, `DEF_CREATOR_IN_LISTEN`, `DEF_ENDPOINT_MISMATCH`, `DEF_INPUT_TYPE_NOT_SCALAR`,
- *   `DEF_MISSING_FUNCTION_CODE`, `DEF_UNSUPPORTED_DATABASE_URL`, and those of `checkProperty`/`checkQuery`)
+ * @returns diagnostics (codes: `DEF_FILE_NAME_MISMATCH`, `DEF_DUPLICATE_NAME`, `DEF_RESERVED_NAME`, `DEF_UNKNOWN_COLLECTION`,
+ *   `DEF_NOT_A_COLLECTION`, `DEF_CREATOR_IN_LISTEN`, `DEF_ENDPOINT_MISMATCH`, `DEF_INPUT_TYPE_NOT_SCALAR`, `DEF_ENUM_TYPE_MISMATCH`,
+ *   `DEF_MISSING_FUNCTION_CODE`, `DEF_SEARCH_WITHOUT_TEXT`, `DEF_UNSUPPORTED_DATABASE_URL`, and those of `checkProperty`/`checkQuery`)
  * Source: DESIGN §3, §4 "Function details"; SPEC §2, §5.7.
  */
 export function crossCheck(raw: RawApp, env: NodeJS.ProcessEnv, invalidFiles: Set<string>): Diagnostic[] {
@@ -64,6 +65,11 @@ function checkNames(index: ModelIndex): Diagnostic[] {
     if (base !== d.name) {
       out.push({ code: 'DEF_FILE_NAME_MISMATCH', file: d.file, path: '/name',
         message: `name "${d.name}" must match the file name: rename the file to ${FOLDER_OF[d.kind]}/${d.name}.json or the name to "${base}"` });
+    }
+    const reserved = RESERVED_COLLECTION_NAMES.find((r) => r.toLowerCase() === d.name.toLowerCase());
+    if (d.kind === 'collection' && reserved) {
+      out.push({ code: 'DEF_RESERVED_NAME', file: d.file, path: '/name',
+        message: `name "${d.name}" is reserved for the system model ${reserved} (users, service accounts, tokens, keys and the client log); choose another name` });
     }
     // Case-insensitive: table names clash on SQLite and on case-insensitive file systems.
     const key = d.name.toLowerCase();
@@ -115,12 +121,26 @@ function checkCollection(index: ModelIndex, file: string, c: RawCollectionDefini
       if (problem) out.push({ ...problem, file, path: pointer('properties', name, 'collection') });
     }
   }
+  if (c.search === true && !Object.values(c.properties).some((p) => p.type === 'string' || p.type === 'text')) {
+    out.push({ code: 'DEF_SEARCH_WITHOUT_TEXT', file, path: '/search',
+      message: 'search needs at least one string or text property to search in' });
+  }
   return [...out, ...checkListen(file, c.access)];
 }
 
 function checkView(index: ModelIndex, file: string, v: RawViewDefinition): Diagnostic[] {
   const problem = collectionRefProblem(index, 'base collection', v.collection);
   return [...(problem ? [{ ...problem, file, path: '/collection' }] : []), ...checkListen(file, v.access)];
+}
+
+/** Whether an enum value has the JSON type of an input field type (dates and GUIDs are strings). */
+function fitsInputType(type: string, value: unknown): boolean {
+  switch (type) {
+    case 'integer': return Number.isInteger(value);
+    case 'decimal': return typeof value === 'number';
+    case 'boolean': return typeof value === 'boolean';
+    default: return typeof value === 'string';
+  }
 }
 
 function checkFunction(file: string, f: RawFunctionDefinition, codeFile: string | null): Diagnostic[] {
@@ -134,6 +154,12 @@ function checkFunction(file: string, f: RawFunctionDefinition, codeFile: string 
       if (!SCALAR_INPUT_TYPES.includes(field.type)) {
         out.push({ code: 'DEF_INPUT_TYPE_NOT_SCALAR', file, path: pointer(key, i, 'type'),
           message: `${key} field "${field.name}" has type "${field.type}"; inputs must be scalar (${SCALAR_INPUT_TYPES.join(', ')})` });
+      } else if (field.spec?.enum?.some((v) => !fitsInputType(field.type, v))) {
+        out.push({ code: 'DEF_ENUM_TYPE_MISMATCH', file, path: pointer(key, i, 'spec', 'enum'),
+          message: `${key} field "${field.name}": every enum value must be of type ${field.type}` });
+      }
+      if ((f[key] ?? []).findIndex((other) => other.name === field.name) < i) {
+        out.push({ code: 'DEF_DUPLICATE_NAME', file, path: pointer(key, i, 'name'), message: `${key} declares "${field.name}" twice` });
       }
     });
   }

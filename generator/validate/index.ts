@@ -5,19 +5,20 @@
  */
 import type { AppManifest } from '../../runtime/index.js';
 import { readCodeTypes } from '../code-types/read-code-types.js';
+import { compileFunctions } from '../compile/compile-functions.js';
 import { loadApp, type RawApp } from '../load/load-app.js';
 import { normaliseModel } from '../model/normalise.js';
 import { crossCheck } from './cross-check.js';
 import { DefinitionError, sortDiagnostics, type Diagnostic } from './diagnostics.js';
 import { validateFiles } from './validate-files.js';
 
-export { loadApp, type RawApp, type RawFile, type RawFunctionFile } from '../load/load-app.js';
+export { loadApp, type RawApp, type RawCodeFile, type RawFile, type RawFunctionFile } from '../load/load-app.js';
 export { normaliseModel } from '../model/normalise.js';
 export { DefinitionError, formatDiagnostic, type Diagnostic } from './diagnostics.js';
 
 /**
- * Every problem of a loaded app: load errors (missing svc.json, invalid JSON), schema errors and
- * cross-file errors, sorted by file (code-unit order; within a file, in the order found).
+ * Every problem of a loaded app: load errors (missing svc.json, invalid JSON), schema errors,
+ * cross-file errors and function code errors (syntax, unresolved imports, code without definition), sorted by file (code-unit order; within a file, in the order found).
  * @param env - `DATABASE_URL` is checked for a supported provider; defaults to `process.env`
  * @returns an empty list when the app is valid
  * Source: DESIGN §3 (definitions), STYLE §4 (diagnostics).
@@ -25,7 +26,9 @@ export { DefinitionError, formatDiagnostic, type Diagnostic } from './diagnostic
 export function validateApp(raw: RawApp, env: NodeJS.ProcessEnv = process.env): Diagnostic[] {
   const { diagnostics, invalidFiles } = validateFiles(raw);
   if (!raw.svc) invalidFiles.add('svc.json');
-  return sortDiagnostics([...raw.loadDiagnostics, ...diagnostics, ...crossCheck(raw, env, invalidFiles)]);
+  return sortDiagnostics([
+    ...raw.loadDiagnostics, ...diagnostics, ...crossCheck(raw, env, invalidFiles), ...compileFunctions(raw).diagnostics,
+  ]);
 }
 
 /**
@@ -33,19 +36,32 @@ export function validateApp(raw: RawApp, env: NodeJS.ProcessEnv = process.env): 
  * function code into each function's `codeTypes` (SPEC §4.8 rule 7).
  * @param appDir - the app folder (DESIGN §3)
  * @param env - `DATABASE_URL`, `REDIS_URL` overrides (DESIGN §3)
- * @returns the app model and the raw files (the emitters need `RawFunctionFile.codeFile`)
+ * @returns the app model, the raw files (the emitters need `RawFunctionFile.codeFile`), the compiled
+ *   function code (`functions/…` paths relative to `.svc/` → JavaScript) and warnings that do not stop
+ *   generation (`DEF_GLOBAL_RES_IGNORED`)
  * @throws DefinitionError with every diagnostic when anything is wrong
- * Source: DESIGN §3, §3a (`svc generate`).
+ * Source: DESIGN §3, §3a (`svc generate`); SPEC §4.8 (compiled function code).
  */
-export async function loadAndValidate(appDir: string, env: NodeJS.ProcessEnv): Promise<{ manifest: AppManifest; raw: RawApp }> {
+export async function loadAndValidate(appDir: string, env: NodeJS.ProcessEnv): Promise<LoadedApp> {
   const raw = await loadApp(appDir);
   const diagnostics = validateApp(raw, env);
   if (diagnostics.length) throw new DefinitionError(diagnostics);
+  const { files, warnings } = compileFunctions(raw);
   const manifest = normaliseModel(raw, env);
   const codeTypes = readCodeTypes(raw.appDir, raw.functions.map((f) => ({ name: (f.data as { name: string }).name, codeFile: f.codeFile })));
   for (const fn of manifest.functions) {
     const types = codeTypes.get(fn.name);
     if (types) fn.codeTypes = types;
   }
-  return { manifest, raw };
+  return { manifest, raw, functionFiles: files, warnings };
+}
+
+/** What `loadAndValidate` returns. */
+export interface LoadedApp {
+  manifest: AppManifest;
+  raw: RawApp;
+  /** Compiled function code and shared modules: `functions/<path>.js|.mjs|.cjs` (relative to `.svc/`) → source. */
+  functionFiles: Record<string, string>;
+  /** Problems that do not stop generation; the CLI prints them. */
+  warnings: Diagnostic[];
 }

@@ -8,12 +8,28 @@ import { v7 as uuidv7 } from 'uuid';
 import type { ChildRelation, Collection } from '../manifest.js';
 import type { ErrorDetail } from '../errors.js';
 import { pointerSegment } from '../errors.js';
+import { HttpError } from '../errors.js';
 import { UUID } from '../query/list-params.js';
-import { ident, sql } from '../query/sql.js';
-
-const PLACEHOLDER_ID = '00000000-0000-4000-8000-000000000000';
+import { andAll, ident, join, sql, type Sql } from '../query/sql.js';
 import type { Database, PrismaLike } from './database.js';
 import { toPrismaData, type InputChecker } from './input.js';
+
+const PLACEHOLDER_ID = '00000000-0000-4000-8000-000000000000';
+
+/**
+ * How writes reach rows of other collections for a caller (nested children, lookup targets), from the
+ * authorization point. Absent: no restriction.
+ */
+export interface WriteAccess {
+  /** Policy conditions (alias `t0`) on rows of `collection`: rows failing them count as absent. */
+  visibility(collection: string): Sql[];
+  /**
+   * Admits `method` on `collection` under its own rules (throws 401/403), returning the `_CREATOR`
+   * condition (alias `t0`) rows must meet, or null.
+   */
+  grant(collection: Collection, method: 'POST' | 'PATCH' | 'DELETE'): Sql | null;
+}
+
 
 /** What a write needs to know about any collection it touches: its delegate and input checker. */
 export interface CollectionWriter {
@@ -90,27 +106,46 @@ interface Delegate {
   deleteMany(args: object): Promise<unknown>;
 }
 
+/** Refuses when some of `ids` fail the `_CREATOR` condition `owner`. */
+async function requireOwned(db: Database, tx: PrismaLike, collection: string, ids: string[], owner: Sql | null, verb: string): Promise<void> {
+  if (!owner || ids.length === 0) return;
+  const owned = await db.query<{ id: string }>(
+    sql`SELECT "t0"."id" FROM ${ident(collection)} AS "t0" WHERE "t0"."id" IN (${join(ids.map((id) => sql`${id}`), ', ')}) AND ${owner}`, tx);
+  if (owned.length !== ids.length) throw new HttpError('FORBIDDEN', `${verb} ${collection} rows created by another caller is not allowed`);
+}
+
 /**
- * Writes the planned children of one parent inside the caller's transaction.
+ * Writes the planned children of one parent inside the caller's transaction. With `access`, the child
+ * collection's own rules apply: POST for creates, PATCH for updates, DELETE for removals (`_CREATOR`:
+ * own rows only, else 403), and children hidden by its policies count as absent (never updated or removed).
  * @param replaceMissing - PUT/PATCH: delete existing children not named in the array
  * @returns details of children that belong to another parent (the caller turns them into a 400)
+ * @throws HttpError UNAUTHORIZED / FORBIDDEN from `access.grant`
  */
 export async function writeChildren(
-  db: Database, tx: PrismaLike, parentId: string, plans: ChildPlan[], options: { replaceMissing: boolean; callerId: string | null },
+  db: Database, tx: PrismaLike, parentId: string, plans: ChildPlan[],
+  options: { replaceMissing: boolean; callerId: string | null; access?: WriteAccess },
 ): Promise<ErrorDetail[]> {
   const details: ErrorDetail[] = [];
+  const { access } = options;
   for (const plan of plans) {
     const { relation, writer } = plan;
     const delegate = tx[writer.delegate] as Delegate;
+    if (plan.creates.length > 0) access?.grant(writer.collection, 'POST');
+    const visible = andAll(access?.visibility(relation.collection) ?? []);
     const existing = new Set((await db.query<{ id: string }>(
-      sql`SELECT "id" FROM ${ident(relation.collection)} WHERE ${ident(relation.field)} = ${parentId}`, tx)).map((r) => String(r.id)));
+      sql`SELECT "t0"."id" FROM ${ident(relation.collection)} AS "t0" WHERE ${ident('t0', relation.field)} = ${parentId}${visible}`, tx)).map((r) => String(r.id)));
     for (const u of plan.updates) {
       if (!existing.has(u.id)) details.push({ path: `${u.path}/id`, message: `${relation.collection} ${u.id} is not a child of this row` });
     }
     if (details.length > 0) continue;
+    if (plan.updates.length > 0 && access) {
+      await requireOwned(db, tx, relation.collection, plan.updates.map((u) => u.id), access.grant(writer.collection, 'PATCH'), 'updating');
+    }
     if (options.replaceMissing) {
       const keep = new Set(plan.updates.map((u) => u.id));
       const remove = [...existing].filter((id) => !keep.has(id));
+      if (remove.length > 0 && access) await requireOwned(db, tx, relation.collection, remove, access.grant(writer.collection, 'DELETE'), 'deleting');
       if (remove.length > 0) await delegate.deleteMany({ where: { id: { in: remove } } });
     }
     for (const u of plan.updates) await delegate.update({ where: { id: u.id }, data: u.data });

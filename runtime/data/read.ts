@@ -3,15 +3,16 @@
  * count and select; one item by id; lookup expansion (`lookups=full`). Every statement is compiled
  * SQL with bound values, run through the Prisma client.
  */
-import type { AppManifest, ChildRelation, Collection } from '../manifest.js';
+import type { AppManifest, ChildRelation, Collection, PropertyType } from '../manifest.js';
 import { HttpError } from '../errors.js';
 import { compileFilter } from '../query/filter-compile.js';
 import { parseFilter } from '../query/filter-parser.js';
 import type { ListParams, SortSpec } from '../query/list-params.js';
 import type { Selection } from '../query/select.js';
-import { ident, join, raw, sql, type Sql } from '../query/sql.js';
+import { andAll, ident, join, raw, sql, type Sql } from '../query/sql.js';
 import type { Database, PrismaLike } from './database.js';
 import { columnsOf, decodeRow, type Item } from './row-codec.js';
+import { searchCondition } from './search.js';
 
 /** What every read needs: the model, the database and the collection read. */
 export interface ReadScope {
@@ -20,7 +21,25 @@ export interface ReadScope {
   collection: Collection;
   /** Extra conditions on alias `t0` (views, policies), ANDed with the request's filter. */
   conditions?: Sql[];
+  /**
+   * `_CREATOR` narrowing on alias `t0` (from `authorize`): lists and counts see only matching rows; a
+   * visible row named by id that fails it is 403, not 404 (DESIGN §4 "Auth details").
+   */
+  owner?: Sql | null;
+  /**
+   * The conditions (alias `t0`) under which the caller may read rows of another collection, or null when
+   * it may not read that collection at all: applied to expanded lookups (not expanded when hidden) and
+   * included children. Absent: no restriction.
+   */
+  readableOf?: (collection: string) => Sql[] | null;
   tx?: PrismaLike;
+  /** The caller's id, for `me()` in the request's filter (null: anonymous). */
+  callerId?: string | null;
+  /**
+   * Set when reading a query's output rows (`query-source.ts`) instead of the collection's table:
+   * the subquery, and the type of its `id` column. Such rows have no system fields besides `id`.
+   */
+  rows?: { source: Sql; idType: PropertyType };
 }
 
 const ALIAS = 't0';
@@ -38,13 +57,32 @@ function collectionNamed(manifest: AppManifest, name: string): Collection {
   return manifest.collections.find((c) => c.name === name)!;
 }
 
-/** The WHERE clause (without the keyword) for a request filter plus the scope's conditions. */
-export function whereClause(scope: ReadScope, filter?: string): Sql {
+/** What a read selects from: the collection's table, or a query's subquery, as alias `t0`. */
+function source(scope: ReadScope): Sql {
+  return sql`${scope.rows ? scope.rows.source : ident(scope.collection.name)} AS "${raw(ALIAS)}"`;
+}
+
+/** What narrows a read besides the scope's conditions: the request's filter and search words. */
+export interface WhereOptions {
+  filter?: string;
+  search?: string[];
+  /** Include the scope's `owner` condition (default true; single-row reads check it apart, for a 403). */
+  withOwner?: boolean;
+}
+
+/** The WHERE clause (without the keyword): the scope's conditions, `owner`, the request's filter and search. */
+export function whereClause(scope: ReadScope, { filter, search, withOwner = true }: WhereOptions = {}): Sql {
   const parts: Sql[] = [...(scope.conditions ?? [])];
+  if (withOwner && scope.owner) parts.push(scope.owner);
   if (filter !== undefined) {
     const node = parseFilter(filter);
-    parts.push(compileFilter(node, { manifest: scope.manifest, collection: scope.collection, provider: scope.db.provider, alias: ALIAS }));
+    parts.push(compileFilter(node, {
+      manifest: scope.manifest, collection: scope.collection, provider: scope.db.provider, alias: ALIAS,
+      callerId: scope.callerId ?? null,
+      ...(scope.rows && { queryRow: { idType: scope.rows.idType } }),
+    }));
   }
+  if (search) parts.push(searchCondition(scope.db.provider, scope.collection, ALIAS, search));
   return parts.length === 0 ? raw('1=1') : join(parts.map((p) => sql`(${p})`), ' AND ');
 }
 
@@ -52,7 +90,10 @@ const TEXT_TYPES = new Set(['string', 'text']);
 
 /** ORDER BY with NULLs sorting as the largest value and byte-wise string order on both databases. */
 function orderBy(scope: ReadScope, sort: SortSpec | undefined): Sql {
-  if (!sort || sort.property === 'id') return sort?.descending ? sql`${ID} DESC` : ID;
+  if (!sort || sort.property === 'id') {
+    const id = scope.rows?.idType === 'string' && scope.db.provider === 'postgresql' ? sql`${ID} COLLATE "C"` : ID;
+    return sort?.descending ? sql`${id} DESC` : id;
+  }
   const column = ident(ALIAS, sort.property);
   const type = scope.collection.properties.find((p) => p.name === sort.property)?.type ?? (sort.property === 'createdBy' ? 'string' : 'date-time');
   const collate = scope.db.provider === 'postgresql' && TEXT_TYPES.has(type) ? raw(' COLLATE "C"') : raw('');
@@ -60,8 +101,14 @@ function orderBy(scope: ReadScope, sort: SortSpec | undefined): Sql {
   return sql`(${column} IS NULL)${dir}, ${column}${collate}${dir}, ${ID}`;
 }
 
-function selectList(columns: string[]): Sql {
-  return join(columns.map((c) => ident(ALIAS, c)), ', ');
+function selectList(columns: string[], scope?: ReadScope): Sql {
+  return join(columns.map((c) => {
+    // SQLite gives computed query columns (sum, avg, max of decimals) no declared type; the driver
+    // would then type the column by its first value and truncate later ones if that was whole.
+    // As text, each value keeps its digits (decoded to a number by the row codec).
+    const decimal = scope?.rows && scope.db.provider === 'sqlite' && scope.collection.properties.find((p) => p.name === c)?.type === 'decimal';
+    return decimal ? sql`CAST(${ident(ALIAS, c)} AS TEXT) AS ${ident(c)}` : ident(ALIAS, c);
+  }), ', ');
 }
 
 /**
@@ -75,8 +122,10 @@ export async function expandLookups(scope: ReadScope, items: Item[], selection?:
     if (ids.length === 0) continue;
     const target = collectionNamed(scope.manifest, p.collection!);
     const nested = selection?.nested.get(p.name);
+    const readable = scope.readableOf ? scope.readableOf(target.name) : [];
+    if (readable === null) continue; // the caller may not read the target: lookups stay { id }
     const rows = await scope.db.query(
-      sql`SELECT ${selectList(columnsOf(target, nested))} FROM ${ident(target.name)} AS "${raw(ALIAS)}" WHERE ${ID} IN (${join(ids.map((id) => sql`${id}`), ', ')})`,
+      sql`SELECT ${selectList(columnsOf(target, nested))} FROM ${ident(target.name)} AS "${raw(ALIAS)}" WHERE ${ID} IN (${join(ids.map((id) => sql`${id}`), ', ')})${andAll(readable)}`,
       scope.tx,
     );
     const byId = new Map(rows.map((r) => [String(r.id), decodeRow(target, r)]));
@@ -97,8 +146,10 @@ export async function includeChildren(scope: ReadScope, items: Item[], relations
   const parentIds = items.map((i) => i.id as string);
   for (const relation of relations) {
     const child = collectionNamed(scope.manifest, relation.collection);
-    const rows = await scope.db.query(
-      sql`SELECT ${selectList(columnsOf(child))} FROM ${ident(child.name)} AS "${raw(ALIAS)}" WHERE ${ident(ALIAS, relation.field)} IN (${join(parentIds.map((id) => sql`${id}`), ', ')}) ORDER BY ${ID}`,
+    // Children are read under the child collection's own GET rule and policies (the route checked the rule).
+    const readable = scope.readableOf ? scope.readableOf(child.name) : [];
+    const rows = readable === null ? [] : await scope.db.query(
+      sql`SELECT ${selectList(columnsOf(child))} FROM ${ident(child.name)} AS "${raw(ALIAS)}" WHERE ${ident(ALIAS, relation.field)} IN (${join(parentIds.map((id) => sql`${id}`), ', ')})${andAll(readable)} ORDER BY ${ID}`,
       scope.tx,
     );
     const byParent = new Map<string, Item[]>(parentIds.map((id) => [id, []]));
@@ -119,22 +170,22 @@ export async function includeChildren(scope: ReadScope, items: Item[], relations
  * Source: SPEC §4.2 (paging, keyset cursor, count, select, lookups).
  */
 export async function listItems(scope: ReadScope, params: ListParams): Promise<{ data: Item[]; count?: number }> {
-  const where = whereClause(scope, params.filter);
-  const from = sql`FROM ${ident(scope.collection.name)} AS "${raw(ALIAS)}" WHERE ${where}`;
+  const where = whereClause(scope, { filter: params.filter, search: params.search });
+  const from = sql`FROM ${source(scope)} WHERE ${where}`;
   let count: number | undefined;
   if (params.count !== 'none') {
     const [row] = await scope.db.query<{ n: unknown }>(sql`SELECT COUNT(*) AS "n" ${from}`, scope.tx);
     count = Number(row.n);
     if (params.count === 'only') return { data: [], count };
   }
-  const columns = columnsOf(scope.collection, params.selection?.fields);
+  const columns = columnsOf(scope.collection, params.selection?.fields, !scope.rows);
   let statement: Sql;
   if (params.lastKey !== undefined) {
     // Keyset paging: ordered by id, exclusive cursor, sortBy and pageNo ignored (SPEC §4.2).
-    statement = sql`SELECT ${selectList(columns)} ${from} AND ${ID} > ${params.lastKey} ORDER BY ${ID} LIMIT ${params.pageSize}`;
+    statement = sql`SELECT ${selectList(columns, scope)} ${from} AND ${ID} > ${params.lastKey} ORDER BY ${ID} LIMIT ${params.pageSize}`;
   } else {
     const offset = (params.pageNo - 1) * params.pageSize;
-    statement = sql`SELECT ${selectList(columns)} ${from} ORDER BY ${orderBy(scope, params.sort)} LIMIT ${params.pageSize} OFFSET ${offset}`;
+    statement = sql`SELECT ${selectList(columns, scope)} ${from} ORDER BY ${orderBy(scope, params.sort)} LIMIT ${params.pageSize} OFFSET ${offset}`;
   }
   const rows = await scope.db.query(statement, scope.tx);
   const data = rows.map((r) => decodeRow(scope.collection, r));
@@ -145,16 +196,18 @@ export async function listItems(scope: ReadScope, params: ListParams): Promise<{
 
 /**
  * One item by id, or null when no visible row has that id.
- * Source: SPEC §4.1 (GET one).
+ * @throws HttpError FORBIDDEN (403) when the row is visible but fails the scope's `owner` condition
+ * Source: SPEC §4.1 (GET one); DESIGN §4 (a `_CREATOR` miss on a single row is 403).
  */
 export async function findItem(scope: ReadScope, id: string, options: ItemOptions): Promise<Item | null> {
-  const where = whereClause(scope);
-  const columns = columnsOf(scope.collection, options.selection?.fields);
-  const rows = await scope.db.query(
-    sql`SELECT ${selectList(columns)} FROM ${ident(scope.collection.name)} AS "${raw(ALIAS)}" WHERE ${where} AND ${ID} = ${id}`,
-    scope.tx,
-  );
+  const where = whereClause(scope, { withOwner: false });
+  const columns = columnsOf(scope.collection, options.selection?.fields, !scope.rows);
+  const from = sql`FROM ${source(scope)} WHERE ${where} AND ${ID} = ${id}`;
+  const rows = await scope.db.query(sql`SELECT ${selectList(columns, scope)} ${from}`, scope.tx);
   if (rows.length === 0) return null;
+  if (scope.owner && (await scope.db.query(sql`SELECT ${ID} ${from} AND ${scope.owner}`, scope.tx)).length === 0) {
+    throw new HttpError('FORBIDDEN', `${scope.collection.name} ${JSON.stringify(id)} belongs to another caller`);
+  }
   const item = decodeRow(scope.collection, rows[0]);
   if (options.lookups === 'full') await expandLookups(scope, [item], options.selection);
   await includeChildren(scope, [item], options.include ?? []);

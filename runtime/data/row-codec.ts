@@ -27,15 +27,19 @@ export function decodeValue(p: Pick<Property, 'type'>, v: unknown): unknown {
   }
 }
 
-/** Column names to read for a collection, optionally restricted to `fields` (always with `id`). */
-export function columnsOf(c: Collection, fields?: ReadonlySet<string>): string[] {
-  const all = ['id', ...c.properties.map((p) => p.name), ...SYSTEM_COLUMNS];
+/**
+ * Column names to read for a collection, optionally restricted to `fields` (always with `id`).
+ * `system: false` leaves out `createdAt`, `updatedAt`, `createdBy` (query rows have none).
+ */
+export function columnsOf(c: Collection, fields?: ReadonlySet<string>, system = true): string[] {
+  const all = ['id', ...c.properties.map((p) => p.name), ...(system ? SYSTEM_COLUMNS : [])];
   return fields ? all.filter((name) => fields.has(name)) : all;
 }
 
 /** A raw row (only the columns read) → an item with normalised values. */
 export function decodeRow(c: Collection, row: Record<string, unknown>): Item {
-  const item: Item = { id: String(row.id) };
+  // A query group whose key is null has a null id; every table row has one.
+  const item: Item = { id: row.id === null ? null : String(row.id) };
   for (const p of c.properties) if (p.name in row) item[p.name] = decodeValue(p, row[p.name]);
   if ('createdAt' in row) item.createdAt = decodeValue({ type: 'date-time' }, row.createdAt);
   if ('updatedAt' in row) item.updatedAt = decodeValue({ type: 'date-time' }, row.updatedAt);

@@ -9,10 +9,10 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Collection } from '../manifest.js';
 import { HttpError, type ErrorDetail } from '../errors.js';
 import { UUID } from '../query/list-params.js';
-import { ident, join, sql, type Sql } from '../query/sql.js';
+import { andAll, ident, join, sql, type Sql } from '../query/sql.js';
 import type { Database, PrismaLike } from './database.js';
 import { toPrismaData, validationFailed, type InputChecker, type WriteMode } from './input.js';
-import { planChildren, writeChildren, type ChildPlan, type CollectionWriter } from './children.js';
+import { planChildren, writeChildren, type ChildPlan, type CollectionWriter, type WriteAccess } from './children.js';
 import { notFound } from './read.js';
 
 /** What a write needs: the database, the collection, its Prisma delegate and input checker. */
@@ -23,8 +23,12 @@ export interface WriteScope {
   checker: InputChecker;
   /** The caller's identity id, stored in `createdBy` on create (null for anonymous). */
   callerId: string | null;
-  /** Conditions on alias `t0` a row must meet to be changed (a view's filter); others are 404. */
+  /** Conditions on alias `t0` a row must meet to be changed (a view's filter, policies); others are 404. */
   conditions?: Sql[];
+  /** `_CREATOR` condition on alias `t0` (from `authorize`): a visible row failing it is 403. */
+  owner?: Sql | null;
+  /** Rules and policies of other collections, for nested children and lookup targets; absent: unrestricted. */
+  access?: WriteAccess;
   /** Delegate and checker of any collection (for nested children). */
   writerOf: (collection: string) => CollectionWriter;
 }
@@ -39,15 +43,16 @@ interface Delegate {
 
 const delegateOf = (tx: PrismaLike, name: string) => tx[name] as Delegate;
 
-/** Fails with 400 when a lookup value names no row of its target collection. */
+/** Fails with 400 when a lookup value names no row of its target collection (or one its policies hide from the caller). */
 async function checkLookups(scope: WriteScope, tx: PrismaLike, rows: Record<string, unknown>[], basePaths: string[], collection = scope.collection): Promise<void> {
   const details: ErrorDetail[] = [];
   for (const p of collection.properties) {
     if (p.type !== 'lookup') continue;
     const ids = [...new Set(rows.map((r) => r[p.name]).filter((v): v is string => typeof v === 'string'))];
     if (ids.length === 0) continue;
+    const visible = andAll(scope.access?.visibility(p.collection!) ?? []);
     const found = await scope.db.query<{ id: string }>(
-      sql`SELECT "id" FROM ${ident(p.collection!)} WHERE "id" IN (${join(ids.map((id) => sql`${id}`), ', ')})`, tx);
+      sql`SELECT "t0"."id" FROM ${ident(p.collection!)} AS "t0" WHERE "t0"."id" IN (${join(ids.map((id) => sql`${id}`), ', ')})${visible}`, tx);
     const existing = new Set(found.map((r) => String(r.id)));
     rows.forEach((r, i) => {
       const v = r[p.name];
@@ -78,10 +83,23 @@ async function visibleIds(scope: WriteScope, tx: PrismaLike, ids: string[]): Pro
   return new Set(rows.map((r) => String(r.id)));
 }
 
-/** 404 unless the row exists and meets the scope's conditions (views). */
+/** Refuses (403) when some of the visible `ids` fail the scope's `_CREATOR` condition. */
+async function requireOwned(scope: WriteScope, tx: PrismaLike, ids: string[]): Promise<void> {
+  if (!scope.owner) return;
+  const owned = await scope.db.query<{ id: string }>(
+    sql`SELECT "t0"."id" FROM ${ident(scope.collection.name)} AS "t0" WHERE "t0"."id" IN (${join(ids.map((id) => sql`${id}`), ', ')}) AND ${scope.owner}`, tx);
+  if (owned.length !== ids.length) {
+    throw new HttpError('FORBIDDEN', ids.length === 1
+      ? `${scope.collection.name} ${JSON.stringify(ids[0])} belongs to another caller`
+      : `some of the ${scope.collection.name} rows belong to another caller; nothing was changed`);
+  }
+}
+
+/** 404 unless the row exists and meets the scope's conditions (views, policies); 403 when it fails `owner`. */
 async function requireVisible(scope: WriteScope, tx: PrismaLike, id: string): Promise<void> {
-  if (!scope.conditions?.length) return; // the write itself answers P2025 → 404
+  if (!scope.conditions?.length && !scope.owner) return; // the write itself answers P2025 → 404
   if ((await visibleIds(scope, tx, [id])).size === 0) throw notFound(scope.collection.name, id);
+  await requireOwned(scope, tx, [id]);
 }
 
 async function inTransaction<T>(scope: WriteScope, fn: (tx: PrismaLike) => Promise<T>, id?: string): Promise<T> {
@@ -98,7 +116,7 @@ async function writeChildrenOf(scope: WriteScope, tx: PrismaLike, parentId: stri
     const rows = [...plan.creates, ...plan.updates];
     await checkLookups(scope, tx, rows.map((r) => r.data), rows.map((r) => r.path), plan.writer.collection);
   }
-  const details = await writeChildren(scope.db, tx, parentId, plans, { replaceMissing, callerId: scope.callerId });
+  const details = await writeChildren(scope.db, tx, parentId, plans, { replaceMissing, callerId: scope.callerId, access: scope.access });
   if (details.length > 0) throw validationFailed(details);
 }
 
@@ -178,9 +196,10 @@ export async function deleteItems(scope: WriteScope, body: unknown): Promise<voi
   if (bad.length > 0) throw validationFailed(bad.map(([, i]) => ({ path: `/${i}`, message: 'must be a GUID' })));
   const ids = [...new Set((body as string[]).map((v) => v.toLowerCase()))];
   await inTransaction(scope, async (tx) => {
-    if (scope.conditions?.length && (await visibleIds(scope, tx, ids)).size !== ids.length) {
+    if ((scope.conditions?.length || scope.owner) && (await visibleIds(scope, tx, ids)).size !== ids.length) {
       throw new HttpError('NOT_FOUND', `some of the ${ids.length} ${scope.collection.name} ids were not found; nothing was deleted`);
     }
+    await requireOwned(scope, tx, ids);
     const { count } = await delegateOf(tx, scope.delegate).deleteMany({ where: { id: { in: ids } } });
     if (count !== ids.length) {
       // Throwing inside the transaction rolls the partial delete back.

@@ -1,7 +1,8 @@
 /**
- * @module The Express 5 application: JSON body parsing, request ids and logs, the routes of every
- * generated route module under `/api`, the unknown-route handler and the one error middleware that
- * writes the DESIGN §4 body. Stack traces never leave the server.
+ * @module The Express 5 application: JSON body parsing, request ids and logs, authentication of every
+ * `/api` request, the auth endpoints and `/login`, the client log, the routes of every generated route
+ * module under `/api`, the unknown-route handler and the one error middleware that writes the DESIGN §4
+ * body. Stack traces never leave the server.
  */
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
@@ -11,7 +12,15 @@ import type { Database } from '../data/database.js';
 import type { Logger } from '../log.js';
 import { collectionRouter, type RoutesDefinition } from './collection-routes.js';
 import { compileInputChecker } from '../data/input.js';
+import { queryRouter } from './query-routes.js';
 import type { CollectionWriter } from '../data/children.js';
+import { captureRawBody, functionRouter, type FunctionRoutesOptions } from './function-routes.js';
+import type { AuthService } from '../auth/auth-service.js';
+import { authenticate } from '../auth/authenticate.js';
+import { authRouter } from '../auth/auth-routes.js';
+import { oauthErrors, tokenRouter } from '../auth/token-route.js';
+import { loginRouter } from '../auth/login-page.js';
+import { clientLogRouter } from './client-log-routes.js';
 
 export interface AppOptions {
   manifest: AppManifest;
@@ -21,6 +30,10 @@ export interface AppOptions {
   routes: RoutesDefinition[];
   /** The generated OpenAPI document, served at `/api/_openapi`. */
   openapi: object;
+  /** Where compiled functions are, their secrets and the worker pool that runs them. */
+  functions: Omit<FunctionRoutesOptions, 'manifest' | 'logger'>;
+  /** Signing keys, limiter and settings of authentication (`createAuthService`). */
+  auth: AuthService;
 }
 
 /** Largest accepted JSON body: 10 MiB. */
@@ -47,9 +60,13 @@ export function createApp(options: AppOptions): express.Express {
     });
     next();
   });
-  app.use(express.json({ limit: MAX_BODY, type: ['application/json', 'application/*+json'] }));
+  app.use(express.json({ limit: MAX_BODY, type: ['application/json', 'application/*+json'], verify: captureRawBody }));
 
+  app.use(loginRouter(options.auth));
   const api = express.Router();
+  // Every /api request is authenticated first: res.locals.caller is set for every route below.
+  api.use(authenticate(options.auth));
+  api.use(authRouter(options.auth), tokenRouter(options.auth), clientLogRouter(options.db, logger, manifest));
   api.get('/_openapi', (_req, res) => { res.json(options.openapi); });
   // One delegate and compiled input checker per collection, shared by its routes, its views and
   // parents that write it as nested children.
@@ -61,7 +78,10 @@ export function createApp(options: AppOptions): express.Express {
     }
   }
   const writerOf = (name: string): CollectionWriter => writers.get(name)!;
-  for (const definition of options.routes) api.use(collectionRouter(definition, manifest, options.db, writerOf));
+  for (const definition of options.routes) {
+    api.use(definition.kind === 'query' ? queryRouter(definition, manifest, options.db) : collectionRouter(definition, manifest, options.db, writerOf));
+  }
+  api.use(functionRouter({ manifest, logger, ...options.functions }));
   app.use('/api', api);
 
   app.use((req: Request) => {
@@ -72,6 +92,8 @@ export function createApp(options: AppOptions): express.Express {
     throw new HttpError('NOT_FOUND', `no route ${req.method} ${req.path}`);
   });
 
+  // RFC 6749 error bodies on the OAuth token endpoint.
+  app.use('/api/_token', oauthErrors(options.auth));
   // Express recognises the error middleware by its four parameters.
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
     const e = err as { type?: string; status?: number };

@@ -25,6 +25,11 @@ export interface FilterScope {
   now?: Date;
   /** The caller's identity id, for `me()` in `exp()`; default null (anonymous). */
   callerId?: string | null;
+  /**
+   * Set when filtering a query's output rows: they have `id` (of this type) and the query's fields,
+   * but no `createdAt`, `updatedAt` or `createdBy`.
+   */
+  queryRow?: { idType: PropertyType };
 }
 
 export type FilterableType = Exclude<PropertyType, 'blob'>;
@@ -56,7 +61,7 @@ const ORDER_OPS: Record<string, string> = { gt: '>', ge: '>=', lt: '<', le: '<='
  *   segment other than the last is not a lookup (SPEC §4.3, DESIGN §4).
  */
 export function resolvePath(
-  scope: Pick<FilterScope, 'manifest' | 'collection'>, path: string[], position?: number,
+  scope: Pick<FilterScope, 'manifest' | 'collection' | 'queryRow'>, path: string[], position?: number,
 ): ResolvedPath {
   const at = position === undefined ? '' : ` at position ${position}`;
   if (path.length === 0) throw filterError(`expected a property name${at}`);
@@ -65,7 +70,10 @@ export function resolvePath(
   for (let i = 0; ; i++) {
     const name = path[i];
     const property = collection.properties.find((p) => p.name === name);
-    const type = property?.type ?? (Object.hasOwn(SYSTEM_TYPES, name) ? SYSTEM_TYPES[name] : undefined);
+    const queryRow = hops.length === 0 ? scope.queryRow : undefined;
+    const type = property?.type ?? (queryRow
+      ? (name === 'id' ? queryRow.idType : undefined)
+      : (Object.hasOwn(SYSTEM_TYPES, name) ? SYSTEM_TYPES[name] : undefined));
     if (type === undefined) {
       const where = hops.length > 0 ? ` (in "${path.join('.')}")` : '';
       throw filterError(`unknown property "${name}" on ${collection.name}${where}${at}`);

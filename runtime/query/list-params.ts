@@ -1,10 +1,11 @@
 /**
  * @module Parses the GET query parameters of SPEC §4.2 (`pageNo pageSize sortBy select count lastKey
- * lookups filter`) into a typed `ListParams`, answering 400 with a message naming the parameter.
+ * lookups filter search include`) into a typed `ListParams`, answering 400 with a message naming the parameter.
  */
 import type { ChildRelation, Collection } from '../manifest.js';
 import { HttpError } from '../errors.js';
 import { parseSelect, type Selection } from './select.js';
+import { searchWords } from '../data/search.js';
 
 export const DEFAULT_PAGE_SIZE = 10;
 export const MAX_PAGE_SIZE = 1000;
@@ -23,6 +24,8 @@ export interface ListParams {
   lookups: 'id' | 'full';
   /** Child relations to return under their key (`include=OrderLine.order`). */
   include: ChildRelation[];
+  /** Lower-case words of `search`, all of which must match (absent: no search). */
+  search?: string[];
 }
 
 type Query = Record<string, unknown>;
@@ -94,12 +97,11 @@ export function parseListParams(query: Query, collection: Collection, collection
     params.lookups = lookups;
   }
 
-  // Full-text search (SPEC §4.2) comes with its indexes in a later release; until then say so
-  // rather than ignore the parameter and return unsearched rows.
-  if (single(query, 'search') !== undefined) {
-    throw bad('search', collection.search
-      ? `full-text search on ${collection.name} is not available in this version of svc`
-      : `search is not enabled on ${collection.name}`);
+  const search = single(query, 'search');
+  if (search !== undefined) {
+    if (!collection.search) throw bad('search', `search is not enabled on ${collection.name} (set "search": true in its definition)`);
+    const words = searchWords(search);
+    if (words.length > 0) params.search = words;
   }
 
   const include = single(query, 'include');

@@ -69,3 +69,8 @@ export function renderSql(fragment: Sql, provider: DatabaseProvider): { text: st
   // Fragments never contain literal `?` (strings are bound), so every `?` is a marker.
   return { text: fragment.text.replace(/\?/g, () => `$${++n}`), values: [...fragment.values] };
 }
+
+/** ` AND (c1) AND (c2)…` to append to a WHERE clause, or nothing when there are no conditions. */
+export function andAll(conditions: readonly Sql[]): Sql {
+  return conditions.length === 0 ? raw('') : sql` AND ${join(conditions.map((c) => sql`(${c})`), ' AND ')}`;
+}

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { ROOT, runCli, serve } from '../support/cli.js';
 import { call } from '../support/scenario.js';
+import { adminIdentity, createUser, userToken } from '../support/auth.js';
 
 const work = mkdtempSync(join(tmpdir(), 'svc-cli-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -31,8 +32,8 @@ function treeHash(dir: string): Record<string, string> {
 }
 
 describe('svc CLI', () => {
-  it.each(['init', 'generate', 'migrate', 'serve', 'openapi'])('prints help for %s', async (command) => {
-    const r = await runCli([command, '--help']);
+  it.each(['init', 'generate', 'migrate', 'serve', 'openapi', 'user create', 'service-account create'])('prints help for %s', async (command) => {
+    const r = await runCli([...command.split(' '), '--help']);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`Usage: svc ${command}`);
   });
@@ -51,11 +52,16 @@ describe('svc CLI', () => {
     expect(treeHash(dir)).toEqual(before);
     expect(readdirSync(join(dir, 'migrations/sqlite')).filter((f) => f !== 'migration_lock.toml')).toHaveLength(1);
 
+    expect(readFileSync(join(dir, 'README.md'), 'utf8')).toContain('svc service-account create');
+    // The first user, as the generated README says; the example's rules need a signed-in caller to write.
+    await createUser({ dir, env: {} }, 'first', 'first-user-password', ['admin']);
     const server = await serve(dir);
     try {
-      const project = await call(server.url, 'POST', '/Project', { title: 'Launch' });
+      expect((await call(server.url, 'POST', '/Project', { title: 'Anonymous' })).status).toBe(401);
+      const auth = (await userToken(server.url, 'first', 'first-user-password')).headers;
+      const project = await call(server.url, 'POST', '/Project', { title: 'Launch' }, auth);
       expect(project.status).toBe(201);
-      const task = await call(server.url, 'POST', '/Task', { title: 'Write docs', project: { id: project.json.data[0] } });
+      const task = await call(server.url, 'POST', '/Task', { title: 'Write docs', project: { id: project.json.data[0] } }, auth);
       expect(task.status).toBe(201);
       const list = await call(server.url, 'GET', '/Task?filter=project.title%20eq%20%22Launch%22');
       expect(list.json.data).toMatchObject([{ title: 'Write docs', done: false, priority: 'normal', project: { title: 'Launch' } }]);
@@ -100,7 +106,8 @@ describe('svc CLI', () => {
     expect(readFileSync(join(dir, 'migrations/sqlite', folders[1], 'migration.sql'), 'utf8')).toMatch(/ALTER TABLE "Project" ADD COLUMN "budget"/);
     const server = await serve(dir);
     try {
-      const created = await call(server.url, 'POST', '/Project', { title: 'Funded', budget: 1250.5 });
+      const admin = (await adminIdentity({ dir, env: {} }, server.url)).headers;
+      const created = await call(server.url, 'POST', '/Project', { title: 'Funded', budget: 1250.5 }, admin);
       expect(created.status).toBe(201);
       expect((await call(server.url, 'GET', `/Project/${created.json.data[0]}`)).json.budget).toBe(1250.5);
     } finally {
@@ -132,6 +139,29 @@ describe('svc CLI', () => {
     expect(existsSync(join(dir, 'migrations'))).toBe(false);
   });
 
+  it('checks the filters of views, queries and policies at generate time, and writes nothing when one is bad', async () => {
+    const dir = join(work, 'badfilters');
+    for (const folder of ['collections', 'views', 'queries']) mkdirSync(join(dir, folder), { recursive: true });
+    writeFileSync(join(dir, 'svc.json'), JSON.stringify({ name: 'badfilters' }));
+    writeFileSync(join(dir, 'collections/Item.json'), JSON.stringify({
+      name: 'Item', properties: { title: { type: 'string' }, size: { type: 'integer' }, owner: { type: 'guid' } },
+      policies: [{ roleNames: ['_AUTHENTICATED_USER'], filter: 'owner eq exp(\'me()\')' }, { roleNames: ['x'], filter: 'colour eq "red"' }],
+    }));
+    writeFileSync(join(dir, 'views/Big.json'), JSON.stringify({ name: 'Big', collection: 'Item', filter: 'size gt "large"' }));
+    writeFileSync(join(dir, 'views/Fine.json'), JSON.stringify({ name: 'Fine', collection: 'Item', filter: 'size gt 3 and title sw~ "a"' }));
+    writeFileSync(join(dir, 'queries/Titles.json'), JSON.stringify({ name: 'Titles', from: 'Item', filter: 'title eq', fields: { t: 'title' } }));
+    const r = await runCli(['generate', dir]);
+    expect(r.code).toBe(1);
+    const lines = r.stderr.trim().split('\n');
+    expect(lines).toEqual(expect.arrayContaining([
+      expect.stringMatching(/^collections\/Item\.json: \/policies\/1\/filter: .*unknown property "colour"/),
+      expect.stringMatching(/^views\/Big\.json: \/filter: .*"large"/),
+      expect.stringMatching(/^queries\/Titles\.json: \/filter: .*expected a value/),
+    ]));
+    expect(lines.some((l) => l.includes('Fine.json') || l.includes('/policies/0/'))).toBe(false);
+    expect(existsSync(join(dir, '.svc'))).toBe(false);
+  });
+
   it('refuses to serve without generated output, with a one-line reason', async () => {
     const dir = join(work, 'empty');
     mkdirSync(dir, { recursive: true });
@@ -146,6 +176,7 @@ describe('svc CLI', () => {
     await runCli(['init', dir]);
     await runCli(['generate', dir]);
     const server = await serve(dir);
+    const { token } = await adminIdentity({ dir, env: {} }, server.url);
     const { port } = new URL(server.url);
     const body = JSON.stringify({ title: 'sent across a SIGTERM' });
     const socket = connect(Number(port), '127.0.0.1');
@@ -154,7 +185,7 @@ describe('svc CLI', () => {
     const ended = new Promise((ok) => socket.on('close', ok));
     await new Promise((ok) => socket.once('connect', ok));
     // Headers and half the body now; SIGTERM; the rest of the body after the server began draining.
-    socket.write(`POST /api/Project HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 10)}`);
+    socket.write(`POST /api/Project HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 10)}`);
     await new Promise((r) => setTimeout(r, 200));
     const exit = server.close();
     await new Promise((r) => setTimeout(r, 200));

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { backends, type Backend } from '../support/backends.js';
 import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
-import { call, runScenario } from '../support/scenario.js';
+import { adminIdentity } from '../support/auth.js';
+import { call, runScenario, useHeaders } from '../support/scenario.js';
 
 const KEY = 'Child.parent';
 const NOWHERE = '00000000-0000-4000-8000-00000000abcd';
@@ -27,6 +28,7 @@ function childrenSuite(backend: Backend): void {
       app = await prepareApp(join(ROOT, 'test/fixtures/apps/nested'), backend);
       server = await serve(app.dir, app.env);
       base = server.url;
+      useHeaders(base, (await adminIdentity(app, base)).headers);
       tag = (await call(base, 'POST', '/Tag', { label: 'red' })).json.data[0];
     });
     afterAll(async () => {

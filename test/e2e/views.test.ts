@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { backends, type Backend } from '../support/backends.js';
 import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
-import { call, runScenario } from '../support/scenario.js';
+import { adminIdentity } from '../support/auth.js';
+import { call, runScenario, useHeaders } from '../support/scenario.js';
 
 function viewSuite(backend: Backend): void {
   describe(`views on ${backend}`, () => {
@@ -21,6 +22,7 @@ function viewSuite(backend: Backend): void {
       app = await prepareApp(join(ROOT, 'examples/shop'), backend);
       server = await serve(app.dir, app.env);
       base = server.url;
+      useHeaders(base, (await adminIdentity(app, base)).headers);
       const customer = (await call(base, 'POST', '/Customer', { name: 'Viewer' })).json.data[0];
       const rows = Array.from({ length: 12 }, (_, i) => ({
         title: `V${String(i).padStart(2, '0')}`, customer: { id: customer },

@@ -109,16 +109,16 @@ describe('a valid app', () => {
     expect(manifest.views).toEqual([{ name: 'OpenOrders', collection: 'Order', filter: 'paid eq false', access: null }]);
     expect(manifest.queries.map((q) => q.name)).toEqual(['CustomerRevenue', 'OrderLines']);
     expect(manifest.queries[0]).toEqual({
-      name: 'CustomerRevenue', from: 'Order', filter: 'paid eq true', groupBy: ['customer'], access: [],
+      name: 'CustomerRevenue', from: 'Order', filter: 'paid eq true', groupBy: ['customer'], access: [], idType: 'guid',
       fields: {
-        customerName: { path: 'customer.name' }, orders: { aggregate: 'count', path: 'id' },
-        revenue: { aggregate: 'sum', path: 'total' }, lastOrder: { aggregate: 'max', path: 'placedAt' },
+        customerName: { path: 'customer.name', type: 'string' }, orders: { aggregate: 'count', path: 'id', type: 'integer' },
+        revenue: { aggregate: 'sum', path: 'total', type: 'decimal' }, lastOrder: { aggregate: 'max', path: 'placedAt', type: 'date-time' },
       },
     });
     expect(manifest.functions).toEqual([{
       name: 'sendMail', enabled: true, functionTypeId: 1, endpoint: '/sendMail', queryParams: [],
       requestBody: [{ name: 'to', type: 'string', isRequired: true }], responseFields: [],
-      access: { POST: ['_AUTHENTICATED_USER'] },
+      access: { POST: ['_AUTHENTICATED_USER'] }, module: 'functions/sendMail.js',
       // SPEC §4.8 rule 7: the return type of the default export, read from sendMail.ts
       codeTypes: { response: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] } },
     }]);
@@ -249,12 +249,26 @@ describe('single problems', () => {
       want: ['queries/Q.json: /fields/x: x must have exactly one key, one of: count, sum, avg, min, max'] }],
     ['function without code', { given: { 'functions/f.json': { name: 'f', functionTypeId: 2, endpoint: '/f' } },
       want: ['functions/f.json: no code file for this function: add functions/f.ts (or .tsx, .js, .mjs, .cjs)'] }],
+    ['function with a blob input', { given: { 'functions/f.json': { name: 'f', functionTypeId: 2, endpoint: '/f', queryParams: [{ name: 'file', type: 'blob' }] }, 'functions/f.ts': 'export default () => 1;' },
+      want: ['functions/f.json: /queryParams/0/type: queryParams field "file" has type "blob"; inputs must be scalar (string, integer, decimal, guid, boolean, date, date-time, text)'] }],
+    ['function endpoint other than /<name>', { given: { 'functions/f.json': { name: 'f', functionTypeId: 1, endpoint: '/api/f' }, 'functions/f.ts': 'export default () => 1;' },
+      want: ['functions/f.json: /endpoint: endpoint must be "/f" (the function is served at /api/f); got "/api/f"'] }],
+    ['function enum values of the wrong type, a field declared twice', {
+      given: { 'functions/f.json': { name: 'f', functionTypeId: 2, endpoint: '/f', requestBody: [{ name: 'n', type: 'integer', spec: { enum: [1, '2'] } }, { name: 'n', type: 'string' }] }, 'functions/f.ts': 'export default () => 1;' },
+      want: ['functions/f.json: /requestBody/0/spec/enum: requestBody field "n": every enum value must be of type integer',
+        'functions/f.json: /requestBody/1/name: requestBody declares "n" twice'] }],
+    ['function code with a syntax error', { given: { 'functions/f.json': { name: 'f', functionTypeId: 2, endpoint: '/f' }, 'functions/f.ts': 'export default (ctx => 1;\n' },
+      want: ["functions/f.ts: syntax error at line 1, column 25: ')' expected."] }],
+    ['function code without a definition', { given: { 'functions/orphan.ts': 'export default () => 1;' },
+      want: ['functions/orphan.ts: code without a definition: add functions/orphan.json, or move a shared module into a subfolder such as functions/lib/'] }],
     ['external with an unknown connection type', { given: { 'external/E.json': { name: 'E', url: 'https://x.example', connection: { type: 'basic' } } },
       want: ['external/E.json: /connection/type: connection type must be one of: none, oauth2, apiKey (got "basic")'] }],
     ['unsupported DATABASE_URL (never echoed)', { given: {}, env: { DATABASE_URL: 'mysql://u:secret@h/db' },
       want: ['svc.json: environment variable DATABASE_URL must start with file: (SQLite), postgres:// or postgresql:// (PostgreSQL); got "mysql:"'] }],
     ['names differing only in case', { given: { 'views/order.json': { name: 'order', collection: 'Order', filter: 'paid eq true' } },
       want: ['views/order.json: /name: name "order" differs only in letter case from "Order" in collections/Order.json'] }],
+    ['a collection named like a system model', { given: { 'collections/svcuser.json': { name: 'svcuser', properties: { a: { type: 'string' } } } },
+      want: ['collections/svcuser.json: /name: name "svcuser" is reserved for the system model SvcUser (users, service accounts, tokens, keys and the client log); choose another name'] }],
   ])('%s', async (_title, { given, env, want }) => {
     expect(await problems({ ...shop, ...given }, env)).toEqual(want);
   });

@@ -23,9 +23,20 @@ export interface Scenario {
 
 export interface Reply { status: number; text: string; json: any; headers: Headers }
 
-/** One request against `base` (the API URL). */
+const defaultHeaders = new Map<string, Record<string, string>>();
+
+/**
+ * Makes every later `call` and `runScenario` against `base` send these headers (typically an admin's
+ * `authorization`) unless the request gives its own; `null` stops it.
+ */
+export function useHeaders(base: string, headers: Record<string, string> | null): void {
+  if (headers) defaultHeaders.set(base, headers);
+  else defaultHeaders.delete(base);
+}
+
+/** One request against `base` (the API URL), with the headers set by `useHeaders` for it. */
 export async function call(base: string, method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> {
-  const init: RequestInit = { method, headers: { ...headers } };
+  const init: RequestInit = { method, headers: { ...defaultHeaders.get(base), ...headers } };
   if (body !== undefined) {
     init.body = typeof body === 'string' ? body : JSON.stringify(body);
     (init.headers as Record<string, string>)['content-type'] ??= 'application/json';

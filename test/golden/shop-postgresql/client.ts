@@ -178,6 +178,57 @@ export interface Schemas {
     /** Shown in the shop */
     active?: boolean | null;
   };
+  /** Paid orders per customer: how many, revenue and the latest order */
+  "CustomerRevenue": {
+    /** The group key (customer; several keys are joined with "|") */
+    id: string | null;
+    /** customer.name */
+    customerName: string | null;
+    /** customer.country */
+    country: string | null;
+    /** count(id) */
+    orders: number | null;
+    /** sum(total) */
+    revenue: number | null;
+    /** avg(total) */
+    averageOrder: number | null;
+    /** max(placedAt) */
+    lastOrder: string | null;
+  };
+  /** One row per order line with its order and product */
+  "OrderLines": {
+    /** The OrderLine row's id */
+    id: string;
+    /** order.title */
+    orderTitle: string | null;
+    /** order.customer.name */
+    customerName: string | null;
+    /** product.name */
+    product: string | null;
+    /** quantity */
+    quantity: number | null;
+    /** unitPrice */
+    unitPrice: number | null;
+  };
+  /** Declared response fields (advisory, never validated) */
+  "orderTotal.Response": {
+    order?: string;
+    lines?: number;
+    total?: number;
+  };
+  /** Declared body fields are enforced for POST and PUT */
+  "placeOrder.Body": {
+    /** Id of the customer */
+    customer: string;
+    sku: string;
+    quantity: number;
+    dueOn?: string;
+  };
+  /** Declared response fields (advisory, never validated) */
+  "placeOrder.Response": {
+    order?: string;
+    total?: number;
+  };
   "svc.AuthRequest": {
     /** `serviceaccount` for a service account */
     authority: string;
@@ -240,9 +291,69 @@ export type OrderLine = Schemas["OrderLine"];
 export type OrderLineInput = Schemas["OrderLineInput"];
 export type Product = Schemas["Product"];
 export type ProductInput = Schemas["ProductInput"];
+export type CustomerRevenue = Schemas["CustomerRevenue"];
+export type OrderLines = Schemas["OrderLines"];
 
 /** Per function and method: query parameters, body (POST, PUT) and response (SPEC §4.8). */
 export interface Functions {
+  lowStock: {
+    GET: {
+      query: {
+        /** Stock threshold; default 5 */
+        below?: number;
+        category?: "books" | "games" | "garden" | "kitchen" | "tools";
+        /** Filter expression (SPEC §4.3), e.g. `title sw "A" and paid eq false` — passed to the function in `req.query` */
+        filter?: string;
+        /** Comma-separated properties (dot paths into lookups); `id` is always included — passed to the function in `req.query` */
+        select?: string;
+        /** One property; a trailing `-` sorts descending — passed to the function in `req.query` */
+        sortBy?: string;
+        /** 1-based page number — passed to the function in `req.query` */
+        pageNo?: number;
+        /** Rows per page — passed to the function in `req.query` */
+        pageSize?: number;
+        /** `true` adds `meta.count`; `only` answers only the count — passed to the function in `req.query` */
+        count?: "true" | "only";
+        /** Comma-separated child relations (`<Child>.<lookup>`, e.g. `OrderLine.order`) returned under that key; their own lookups are bare ids — passed to the function in `req.query` */
+        include?: string;
+        /** Keyset cursor: the id of the last row of the previous page (orders by id, exclusive) — passed to the function in `req.query` */
+        lastKey?: string;
+      };
+      response: unknown;
+    };
+  };
+  orderTotal: {
+    GET: {
+      query: {
+        /** Id of the order */
+        order: string;
+        /** Filter expression (SPEC §4.3), e.g. `title sw "A" and paid eq false` — passed to the function in `req.query` */
+        filter?: string;
+        /** Comma-separated properties (dot paths into lookups); `id` is always included — passed to the function in `req.query` */
+        select?: string;
+        /** One property; a trailing `-` sorts descending — passed to the function in `req.query` */
+        sortBy?: string;
+        /** 1-based page number — passed to the function in `req.query` */
+        pageNo?: number;
+        /** Rows per page — passed to the function in `req.query` */
+        pageSize?: number;
+        /** `true` adds `meta.count`; `only` answers only the count — passed to the function in `req.query` */
+        count?: "true" | "only";
+        /** Comma-separated child relations (`<Child>.<lookup>`, e.g. `OrderLine.order`) returned under that key; their own lookups are bare ids — passed to the function in `req.query` */
+        include?: string;
+        /** Keyset cursor: the id of the last row of the previous page (orders by id, exclusive) — passed to the function in `req.query` */
+        lastKey?: string;
+      };
+      response: Schemas["orderTotal.Response"];
+    };
+  };
+  placeOrder: {
+    POST: {
+      query: Record<string, never>;
+      body: Schemas["placeOrder.Body"];
+      response: Schemas["placeOrder.Response"];
+    };
+  };
 }
 
 /** List parameters (SPEC §4.2). */
@@ -390,8 +501,19 @@ export function createClient(options: ClientOptions = {}) {
       OpenOrders: collection<Schemas["Order"], Schemas["OrderInput"]>(call, "/OpenOrders"),
     },
     queries: {
+      CustomerRevenue: readOnly<Schemas["CustomerRevenue"]>(call, "/CustomerRevenue"),
+      OrderLines: readOnly<Schemas["OrderLines"]>(call, "/OrderLines"),
     },
     functions: {
+      lowStock: {
+        get: (query?: Functions["lowStock"]["GET"]['query']) => call<unknown>("GET", "/lowStock", { query }),
+      },
+      orderTotal: {
+        get: (query: Functions["orderTotal"]["GET"]['query']) => call<Schemas["orderTotal.Response"]>("GET", "/orderTotal", { query }),
+      },
+      placeOrder: {
+        post: (body: Functions["placeOrder"]["POST"]['body'], query?: Functions["placeOrder"]["POST"]['query']) => call<Schemas["placeOrder.Response"]>("POST", "/_invoke/placeOrder", { query, body }),
+      },
     },
   };
 }

@@ -1,0 +1,70 @@
+/**
+ * @module The OpenAPI paths and row schemas of queries (DESIGN §3 "Query"): `GET /{query}` with the
+ * list parameters that apply to output fields, `GET /{query}/{id}`, and a row schema with one
+ * property per output field (typed as the manifest resolved it). Queries are read-only, so no other
+ * operation is described.
+ */
+import type { OpenApiBuilder, SchemaObject } from 'openapi3-ts/oas31';
+import type { AppManifest, Query, QueryField } from '../../runtime/index.js';
+import { errorResponses as errors, json, LIST_PARAMETERS, ref, securityFor, type SvcOperationExtensions } from './openapi-shared.js';
+
+function fieldSchema(f: QueryField): SchemaObject {
+  const nullable = (type: string, extra: SchemaObject = {}): SchemaObject => ({ type: [type, 'null'] as SchemaObject['type'], ...extra });
+  switch (f.type) {
+    case 'integer': return nullable('integer');
+    case 'decimal': return nullable('number');
+    case 'boolean': return nullable('boolean');
+    case 'date': return nullable('string', { format: 'date' });
+    case 'date-time': return nullable('string', { format: 'date-time' });
+    case 'guid': return nullable('string', { format: 'uuid' });
+    case 'lookup': return {
+      type: ['object', 'null'] as SchemaObject['type'], description: `The ${'collection' in f ? f.collection : ''} row's id`,
+      properties: { id: { type: 'string', format: 'uuid' } }, required: ['id'],
+    };
+    default: return nullable('string');
+  }
+}
+
+function describeField(f: QueryField): string {
+  return 'aggregate' in f ? `${f.aggregate}(${f.path})` : f.path;
+}
+
+/** The row schema of a query: `id` (row id or group key) and each output field. */
+export function queryRowSchema(q: Query): SchemaObject {
+  const grouped = !!q.groupBy?.length;
+  const properties: Record<string, SchemaObject> = {
+    id: grouped
+      ? { type: ['string', 'null'] as SchemaObject['type'], description: `The group key (${q.groupBy!.join(', ')}; several keys are joined with "|")`, ...(q.idType === 'guid' && { format: 'uuid' }) }
+      : { type: 'string', format: 'uuid', description: `The ${q.from} row's id` },
+  };
+  for (const [name, f] of Object.entries(q.fields)) properties[name] = { ...fieldSchema(f), description: describeField(f) };
+  return { type: 'object', ...(q.description && { description: q.description }), properties, required: ['id', ...Object.keys(q.fields)] };
+}
+
+/**
+ * Adds the paths, tag and row schema of every query (a `PATH_BUILDERS` entry). Of the list
+ * parameters, those that do not apply to queries (`lookups`, `include`, `search`) are left out.
+ */
+export function queriesOpenApi(builder: OpenApiBuilder, manifest: AppManifest): void {
+  const parameters = LIST_PARAMETERS.filter((p) => !['lookups', 'include', 'search'].includes(p.name));
+  for (const q of manifest.queries) {
+    const n = q.name;
+    const ext: SvcOperationExtensions = { 'x-svc-resource': n };
+    const security = securityFor(q.access.find((r) => r.method === 'GET')?.roleNames);
+    builder.addTag({ name: n, description: q.description ?? `Query over ${q.from}${q.groupBy?.length ? `, grouped by ${q.groupBy.join(', ')}` : ''}` });
+    builder.addSchema(n, queryRowSchema(q));
+    builder.addPath(`/${n}`, {
+      get: {
+        operationId: `list${n}`, tags: [n], summary: `List ${n} rows (read-only query)`, parameters: [...parameters], security, ...ext,
+        responses: { 200: { description: 'A page of rows', content: json({ type: 'object', required: ['data'], properties: { data: { type: 'array', items: ref(n) }, items: { type: 'array', items: ref(n), description: 'The same rows, present with count=true' }, meta: ref('ListMeta') } }) }, ...errors(400, 401, 403) },
+      },
+    });
+    builder.addPath(`/${n}/{id}`, {
+      parameters: [{ name: 'id', in: 'path', required: true, description: q.groupBy?.length ? 'The group key' : `The ${q.from} row's id`, schema: { type: 'string' } }],
+      get: {
+        operationId: `get${n}`, tags: [n], summary: `Read one ${n} row`, parameters: parameters.filter((p) => p.name === 'select'), security, ...ext,
+        responses: { 200: { description: 'The row', content: json(ref(n)) }, ...errors(400, 401, 403, 404) },
+      },
+    });
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * @module The system tables every app has, emitted into `schema.prisma` beside the collections so that
+ * migrations create them (DESIGN §3 access model, SPEC §4.6, §4.9): users, service accounts, refresh
+ * tokens (hashed, with a family id for reuse detection), the token signing keys, and the client log
+ * `_log`. Their tables are prefixed `_svc_` (or named `_log`); collection names start with a letter, so
+ * table names never clash, but the Prisma model names below are reserved for collections.
+ */
+
+/** One field of a system model: name, Prisma type, attributes (per provider). */
+export interface SystemField { name: string; type: string; sqlite: string; postgresql: string }
+
+/** A system model: Prisma model name, table name (`@@map`), fields, indexed columns. */
+export interface SystemModel { name: string; table: string; fields: SystemField[]; indexes: string[] }
+
+const field = (name: string, type: string, sqlite = '', postgresql = sqlite): SystemField => ({ name, type, sqlite, postgresql });
+const id = field('id', 'String', '@id');
+const createdAt = field('createdAt', 'DateTime', '@default(now())', '@default(now()) @db.Timestamptz(3)');
+const updatedAt = field('updatedAt', 'DateTime', '@updatedAt', '@updatedAt @db.Timestamptz(3)');
+const time = (name: string, optional = false) => field(name, optional ? 'DateTime?' : 'DateTime', '', '@db.Timestamptz(3)');
+
+/**
+ * The system models, in emission order. Roles are stored as a JSON array of names (text); secrets and
+ * passwords as argon2id hashes; refresh tokens as SHA-256 hex digests. `_log` has the columns of a
+ * collection row (`id`, `createdAt`, `updatedAt`, `createdBy`) so the runtime reads it with the list
+ * machinery of SPEC §4.2.
+ */
+export const SYSTEM_MODELS: readonly SystemModel[] = [
+  { name: 'SvcUser', table: '_svc_users', indexes: [], fields: [
+    id, field('username', 'String', '@unique'), field('passwordHash', 'String'), field('roles', 'String'), createdAt, updatedAt,
+  ] },
+  { name: 'SvcServiceAccount', table: '_svc_service_accounts', indexes: [], fields: [
+    id, field('name', 'String'), field('clientId', 'String', '@unique'), field('secretHash', 'String'), field('roles', 'String'),
+    field('admin', 'Boolean', '@default(false)'), createdAt, updatedAt,
+  ] },
+  { name: 'SvcRefreshToken', table: '_svc_refresh_tokens', indexes: ['familyId'], fields: [
+    id, field('tokenHash', 'String', '@unique'), field('familyId', 'String'), field('subjectKind', 'String'),
+    field('subjectId', 'String'), field('clientId', 'String'), time('expiresAt'), time('usedAt', true), time('revokedAt', true), createdAt,
+  ] },
+  { name: 'SvcSigningKey', table: '_svc_signing_keys', indexes: [], fields: [
+    id, field('algorithm', 'String'), field('privateJwk', 'String'), field('publicJwk', 'String'), createdAt,
+  ] },
+  { name: 'SvcLog', table: '_log', indexes: ['createdBy'], fields: [
+    field('id', 'String', '@id', '@id @db.Uuid'), field('message', 'String', '', '@db.Text'), field('severity', 'Int'),
+    field('username', 'String?'), field('reqId', 'String?'), createdAt, updatedAt, field('createdBy', 'String?'),
+  ] },
+];
+
+/** Collection names that would clash with a system model (compared case-insensitively). */
+export const RESERVED_COLLECTION_NAMES: readonly string[] = SYSTEM_MODELS.map((m) => m.name);

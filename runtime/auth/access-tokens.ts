@@ -1,0 +1,87 @@
+/**
+ * @module Access tokens (SPEC §5.1, §5.5): JWTs signed with an Ed25519 key (`EdDSA`) through jose. The
+ * key pair is generated on the first start and kept in `_svc_signing_keys`, so every instance that
+ * shares the database signs and verifies with the same key: each instance inserts a candidate if none
+ * exists and then reads back the one row that won. Verification pins the algorithm, the key, the
+ * issuer, the audience and the `at+jwt` type, so `alg: none`, HS256-with-the-public-key and tokens of
+ * other keys or other apps fail.
+ */
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT, type CryptoKey, type JWK } from 'jose';
+import { HttpError } from '../errors.js';
+import type { Database } from '../data/database.js';
+import type { Caller } from './caller.js';
+import { isUniqueViolation, systemTables } from './store.js';
+
+const ALGORITHM = 'EdDSA';
+const KEY_ROW_ID = 'access-token';
+const TOKEN_TYPE = 'at+jwt';
+
+/** The signing key in force: key id (`kid`, the JWK thumbprint) and the key pair. */
+export interface SigningKeys { kid: string; privateKey: CryptoKey; publicKey: CryptoKey }
+
+/**
+ * Loads the signing key pair from the database, creating it on the first start.
+ * Source: issue "Access tokens: asymmetric keys generated on first start and kept in the database".
+ */
+export async function loadSigningKeys(db: Database): Promise<SigningKeys> {
+  const table = systemTables(db.client).signingKeys;
+  let row = await table.findUnique({ where: { id: KEY_ROW_ID } });
+  if (!row) {
+    const pair = await generateKeyPair(ALGORITHM, { crv: 'Ed25519', extractable: true });
+    const data = { id: KEY_ROW_ID, algorithm: ALGORITHM, privateJwk: JSON.stringify(await exportJWK(pair.privateKey)), publicJwk: JSON.stringify(await exportJWK(pair.publicKey)) };
+    try {
+      await table.create({ data });
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err; // another instance created it first: use theirs
+    }
+    row = await table.findUnique({ where: { id: KEY_ROW_ID } });
+  }
+  const publicJwk = JSON.parse(row!.publicJwk) as JWK;
+  return {
+    kid: await calculateJwkThumbprint(publicJwk),
+    privateKey: await importJWK(JSON.parse(row!.privateJwk) as JWK, ALGORITHM) as CryptoKey,
+    publicKey: await importJWK(publicJwk, ALGORITHM) as CryptoKey,
+  };
+}
+
+/** Issuer and audience of an app's tokens: `svc:<api-name>`. */
+export const tokenIssuer = (apiName: string): string => `svc:${apiName}`;
+
+/**
+ * Signs an access token for `caller` (claims: `sub` id, `kind`, `name`, `roles`, `admin`).
+ * @param ttlSeconds - lifetime (svc.json `auth.accessTokenTtlSeconds`, default 3600)
+ */
+export function signAccessToken(keys: SigningKeys, caller: Caller, options: { issuer: string; ttlSeconds: number }): Promise<string> {
+  return new SignJWT({ kind: caller.kind, name: caller.username, roles: caller.roles, admin: caller.admin })
+    .setProtectedHeader({ alg: ALGORITHM, kid: keys.kid, typ: TOKEN_TYPE })
+    .setSubject(caller.id!)
+    .setIssuer(options.issuer)
+    .setAudience(options.issuer)
+    .setIssuedAt()
+    .setExpirationTime(Math.floor(Date.now() / 1000) + options.ttlSeconds)
+    .sign(keys.privateKey);
+}
+
+/**
+ * Verifies an access token and returns its caller.
+ * @throws HttpError UNAUTHORIZED (401) for a malformed, tampered, expired, foreign-key or wrong-algorithm token
+ */
+export async function verifyAccessToken(keys: SigningKeys, token: string, issuer: string): Promise<Caller> {
+  let payload: Record<string, unknown>;
+  try {
+    const result = await jwtVerify(token, keys.publicKey, {
+      algorithms: [ALGORITHM], issuer, audience: issuer, typ: TOKEN_TYPE, requiredClaims: ['sub', 'exp', 'iat'], clockTolerance: 5, // s
+    });
+    if (result.protectedHeader.kid !== keys.kid) throw new HttpError('UNAUTHORIZED', 'unknown key');
+    payload = result.payload as Record<string, unknown>;
+  } catch (err) {
+    const expired = (err as { code?: string }).code === 'ERR_JWT_EXPIRED';
+    throw new HttpError('UNAUTHORIZED', expired ? 'the access token has expired' : 'the access token is not valid');
+  }
+  const { sub, kind, name, roles, admin } = payload;
+  if (typeof sub !== 'string' || (kind !== 'user' && kind !== 'serviceAccount') || typeof name !== 'string'
+    || !Array.isArray(roles) || !roles.every((r) => typeof r === 'string') || typeof admin !== 'boolean') {
+    throw new HttpError('UNAUTHORIZED', 'the access token is not valid');
+  }
+  return { kind, id: sub, username: name, roles: roles as string[], admin: kind === 'serviceAccount' && admin };
+}

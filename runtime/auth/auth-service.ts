@@ -1,0 +1,76 @@
+/**
+ * @module The authentication state of a running app: database, signing keys, the failure limiter and
+ * the settings of svc.json `auth`; and issuing sessions (an access token plus a refresh token, the
+ * body of DESIGN §4 "Auth bodies").
+ */
+import type { Database } from '../data/database.js';
+import type { AppManifest } from '../manifest.js';
+import type { Logger } from '../log.js';
+import type { Caller } from './caller.js';
+import { loadSigningKeys, signAccessToken, tokenIssuer, type SigningKeys } from './access-tokens.js';
+import { FailureLimiter, type RateLimitOptions } from './rate-limit.js';
+import { issueRefreshToken, rotateRefreshToken, type RotationFailure } from './refresh-tokens.js';
+import { loadCaller } from './identities.js';
+
+export interface AuthService {
+  db: Database;
+  manifest: AppManifest;
+  logger: Logger;
+  keys: SigningKeys;
+  limiter: FailureLimiter;
+  /** Issuer and audience of access tokens, `svc:<api-name>`. */
+  issuer: string;
+  accessTokenTtlSeconds: number;
+  refreshTokenTtlDays: number;
+  secureCookies: boolean;
+}
+
+/** Loads (or creates) the signing keys and sets up the limiter. */
+export async function createAuthService(db: Database, manifest: AppManifest, logger: Logger, rateLimit?: RateLimitOptions): Promise<AuthService> {
+  const auth = manifest.settings.auth;
+  return {
+    db, manifest, logger,
+    keys: await loadSigningKeys(db),
+    limiter: new FailureLimiter(rateLimit),
+    issuer: tokenIssuer(manifest.name),
+    accessTokenTtlSeconds: auth?.accessTokenTtlSeconds ?? 3600,
+    refreshTokenTtlDays: auth?.refreshTokenTtlDays ?? 70,
+    secureCookies: auth?.secureCookies ?? false,
+  };
+}
+
+/** The token response of `_auth`, `_token` (DESIGN §4): `expires_in` in seconds. */
+export interface TokenBody { access_token: string; token_type: 'Bearer'; expires_in: number; refresh_token: string }
+
+/** A session: the token body and when its refresh token's family expires. */
+export interface Session { body: TokenBody; caller: Caller; refreshExpiresAt: Date }
+
+async function sessionFor(auth: AuthService, caller: Caller, refresh: { token: string; expiresAt: Date }): Promise<Session> {
+  const access = await signAccessToken(auth.keys, caller, { issuer: auth.issuer, ttlSeconds: auth.accessTokenTtlSeconds });
+  return {
+    body: { access_token: access, token_type: 'Bearer', expires_in: auth.accessTokenTtlSeconds, refresh_token: refresh.token },
+    caller,
+    refreshExpiresAt: refresh.expiresAt,
+  };
+}
+
+/**
+ * Starts a session for a caller who just proved its credentials.
+ * @param clientId - the service account's client id, or the user's username (the `client_id` of later refresh grants)
+ */
+export async function startSession(auth: AuthService, caller: Caller, clientId: string): Promise<Session> {
+  const subject = { subjectKind: caller.kind as 'user' | 'serviceAccount', subjectId: caller.id!, clientId };
+  return sessionFor(auth, caller, await issueRefreshToken(auth.db, subject, auth.refreshTokenTtlDays));
+}
+
+/**
+ * Continues a session from a refresh token (rotation). The caller's roles are read again.
+ * @param clientId - the presented `client_id`; null for the refresh cookie
+ */
+export async function continueSession(auth: AuthService, refreshToken: string, clientId: string | null): Promise<Session | { failure: RotationFailure | 'gone' }> {
+  const rotated = await rotateRefreshToken(auth.db, refreshToken, clientId);
+  if ('failure' in rotated) return rotated;
+  const caller = await loadCaller(auth.db, rotated.subject.subjectKind, rotated.subject.subjectId);
+  if (!caller) return { failure: 'gone' };
+  return sessionFor(auth, caller, rotated.next);
+}

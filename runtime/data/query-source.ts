@@ -1,0 +1,141 @@
+/**
+ * @module The SQL of a query definition (DESIGN §3 "Query"): one row per `from` row (join) or per
+ * group (aggregate), as a subquery whose columns are `id` and the query's output fields. Reads of a
+ * query are reads of that subquery (`runtime/data/read.ts` with `ReadScope.rows`), so `filter`,
+ * `sortBy`, `select`, paging and `count` apply to output fields exactly as they do to properties.
+ *
+ * Group ids are text in one canonical form on both databases: a lookup or guid key as the id itself,
+ * integers as digits, booleans `true`/`false`, decimals without trailing zeros, dates `YYYY-MM-DD`,
+ * date-times ISO 8601 UTC with milliseconds; several keys are joined with `|` (null → empty).
+ */
+import type { AppManifest, Collection, DatabaseProvider, Property, PropertyType, Query } from '../manifest.js';
+import { compileFilter, resolvePath } from '../query/filter-compile.js';
+import { parseFilter } from '../query/filter-parser.js';
+import { ident, join, raw, sql, type Sql } from '../query/sql.js';
+
+/** What reads of a query need: the output row shape and the subquery producing it. */
+export interface QueryRows {
+  /** The output row as a collection: one property per output field (lookups keep their target). */
+  collection: Collection;
+  /** Type of the `id` column: `guid` for joins and single lookup/guid group keys, else `string`. */
+  idType: PropertyType;
+  /** `(SELECT ... )`, to be aliased by the reader. */
+  source: Sql;
+}
+
+/** Per-request inputs: conditions on the `from` rows (policies, alias `t0`), clock and caller. */
+export interface QueryOptions {
+  conditions?: Sql[];
+  now?: Date;
+  callerId?: string | null;
+}
+
+const FROM_ALIAS = 't0';
+
+/** The output row shape of a query (no request needed). */
+export function queryRowShape(query: Query): { collection: Collection; idType: PropertyType } {
+  const properties: Property[] = Object.entries(query.fields).map(([name, f]) => ({
+    name, type: f.type, required: false, ...('collection' in f && f.collection ? { collection: f.collection } : {}),
+  }));
+  const collection: Collection = { name: query.name, properties, search: false, access: query.access, policies: [], children: [] };
+  return { collection, idType: 'guid' };
+}
+
+/**
+ * Builds the subquery of `query` for one request.
+ * @throws HttpError INVALID_FILTER (400) only if the definition's filter is invalid (checked at start-up)
+ * Source: DESIGN §3 (queries: join without groupBy, aggregate with groupBy; `count sum avg min max`).
+ */
+export function querySource(manifest: AppManifest, query: Query, provider: DatabaseProvider, options: QueryOptions = {}): QueryRows {
+  const from = manifest.collections.find((c) => c.name === query.from)!;
+  const joins: Sql[] = [];
+  const aliasOf = new Map<string, string>();
+
+  /** The column a dot path reaches, adding LEFT JOINs for its lookups (shared by paths with a common prefix). */
+  const pathExpr = (path: string): { expr: Sql; type: PropertyType } => {
+    const resolved = resolvePath({ manifest, collection: from }, path.split('.'));
+    let alias = FROM_ALIAS;
+    resolved.hops.forEach((hop, i) => {
+      const key = resolved.hops.slice(0, i + 1).map((h) => h.column).join('.');
+      let next = aliasOf.get(key);
+      if (!next) {
+        next = `j${aliasOf.size + 1}`;
+        aliasOf.set(key, next);
+        joins.push(sql`LEFT JOIN ${ident(hop.target.name)} AS ${ident(next)} ON ${ident(next, 'id')} = ${ident(alias, hop.column)}`);
+      }
+      alias = next;
+    });
+    return { expr: ident(alias, resolved.column), type: resolved.type };
+  };
+
+  const { collection } = queryRowShape(query);
+  const columns: Sql[] = [];
+  const groupBy: Sql[] = [];
+  let idType: PropertyType = 'guid';
+  if (query.groupBy?.length) {
+    const keys = query.groupBy.map(pathExpr);
+    groupBy.push(...keys.map((k) => k.expr));
+    if (query.idType === 'guid') {
+      columns.push(sql`${keys[0].expr} AS "id"`);
+    } else {
+      idType = 'string';
+      const texts = keys.map((k) => canonicalText(provider, k.expr, k.type));
+      const id = texts.length === 1 ? texts[0] : join(texts.map((t) => sql`COALESCE(${t}, '')`), ` || '|' || `);
+      columns.push(sql`${id} AS "id"`);
+    }
+  } else {
+    columns.push(sql`${ident(FROM_ALIAS, 'id')} AS "id"`);
+  }
+  for (const [name, field] of Object.entries(query.fields)) {
+    const { expr, type } = pathExpr(field.path);
+    if ('aggregate' in field) {
+      columns.push(sql`${aggregate(provider, field.aggregate, expr, type)} AS ${ident(name)}`);
+    } else {
+      columns.push(sql`${expr} AS ${ident(name)}`);
+      if (query.groupBy?.length) groupBy.push(expr);
+    }
+  }
+
+  const conditions = [...(options.conditions ?? [])];
+  if (query.filter) {
+    conditions.push(compileFilter(parseFilter(query.filter), {
+      manifest, collection: from, provider, alias: FROM_ALIAS, now: options.now, callerId: options.callerId,
+    }));
+  }
+  const where = conditions.length ? sql` WHERE ${join(conditions.map((c) => sql`(${c})`), ' AND ')}` : raw('');
+  const grouped = groupBy.length ? sql` GROUP BY ${join(groupBy, ', ')}` : raw('');
+  const joined = joins.length ? sql` ${join(joins, ' ')}` : raw('');
+  const source = sql`(SELECT ${join(columns, ', ')} FROM ${ident(from.name)} AS ${ident(FROM_ALIAS)}${joined}${where}${grouped})`;
+  return { collection, idType, source };
+}
+
+/** `fn(expr)`, with the casts PostgreSQL needs (no min/max over uuid or boolean there). */
+function aggregate(provider: DatabaseProvider, fn: string, expr: Sql, type: PropertyType): Sql {
+  const name = raw(fn.toUpperCase());
+  if (provider === 'postgresql' && (fn === 'min' || fn === 'max')) {
+    if (type === 'lookup' || type === 'guid') return sql`${name}(CAST(${expr} AS TEXT))`;
+    if (type === 'boolean') return fn === 'min' ? sql`BOOL_AND(${expr})` : sql`BOOL_OR(${expr})`;
+  }
+  return sql`${name}(${expr})`;
+}
+
+/** A group key as canonical text (see the module comment); null stays null. */
+function canonicalText(provider: DatabaseProvider, expr: Sql, type: PropertyType): Sql {
+  const pg = provider === 'postgresql';
+  switch (type) {
+    case 'string': case 'text': return expr;
+    case 'lookup': case 'guid': case 'integer': return sql`CAST(${expr} AS TEXT)`;
+    case 'boolean': return pg
+      ? sql`CASE WHEN ${expr} THEN 'true' WHEN NOT ${expr} THEN 'false' END`
+      : sql`CASE WHEN ${expr} = 1 THEN 'true' WHEN ${expr} = 0 THEN 'false' END`;
+    case 'decimal': return pg
+      ? sql`CASE WHEN POSITION('.' IN CAST(${expr} AS TEXT)) > 0 THEN RTRIM(RTRIM(CAST(${expr} AS TEXT), '0'), '.') ELSE CAST(${expr} AS TEXT) END`
+      : sql`PRINTF('%.15g', ${expr})`;
+    // SQLite stores date-times as `YYYY-MM-DDTHH:MM:SS.mmm+00:00` text.
+    case 'date': return pg ? sql`TO_CHAR(${expr}, 'YYYY-MM-DD')` : sql`SUBSTR(${expr}, 1, 10)`;
+    case 'date-time': return pg
+      ? sql`TO_CHAR(${expr} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+      : sql`SUBSTR(${expr}, 1, 23) || 'Z'`;
+    default: return sql`CAST(${expr} AS TEXT)`;
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * @module What function code sees (SPEC §4.8 rule 2, DESIGN §3): the context of the default-export form
+ * (`export default (ctx) => …`), whose fields are also the globals of the script form, and the messages
+ * between the server and the worker thread that runs one invocation.
+ */
+import type { ErrorDetail } from '../errors.js';
+
+/** The request as function code sees it. */
+/**
+ * The default query type: string values keyed by name (coerced per declared `queryParams`). The
+ * generator reads a function's query type from code only when it is narrowed from this one.
+ */
+export interface FunctionQuery { [name: string]: unknown }
+
+export interface FunctionRequest<TBody = unknown, TQuery = FunctionQuery> {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  /** Request headers, lower-case names, without `cookie`, `authorization` and `proxy-authorization`. */
+  headers: Record<string, string | string[]>;
+  /** Query parameters: declared ones coerced to their type, others as sent (string, or array when repeated). */
+  query: TQuery;
+  /** The parsed body of a JSON request (`Content-Type: application/json`), else null. */
+  bodyJson: TBody | null;
+  /** The body exactly as sent, as a string ('' without a body). */
+  bodyRaw: string;
+}
+
+/** The response a function sets; `status` defaults to 200, `bodyJson` is sent as JSON. */
+export interface FunctionResponse<TRes = unknown> {
+  status?: number;
+  bodyJson?: TRes;
+}
+
+/** The authenticated caller (`/api/_me` shape), or null for anonymous calls. */
+export interface FunctionCaller {
+  id: string;
+  username: string | null;
+  roles: string[];
+}
+
+/** One `validationErrors` entry: a message, or a field pointer and a message. */
+export type ValidationEntry = string | { path: string; message: string };
+
+/** List parameters of `get` (SPEC §4.2): `filter`, `sortBy`, `select`, `pageNo`, `pageSize`, `count`, … */
+export type GetParams = Record<string, string | number | boolean | undefined>;
+
+/**
+ * The context of a function call. In the default-export form it is the argument; in the script form each
+ * field is a global of the same name. `get`, `post` and `patch` call the app's own API as the caller
+ * (same access rules, policies and result shapes as HTTP) and throw a `FunctionApiError` for a non-2xx answer.
+ */
+export interface FunctionContext<TBody = unknown, TRes = unknown, TQuery = FunctionQuery> {
+  req: FunctionRequest<TBody, TQuery>;
+  /** Assign or mutate it; in the default-export form, returning a value without touching it answers that value. */
+  res: FunctionResponse<TRes>;
+  me: FunctionCaller | null;
+  /** The api-name and the public base URL of the API (`http://host:port/api`). */
+  api: { name: string; baseUrl: string };
+  /** `SVC_SECRET_<NAME>` environment variables, as `secrets.<NAME>`. */
+  secrets: Record<string, string>;
+  /** GET `/api/<collection>` (collection, view or query) → `{ data: [...] }`. */
+  get(collection: string, params?: GetParams): Promise<any>;
+  /** POST `/api/<collection>` with one object or an array → `{ data: [ids] }`. */
+  post(collection: string, body: unknown): Promise<any>;
+  /** PATCH `/api/<collection>/<id>` → the item as it now stands. */
+  patch(collection: string, id: string, body: unknown): Promise<any>;
+  /** The platform `fetch`, when `functions.allowFetch` is on in svc.json; otherwise calling it throws. */
+  fetch: typeof fetch;
+  /** Push entries here; when any are present after the code, the answer is 400 with them in `details`. */
+  validationErrors: ValidationEntry[];
+}
+
+/** What the server sends the worker for one invocation (structured-clone safe). */
+export interface FunctionJob {
+  /** Absolute path of the compiled module. */
+  modulePath: string;
+  req: FunctionRequest;
+  me: FunctionCaller | null;
+  api: { name: string; baseUrl: string };
+  secrets: Record<string, string>;
+  allowFetch: boolean;
+  /** Loopback base URL of this server (`http://127.0.0.1:<port>/api`) and the caller's credentials to forward. */
+  loopback: { baseUrl: string; headers: Record<string, string> };
+  /** Names `get` may read (collections, views, queries) and `post`/`patch` may write (collections, views). */
+  readable: string[];
+  writable: string[];
+}
+
+/** What the worker answers: the response to send, or what the code threw. */
+export type FunctionOutcome =
+  | { kind: 'done'; status: number; bodyText?: string; validationErrors: ErrorDetail[] }
+  | { kind: 'threw'; name: string; message: string; stack?: string };

@@ -1,0 +1,103 @@
+/**
+ * @module Enforces a function's declared `queryParams` and `requestBody` before its code runs (SPEC §4.8
+ * rule 6, DESIGN §4 "Function details") with ajv, compiled once per function at start-up. Query strings
+ * are coerced to `integer`, `decimal`, `boolean`; `date`, `date-time` and `guid` are checked by format;
+ * `spec.enum` is honoured; `isRequired` makes a field required. Undeclared fields pass through untouched.
+ * `responseFields` are never validated.
+ */
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { FunctionDefinition, TypedField } from '../manifest.js';
+import { pointerSegment, type ErrorDetail } from '../errors.js';
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+const DECIMAL_STRING = '^-?\\d+(\\.\\d+)?$';
+
+/** Human description of what a typed field accepts, used in every message about it. */
+function describe(f: TypedField): string {
+  if (f.spec?.enum) return `one of ${f.spec.enum.map((e) => JSON.stringify(e)).join(', ')}`;
+  switch (f.type) {
+    case 'integer': return 'an integer';
+    case 'decimal': return 'a number';
+    case 'boolean': return 'true or false';
+    case 'date': return 'a date "YYYY-MM-DD"';
+    case 'date-time': return 'a date-time in ISO 8601 with a time zone, e.g. "2024-01-31T10:00:00Z"';
+    case 'guid': return 'a GUID';
+    default: return 'a string';
+  }
+}
+
+/** JSON Schema of one field; in a body a decimal may also be a decimal string (as in collections). */
+function fieldSchema(f: TypedField, part: 'query' | 'body'): object {
+  const enumOf = f.spec?.enum ? { enum: f.spec.enum } : {};
+  switch (f.type) {
+    case 'integer': return { type: 'integer', ...enumOf };
+    case 'decimal': return part === 'query' ? { type: 'number', ...enumOf } : { anyOf: [{ type: 'number' }, { type: 'string', pattern: DECIMAL_STRING }], ...enumOf };
+    case 'boolean': return { type: 'boolean', ...enumOf };
+    case 'date': return { type: 'string', format: 'date', ...enumOf };
+    case 'date-time': return { type: 'string', format: 'date-time', ...enumOf };
+    case 'guid': return { type: 'string', format: 'uuid', ...enumOf };
+    default: return { type: 'string', ...enumOf };
+  }
+}
+
+function objectSchema(fields: TypedField[], part: 'query' | 'body'): object {
+  return {
+    type: 'object',
+    properties: Object.fromEntries(fields.map((f) => [f.name, fieldSchema(f, part)])),
+    required: fields.filter((f) => f.isRequired).map((f) => f.name),
+  };
+}
+
+/** The checker of one function: each method returns error details (empty when the input is fine). */
+export interface FunctionInputChecker {
+  /** Checks and coerces (in place) a copy of the query; details point at `/query/<name>`. */
+  checkQuery(query: Record<string, unknown>): ErrorDetail[];
+  /** Checks a body (POST and PUT only); details point at `/body/<name>`, or `/body` when it is not an object. */
+  checkBody(body: unknown): ErrorDetail[];
+  /** Whether the function declares body fields (else the body is not checked). */
+  hasBody: boolean;
+}
+
+/**
+ * Compiles the input checks of a function.
+ * Source: SPEC §2 "Function definition" (typed fields), §4.8 rule 6; DESIGN §4 "Function details".
+ */
+export function compileFunctionInputs(f: FunctionDefinition): FunctionInputChecker {
+  const coercing = new Ajv({ allErrors: true, strict: false, coerceTypes: true });
+  const plain = new Ajv({ allErrors: true, strict: false });
+  addFormats(coercing);
+  addFormats(plain);
+  const query: ValidateFunction = coercing.compile(objectSchema(f.queryParams, 'query'));
+  const body: ValidateFunction = plain.compile(objectSchema(f.requestBody, 'body'));
+  const toDetails = (errors: ErrorObject[] | null | undefined, part: 'query' | 'body', fields: TypedField[]): ErrorDetail[] => {
+    const byName = new Map(fields.map((x) => [x.name, x]));
+    const seen = new Map<string, ErrorDetail>();
+    for (const e of errors ?? []) {
+      const name = e.keyword === 'required' ? String(e.params.missingProperty) : decodeSegment(e.instancePath.split('/')[1] ?? '');
+      const field = byName.get(name);
+      if (!field) continue;
+      const path = `/${part}/${pointerSegment(name)}`;
+      if (seen.has(path)) continue;
+      const where = part === 'query' ? 'query parameter' : 'body field';
+      const message = e.keyword === 'required' ? `${where} ${name} is required (${describe(field)})` : `${where} ${name} must be ${describe(field)}`;
+      seen.set(path, { path, message });
+    }
+    return [...seen.values()];
+  };
+  return {
+    hasBody: f.requestBody.length > 0,
+    checkQuery(q) {
+      return query(q) ? [] : toDetails(query.errors, 'query', f.queryParams);
+    },
+    checkBody(b) {
+      const value = b ?? {};
+      if (typeof value !== 'object' || Array.isArray(value)) return [{ path: '/body', message: 'the body must be a JSON object' }];
+      return body(value) ? [] : toDetails(body.errors, 'body', f.requestBody);
+    },
+  };
+}
+
+function decodeSegment(s: string): string {
+  return s.replace(/~1/g, '/').replace(/~0/g, '~');
+}

@@ -1,0 +1,88 @@
+/**
+ * @module The client log (SPEC §4.9, §2 "Client log event"): `POST /api/_log` takes a JSON array of
+ * `{ message, severity? }` events from an authenticated caller (401 anonymous, 400 for a body that is
+ * not valid JSON or not an array of valid events, 200 `{ "data": <count> }`). Each event becomes one
+ * structured log line (pino level from the severity: 0 fatal … 5 trace, default 3 info) carrying the
+ * caller, and a row of the `_log` table. `GET /api/_log` lets admin service accounts read the rows back
+ * with the list parameters of SPEC §4.2 (oldest first; `filter`, `sortBy`, `pageNo`, `pageSize`,
+ * `lastKey`, `count`), with the user's id in `createdBy`.
+ */
+import { Router } from 'express';
+import { Ajv } from 'ajv';
+import { v7 as uuidv7 } from 'uuid';
+import type { AppManifest, Collection } from '../manifest.js';
+import type { Database } from '../data/database.js';
+import type { Logger } from '../log.js';
+import { HttpError, type ErrorDetail } from '../errors.js';
+import { listItems } from '../data/read.js';
+import { parseListParams } from '../query/list-params.js';
+import { callerOf } from '../auth/caller.js';
+import { systemTables } from '../auth/store.js';
+
+/** Events accepted per request, and characters per message. */
+const MAX_EVENTS = 1000;
+const MAX_MESSAGE = 10_000;
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
+
+const validate = new Ajv({ allErrors: true }).compile({
+  type: 'array',
+  minItems: 1,
+  maxItems: MAX_EVENTS,
+  items: {
+    type: 'object',
+    required: ['message'],
+    properties: { message: { type: 'string', maxLength: MAX_MESSAGE }, severity: { type: 'integer', minimum: 0, maximum: 5 } },
+  },
+});
+
+/** The `_log` table seen as a collection, so the list machinery of SPEC §4.2 reads it. */
+const LOG_COLLECTION: Collection = {
+  name: '_log', search: false, access: [], policies: [], children: [],
+  properties: [
+    { name: 'message', type: 'text', required: true },
+    { name: 'severity', type: 'integer', required: true },
+    { name: 'username', type: 'string', required: false },
+    { name: 'reqId', type: 'string', required: false },
+  ],
+};
+
+/**
+ * The `_log` router (mounted under `/api`).
+ * Source: SPEC §4.9, §5.6 (`_log` always requires authentication), §8 (no sampling, no rate limiting).
+ */
+export function clientLogRouter(db: Database, logger: Logger, manifest: AppManifest): Router {
+  const router = Router();
+  const logManifest: AppManifest = { ...manifest, collections: [LOG_COLLECTION] };
+  router.post('/_log', async (req, res) => {
+    const caller = callerOf(res);
+    if (caller.kind === 'anonymous') throw new HttpError('UNAUTHORIZED', '_log requires authentication');
+    if (req.body === undefined) throw new HttpError('VALIDATION_FAILED', 'the body must be a JSON array of log events (Content-Type: application/json)');
+    if (!validate(req.body)) {
+      const details: ErrorDetail[] = (validate.errors ?? []).map((e) => ({ path: e.instancePath || '/', message: `${e.instancePath || 'body'} ${e.message ?? 'is invalid'}` }));
+      throw new HttpError('VALIDATION_FAILED', `invalid log events: ${details.map((d) => d.message).join('; ')}`, { details });
+    }
+    const events = req.body as { message: string; severity?: number }[];
+    const rows = events.map((e) => ({
+      id: uuidv7(), message: e.message, severity: e.severity ?? 3, username: caller.username, reqId: res.locals.reqId as string, createdBy: caller.id,
+    }));
+    await systemTables(db.client).log.createMany({ data: rows });
+    for (const row of rows) {
+      logger[LEVELS[row.severity]]({ reqId: row.reqId, source: 'client', severity: row.severity, user: { id: caller.id, username: caller.username, kind: caller.kind }, clientMessage: row.message }, 'client log');
+    }
+    res.json({ data: rows.length });
+  });
+  router.get('/_log', async (req, res) => {
+    const caller = callerOf(res);
+    if (caller.kind === 'anonymous') throw new HttpError('UNAUTHORIZED', 'reading _log requires authentication');
+    if (!caller.admin) throw new HttpError('FORBIDDEN', 'only admin service accounts may read _log');
+    const params = parseListParams(req.query as Record<string, unknown>, LOG_COLLECTION, [LOG_COLLECTION]);
+    const { data, count } = await listItems({ manifest: logManifest, db, collection: LOG_COLLECTION }, params);
+    if (params.count === 'none') return res.json({ data });
+    if (params.count === 'only') return res.json({ data: [], meta: { count } });
+    res.json({ data, items: data, meta: { count } });
+  });
+  router.all('/_log', (req) => {
+    throw new HttpError('METHOD_NOT_ALLOWED', `${req.method} is not supported on ${req.path}`);
+  });
+  return router;
+}
