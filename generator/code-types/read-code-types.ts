@@ -38,7 +38,7 @@ function candidates(fnIndex: number, info: HandlerInfo): Record<Side, string[]> 
   const m = `M${fnIndex}`;
   const ctx = `Parameters<typeof ${m}.default>[0]`;
   return {
-    body: [`${ctx}['req']['bodyJson']`, ...(info.exportsInput ? [`${m}.Input`] : [])],
+    body: [`Exclude<${ctx}['req']['bodyJson'], null>`, ...(info.exportsInput ? [`${m}.Input`] : [])],
     response: [
       `Exclude<${ctx}['res']['bodyJson'], undefined>`,
       ...(info.assignsRes ? [] : [`Awaited<ReturnType<typeof ${m}.default>>`]),

@@ -53,16 +53,16 @@ export function collectionClient(job: FunctionJob, platformFetch: typeof fetch):
     return encodeURIComponent(name);
   };
   return {
-    get: async (collection: string, params: GetParams = {}) => {
+    get: async <T>(collection: string, params: GetParams = {}): Promise<T> => {
       const query = new URLSearchParams();
       for (const [k, v] of Object.entries(params)) if (v !== undefined) query.set(k, String(v));
       const qs = query.size > 0 ? `?${query}` : '';
-      return call('GET', `/${named(collection, job.readable, 'get')}${qs}`);
+      return call('GET', `/${named(collection, job.readable, 'get')}${qs}`) as Promise<T>;
     },
-    post: async (collection: string, body: unknown) => call('POST', `/${named(collection, job.writable, 'post')}`, body),
-    patch: async (collection: string, id: string, body: unknown) => {
+    post: async <T>(collection: string, body: unknown): Promise<T> => call('POST', `/${named(collection, job.writable, 'post')}`, body) as Promise<T>,
+    patch: async <T>(collection: string, id: string, body: unknown): Promise<T> => {
       if (typeof id !== 'string' || id === '') throw new FunctionUsageError('patch: the id must be a non-empty string');
-      return call('PATCH', `/${named(collection, job.writable, 'patch')}/${encodeURIComponent(id)}`, body);
+      return call('PATCH', `/${named(collection, job.writable, 'patch')}/${encodeURIComponent(id)}`, body) as Promise<T>;
     },
   };
 }

@@ -58,11 +58,11 @@ export interface FunctionContext<TBody = unknown, TRes = unknown, TQuery = Funct
   /** `SVC_SECRET_<NAME>` environment variables, as `secrets.<NAME>`. */
   secrets: Record<string, string>;
   /** GET `/api/<collection>` (collection, view or query) → `{ data: [...] }`. */
-  get(collection: string, params?: GetParams): Promise<any>;
+  get<T = any>(collection: string, params?: GetParams): Promise<T>;
   /** POST `/api/<collection>` with one object or an array → `{ data: [ids] }`. */
-  post(collection: string, body: unknown): Promise<any>;
+  post<T = any>(collection: string, body: unknown): Promise<T>;
   /** PATCH `/api/<collection>/<id>` → the item as it now stands. */
-  patch(collection: string, id: string, body: unknown): Promise<any>;
+  patch<T = any>(collection: string, id: string, body: unknown): Promise<T>;
   /** The platform `fetch`, when `functions.allowFetch` is on in svc.json; otherwise calling it throws. */
   fetch: typeof fetch;
   /** Push entries here; when any are present after the code, the answer is 400 with them in `details`. */
