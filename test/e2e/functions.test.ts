@@ -15,6 +15,7 @@ import { backends, type Backend } from '../support/backends.js';
 import { prepareApp, ROOT, runCli, serve, type PreparedApp, type TestServer } from '../support/cli.js';
 import { call, runScenario, type Scenario } from '../support/scenario.js';
 import { waitFor } from '../support/wait.js';
+import { userIdentity } from '../support/auth.js';
 
 const FIXTURE = join(ROOT, 'test/fixtures/apps/functions');
 const SECRETS = { SVC_SECRET_API_KEY: 'key-123', SVC_SECRET_OTHER: 'other' };
@@ -69,6 +70,26 @@ function functionSuite(backend: Backend): void {
       await runScenario(base, { name: 'the allowed GET', url: '/_invoke/getOnly', status: 200, json: { ok: true } });
     });
 
+    it('refuses an authenticated caller a method its roles do not have (403), and admits it where they do', async () => {
+      const user = await userIdentity(app, base, 'fn-role-user');
+      await runScenario(base, { name: 'POST where only GET is allowed', method: 'POST', url: '/_invoke/getOnly', body: {}, headers: user.headers, status: 403, json: { code: 'FORBIDDEN' } });
+      await runScenario(base, { name: 'authenticated GET', url: '/authOnly', headers: user.headers, status: 200 });
+      await runScenario(base, { name: 'a bad token is 401, not anonymous', url: '/_invoke/getOnly', headers: { authorization: 'Bearer not-a-real-token' }, status: 401 });
+    });
+
+    it('runs get and post as the caller: collection access rules and policies apply', async () => {
+      const anonymous = await runScenario(base, { name: 'anonymous get', url: '/mySecrets', status: 200 });
+      expect(anonymous.json).toEqual({ refused: 401, code: 'UNAUTHORIZED' });
+      const ann = await userIdentity(app, base, 'fn-ann');
+      const bob = await userIdentity(app, base, 'fn-bob');
+      await runScenario(base, { name: 'ann writes', method: 'POST', url: '/mySecrets', body: { label: 'ann-1' }, headers: ann.headers, status: 200 });
+      await runScenario(base, { name: 'ann writes again', method: 'POST', url: '/mySecrets', body: { label: 'ann-2' }, headers: ann.headers, status: 200 });
+      const bobs = await runScenario(base, { name: 'bob writes', method: 'POST', url: '/mySecrets', body: { label: 'bob-1' }, headers: bob.headers, status: 200 });
+      expect(bobs.json).toEqual({ count: 1, labels: ['bob-1'], creators: [bob.id] });
+      const anns = await runScenario(base, { name: 'ann reads', url: '/mySecrets', headers: ann.headers, status: 200 });
+      expect(anns.json).toEqual({ count: 2, labels: ['ann-1', 'ann-2'], creators: [ann.id] });
+    });
+
     it('coerces declared query parameters to their types before the code runs', async () => {
       const q = `n=7&price=-12.5&flag=false&day=2024-02-29&at=2024-01-31T10:00:00Z&ref=${GUID}&color=green&size=3&free=text`;
       const r = await runScenario(base, { name: 'every type', url: `/_invoke/typed?${q}`, status: 200 });
@@ -114,13 +135,15 @@ function functionSuite(backend: Backend): void {
     for (const [form, fn] of [['default-export', 'echo'], ['script', 'scriptEcho']] as const) {
       it(`gives the ${form} form its context: request, filtered headers, raw body, me, api, secrets`, async () => {
         const raw = '{ "note" :  "hi",\n "n": 1 }';
+        const caller = await userIdentity(app, base, `ctx-${form}`, ['editor']);
         const r = await runScenario(base, {
           name: `${fn} POST`, method: 'POST', url: `/${fn}?tag=t1&list=a&list=b`, rawBody: raw, status: form === 'script' ? 201 : 200,
-          headers: { 'content-type': 'application/json', authorization: 'Bearer not-a-real-token', cookie: 'session=abc', 'x-custom': 'custom value' },
+          headers: { 'content-type': 'application/json', authorization: caller.headers.authorization, cookie: 'session=abc', 'x-custom': 'custom value' },
         });
         expect(r.json).toMatchObject({
           form: form === 'script' ? 'script' : 'default', tag: 't1', from: fn, method: 'POST',
-          query: { tag: 't1', list: ['a', 'b'] }, bodyJson: { note: 'hi', n: 1 }, bodyRaw: raw, me: null,
+          query: { tag: 't1', list: ['a', 'b'] }, bodyJson: { note: 'hi', n: 1 }, bodyRaw: raw,
+          me: { id: caller.id, username: `ctx-${form}`, roles: ['editor'] },
           api: { name: 'fnapp', baseUrl: base }, secrets: { API_KEY: 'key-123', OTHER: 'other' },
         });
         expect(Object.keys(r.json.secrets).sort()).toEqual(['API_KEY', 'OTHER']);
