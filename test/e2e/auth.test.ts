@@ -255,7 +255,7 @@ function authSuite(backend: Backend): void {
       expect(ok.status).toBe(200);
       const line = (m: string) => server.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).find((l) => l.clientMessage === m);
       await expect.poll(() => line('client says hi')).toMatchObject({ level: 30, severity: 3, user: { id: alice.id, username: 'alice' } });
-      expect(line('client failed')).toMatchObject({ level: 50, severity: 1, user: { username: 'alice' } });
+      await expect.poll(() => line('client failed')).toMatchObject({ level: 50, severity: 1, user: { username: 'alice' } });
       const admin = await adminIdentity(app, base, 'log-reader');
       expect((await req('GET', '/_log', undefined, alice.headers)).status).toBe(403);
       expect((await req('GET', '/_log')).status).toBe(401);

@@ -10,6 +10,7 @@ import { pathToFileURL } from 'node:url';
 import ts from 'typescript';
 import { backends } from '../support/backends.js';
 import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
+import { userIdentity } from '../support/auth.js';
 
 type Row = Record<string, unknown> & { id: string };
 type Collection = {
@@ -68,14 +69,15 @@ describe.each(backends())('generated client on %s', (backend) => {
 
   it('sends the bearer token and lets a custom fetch see every request', async () => {
     const seen: { url: string; headers: Record<string, string> }[] = [];
+    const user = await userIdentity(app, server.url, 'client-user');
     const api = mod.createClient({
-      baseUrl: server.url, token: async () => 'abc',
+      baseUrl: server.url, token: async () => user.token,
       fetch: (url: string, init: { headers: Record<string, string> }) => { seen.push({ url, headers: init.headers }); return fetch(url, init); },
     });
     await api.collections.Note.list({ pageSize: 1, filter: 'title eq "a b"' });
     expect(seen).toHaveLength(1);
     expect(seen[0].url).toBe(`${server.url}/Note?pageSize=1&filter=title%20eq%20%22a%20b%22`);
-    expect(seen[0].headers.authorization).toBe('Bearer abc');
+    expect(seen[0].headers.authorization).toBe(`Bearer ${user.token}`);
     expect(Object.keys(api.functions).sort()).toEqual(['greet', 'opaque', 'ping', 'reindex_every_note_in_the_archive_and_report_progress_to_the_use', 'stats', 'sum']);
   });
 });
