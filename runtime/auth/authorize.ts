@@ -98,11 +98,12 @@ export function authorizeRead(caller: Caller, manifest: AppManifest, collectionN
 
 /**
  * Like `authorizeRead` with the collection's own rules, but a refusal is null instead of an error:
- * for rows reached indirectly (expanded lookups), which are simply not expanded.
+ * for rows reached indirectly (expanded lookups, which are then not expanded; dot paths in request
+ * filters, which then match no row), on `alias`.
  */
-export function readableConditions(caller: Caller, manifest: AppManifest, collectionName: string): Sql[] | null {
+export function readableConditions(caller: Caller, manifest: AppManifest, collectionName: string, alias = 't0'): Sql[] | null {
   try {
-    return authorizeRead(caller, manifest, collectionName, collectionNamed(manifest, collectionName).access);
+    return authorizeRead(caller, manifest, collectionName, collectionNamed(manifest, collectionName).access, alias);
   } catch (err) {
     if (err instanceof HttpError && (err.status === 401 || err.status === 403)) return null;
     throw err;

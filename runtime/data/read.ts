@@ -31,7 +31,7 @@ export interface ReadScope {
    * it may not read that collection at all: applied to expanded lookups (not expanded when hidden) and
    * included children. Absent: no restriction.
    */
-  readableOf?: (collection: string) => Sql[] | null;
+  readableOf?: (collection: string, alias?: string) => Sql[] | null;
   tx?: PrismaLike;
   /** The caller's id, for `me()` in the request's filter (null: anonymous). */
   callerId?: string | null;
@@ -78,7 +78,7 @@ export function whereClause(scope: ReadScope, { filter, search, withOwner = true
     const node = parseFilter(filter);
     parts.push(compileFilter(node, {
       manifest: scope.manifest, collection: scope.collection, provider: scope.db.provider, alias: ALIAS,
-      callerId: scope.callerId ?? null,
+      callerId: scope.callerId ?? null, readableOf: scope.readableOf,
       ...(scope.rows && { queryRow: { idType: scope.rows.idType } }),
     }));
   }

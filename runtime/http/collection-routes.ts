@@ -85,7 +85,7 @@ export function collectionRouter(definition: CollectionRoutesDefinition | ViewRo
   ];
   const readScope = (caller: Caller, g: Grant): ReadScope => ({
     manifest, db, collection, conditions: conditions(caller, g), owner: g.owner, callerId: caller.id,
-    readableOf: (name) => readableConditions(caller, manifest, name),
+    readableOf: (name, alias) => readableConditions(caller, manifest, name, alias),
   });
   const writeScope = (caller: Caller, g: Grant): WriteScope => ({
     db, collection, delegate: definition.delegate, checker, callerId: caller.id, conditions: conditions(caller, g), owner: g.owner,

@@ -13,7 +13,7 @@ import { querySource, queryRowShape } from '../data/query-source.js';
 import { parseListParams, UUID } from '../query/list-params.js';
 import { parseFilter } from '../query/filter-parser.js';
 import { callerOf } from '../auth/caller.js';
-import { authorize } from '../auth/authorize.js';
+import { authorize, readableConditions } from '../auth/authorize.js';
 import { StartupError } from '../load-manifest.js';
 import { sendJson } from './send.js';
 
@@ -77,7 +77,10 @@ export function queryRouter(definition: QueryRoutesDefinition, manifest: AppMani
     const grant = authorize(caller, manifest, from, 'GET', query.access, { what: `GET on ${query.name}` });
     const conditions = grant.owner ? [...grant.visibility, grant.owner] : grant.visibility;
     const rows = querySource(manifest, query, db.provider, { conditions, callerId: caller.id });
-    return { manifest, db, collection: rows.collection, rows: { source: rows.source, idType: rows.idType }, callerId: caller.id };
+    return {
+      manifest, db, collection: rows.collection, rows: { source: rows.source, idType: rows.idType }, callerId: caller.id,
+      readableOf: (name, alias) => readableConditions(caller, manifest, name, alias),
+    };
   };
   const router = Router();
   router.get(base, async (req, res) => {

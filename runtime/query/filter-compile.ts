@@ -30,6 +30,12 @@ export interface FilterScope {
    * but no `createdAt`, `updatedAt` or `createdBy`.
    */
   queryRow?: { idType: PropertyType };
+  /**
+   * The conditions (on `alias`) under which the caller may see rows of a collection a dot path walks
+   * into, or null when it may not read that collection: a request filter must not probe rows the
+   * caller cannot see (DESIGN §3 policies). Absent: no restriction (definition filters, policies).
+   */
+  readableOf?: (collection: string, alias: string) => Sql[] | null;
 }
 
 export type FilterableType = Exclude<PropertyType, 'blob'>;
@@ -255,6 +261,10 @@ function compileComparison(node: Comparison, ctx: Context): Sql {
     const lookup = ident(aliases[i], resolved.hops[i].column);
     const inner = aliases[i + 1];
     const table = ident(resolved.hops[i].target.name);
+    const readable = scope.readableOf ? scope.readableOf(resolved.hops[i].target.name, inner) : [];
+    // A looked-up row the caller may not see matches nothing, whatever its values.
+    if (readable === null) condition = raw('1=0');
+    else if (readable.length > 0) condition = sql`${condition} AND ${join(readable.map((c) => sql`(${c})`), ' AND ')}`;
     condition = sql`${lookup} IN (SELECT ${ident(inner, 'id')} FROM ${table} AS ${ident(inner)} WHERE ${condition})`;
     // A row without the lookup behaves as if the looked-up value were null.
     if (orNull) condition = sql`(${lookup} IS NULL OR ${condition})`;
