@@ -9,6 +9,7 @@ import type {
   FunctionDefinition, Policy, Property, PropertyType, Query, QueryField, TypedField, View,
 } from '../../runtime/index.js';
 import type { RawApp, RawFile } from '../load/load-app.js';
+import { SYSTEM_FIELD_TYPES } from '../validate/check-queries.js';
 import { compiledPathOf } from '../compile/compile-functions.js';
 import { DefinitionError } from '../validate/diagnostics.js';
 import {
@@ -126,13 +127,12 @@ function viewOf(v: RawViewDefinition): View {
 
 /** The property a dot path ends at, walked from collection `from` (validated before normalising). */
 function propertyAt(collections: Collection[], from: string, path: string): Pick<Property, 'type' | 'collection'> {
-  const SYSTEM: Record<string, PropertyType> = { id: 'guid', createdAt: 'date-time', updatedAt: 'date-time', createdBy: 'string' };
   const segments = path.split('.');
   let current = collections.find((c) => c.name === from)!;
   for (let i = 0; ; i++) {
     const seg = segments[i];
     const p = current.properties.find((x) => x.name === seg);
-    if (i === segments.length - 1) return p ? { type: p.type, ...pick(p, ['collection']) } : { type: SYSTEM[seg] };
+    if (i === segments.length - 1) return p ? { type: p.type, ...pick(p, ['collection']) } : { type: SYSTEM_FIELD_TYPES[seg] };
     current = collections.find((c) => c.name === p!.collection)!;
   }
 }

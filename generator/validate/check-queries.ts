@@ -9,8 +9,9 @@ import { SYSTEM_FIELD_NAMES } from './check-properties.js';
 import { pointer, type Diagnostic } from './diagnostics.js';
 import { collectionRefProblem, type ModelIndex } from './model-index.js';
 
-const SYSTEM_FIELD_TYPES: Record<string, PropertyType> = {
-  id: 'guid', createdAt: 'date-time', updatedAt: 'date-time', createdBy: 'guid',
+/** Types of the system fields as paths see them (the runtime's filter compiler agrees). */
+export const SYSTEM_FIELD_TYPES: Record<string, PropertyType> = {
+  id: 'guid', createdAt: 'date-time', updatedAt: 'date-time', createdBy: 'string',
 };
 
 /** Result of walking a dot path: the last segment's type (undefined when unknown), or a problem. */

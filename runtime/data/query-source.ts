@@ -13,16 +13,6 @@ import { compileFilter, resolvePath } from '../query/filter-compile.js';
 import { parseFilter } from '../query/filter-parser.js';
 import { ident, join, raw, sql, type Sql } from '../query/sql.js';
 
-/** What reads of a query need: the output row shape and the subquery producing it. */
-export interface QueryRows {
-  /** The output row as a collection: one property per output field (lookups keep their target). */
-  collection: Collection;
-  /** Type of the `id` column: `guid` for joins and single lookup/guid group keys, else `string`. */
-  idType: PropertyType;
-  /** `(SELECT ... )`, to be aliased by the reader. */
-  source: Sql;
-}
-
 /** Per-request inputs: conditions on the `from` rows (policies, alias `t0`), clock and caller. */
 export interface QueryOptions {
   conditions?: Sql[];
@@ -32,21 +22,24 @@ export interface QueryOptions {
 
 const FROM_ALIAS = 't0';
 
-/** The output row shape of a query (no request needed). */
-export function queryRowShape(query: Query): { collection: Collection; idType: PropertyType } {
+/**
+ * The output row of a query as a collection, so the list code, filter compiler and row codec read it
+ * like a table: one property per output field (lookups keep their target). Built once per query.
+ */
+export function queryRowCollection(query: Query): Collection {
   const properties: Property[] = Object.entries(query.fields).map(([name, f]) => ({
     name, type: f.type, required: false, ...('collection' in f && f.collection ? { collection: f.collection } : {}),
   }));
-  const collection: Collection = { name: query.name, properties, search: false, access: query.access, policies: [], children: [] };
-  return { collection, idType: 'guid' };
+  return { name: query.name, properties, search: false, access: query.access, policies: [], children: [] };
 }
 
 /**
- * Builds the subquery of `query` for one request.
+ * Builds the subquery of `query` for one request: `(SELECT id, <fields> ...)`, to be aliased by the
+ * reader; its `id` has the type `query.idType`.
  * @throws HttpError INVALID_FILTER (400) only if the definition's filter is invalid (checked at start-up)
  * Source: DESIGN §3 (queries: join without groupBy, aggregate with groupBy; `count sum avg min max`).
  */
-export function querySource(manifest: AppManifest, query: Query, provider: DatabaseProvider, options: QueryOptions = {}): QueryRows {
+export function querySource(manifest: AppManifest, query: Query, provider: DatabaseProvider, options: QueryOptions = {}): Sql {
   const from = manifest.collections.find((c) => c.name === query.from)!;
   const joins: Sql[] = [];
   const aliasOf = new Map<string, string>();
@@ -68,17 +61,14 @@ export function querySource(manifest: AppManifest, query: Query, provider: Datab
     return { expr: ident(alias, resolved.column), type: resolved.type };
   };
 
-  const { collection } = queryRowShape(query);
   const columns: Sql[] = [];
   const groupBy: Sql[] = [];
-  let idType: PropertyType = 'guid';
   if (query.groupBy?.length) {
     const keys = query.groupBy.map(pathExpr);
     groupBy.push(...keys.map((k) => k.expr));
     if (query.idType === 'guid') {
       columns.push(sql`${keys[0].expr} AS "id"`);
     } else {
-      idType = 'string';
       const texts = keys.map((k) => canonicalText(provider, k.expr, k.type));
       const id = texts.length === 1 ? texts[0] : join(texts.map((t) => sql`COALESCE(${t}, '')`), ` || '|' || `);
       columns.push(sql`${id} AS "id"`);
@@ -105,8 +95,7 @@ export function querySource(manifest: AppManifest, query: Query, provider: Datab
   const where = conditions.length ? sql` WHERE ${join(conditions.map((c) => sql`(${c})`), ' AND ')}` : raw('');
   const grouped = groupBy.length ? sql` GROUP BY ${join(groupBy, ', ')}` : raw('');
   const joined = joins.length ? sql` ${join(joins, ' ')}` : raw('');
-  const source = sql`(SELECT ${join(columns, ', ')} FROM ${ident(from.name)} AS ${ident(FROM_ALIAS)}${joined}${where}${grouped})`;
-  return { collection, idType, source };
+  return sql`(SELECT ${join(columns, ', ')} FROM ${ident(from.name)} AS ${ident(FROM_ALIAS)}${joined}${where}${grouped})`;
 }
 
 /** `fn(expr)`, with the casts PostgreSQL needs (no min/max over uuid or boolean there). */

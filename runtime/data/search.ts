@@ -8,10 +8,9 @@
  * The words travel as one bound value; they hold only letters and digits, so they cannot carry
  * FTS5 or tsquery syntax.
  */
-import type { Collection } from '../manifest.js';
+import type { Collection, DatabaseProvider } from '../manifest.js';
 import { HttpError } from '../errors.js';
 import { ident, sql, type Sql } from '../query/sql.js';
-import type { DatabaseProvider } from '../manifest.js';
 
 /** At most this many words per search. */
 export const MAX_SEARCH_WORDS = 16;

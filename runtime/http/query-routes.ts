@@ -5,12 +5,12 @@
  * read-only: every other method answers 405. `lookups` is ignored (lookups are `{ id }`).
  */
 import { Router, type Response } from 'express';
-import type { AppManifest, Query } from '../manifest.js';
+import type { AppManifest, Collection, Query } from '../manifest.js';
 import { HttpError } from '../errors.js';
 import type { Database } from '../data/database.js';
-import { getItem, listItems, type ReadScope } from '../data/read.js';
-import { querySource, queryRowShape } from '../data/query-source.js';
-import { parseListParams, UUID } from '../query/list-params.js';
+import { getItem, listItems, notFound, type ReadScope } from '../data/read.js';
+import { querySource, queryRowCollection } from '../data/query-source.js';
+import { invalidParameter as badParameter, parseListParams, UUID } from '../query/list-params.js';
 import { parseFilter } from '../query/filter-parser.js';
 import { callerOf } from '../auth/caller.js';
 import { authorize, readableConditions } from '../auth/authorize.js';
@@ -34,10 +34,9 @@ export function defineQueryRoutes(definition: Omit<QueryRoutesDefinition, 'kind'
 
 const SYSTEM_ONLY = new Set(['createdAt', 'updatedAt', 'createdBy']);
 
-function parseQueryParams(req: Record<string, unknown>, query: Query, manifest: AppManifest, idType: string) {
-  const { collection } = queryRowShape(query);
+function parseQueryParams(req: Record<string, unknown>, query: Query, rowCollection: Collection, manifest: AppManifest) {
   const { lookups: _ignored, ...rest } = req;
-  const params = parseListParams(rest, collection, manifest.collections);
+  const params = parseListParams(rest, rowCollection, manifest.collections);
   const fields = Object.keys(query.fields).join(', ');
   if (params.sort && SYSTEM_ONLY.has(params.sort.property)) {
     throw badParameter('sortBy', `unknown field "${params.sort.property}" on ${query.name} (fields: id, ${fields})`);
@@ -46,12 +45,8 @@ function parseQueryParams(req: Record<string, unknown>, query: Query, manifest: 
     if (SYSTEM_ONLY.has(name)) throw badParameter('select', `unknown field "${name}" on ${query.name} (fields: id, ${fields})`);
   }
   if (params.selection?.nested.size) throw badParameter('select', `dot paths cannot be selected from a query's rows; define the field in ${query.name} instead`);
-  if (params.lastKey !== undefined && idType !== 'guid') throw badParameter('lastKey', `keyset paging needs GUID ids; ${query.name} rows are groups, page them with pageNo`);
+  if (params.lastKey !== undefined && query.idType !== 'guid') throw badParameter('lastKey', `keyset paging needs GUID ids; ${query.name} rows are groups, page them with pageNo`);
   return { ...params, lookups: 'id' as const };
-}
-
-function badParameter(parameter: string, message: string): HttpError {
-  return new HttpError('INVALID_PARAMETER', `${parameter}: ${message}`, { details: [{ path: `/${parameter}`, message }] });
 }
 
 /**
@@ -71,21 +66,22 @@ export function queryRouter(definition: QueryRoutesDefinition, manifest: AppMani
   }
   const base = `/${query.name}`;
   const from = manifest.collections.find((c) => c.name === query.from)!;
+  const rowCollection = queryRowCollection(query);
   const scopeFor = (res: Response): ReadScope => {
     // The query's own rules gate access; the from collection's policies (and a _CREATOR grant) narrow its rows.
     const caller = callerOf(res);
     const grant = authorize(caller, manifest, from, 'GET', query.access, { what: `GET on ${query.name}` });
     const conditions = grant.owner ? [...grant.visibility, grant.owner] : grant.visibility;
-    const rows = querySource(manifest, query, db.provider, { conditions, callerId: caller.id });
+    const source = querySource(manifest, query, db.provider, { conditions, callerId: caller.id });
     return {
-      manifest, db, collection: rows.collection, rows: { source: rows.source, idType: rows.idType }, callerId: caller.id,
+      manifest, db, collection: rowCollection, rows: { source, idType: query.idType }, callerId: caller.id,
       readableOf: (name, alias) => readableConditions(caller, manifest, name, alias),
     };
   };
   const router = Router();
   router.get(base, async (req, res) => {
     const scope = scopeFor(res);
-    const params = parseQueryParams(req.query as Record<string, unknown>, query, manifest, scope.rows!.idType);
+    const params = parseQueryParams(req.query as Record<string, unknown>, query, rowCollection, manifest);
     const { data, count } = await listItems(scope, params);
     if (params.count === 'none') return sendJson(res, 200, { data });
     if (params.count === 'only') return sendJson(res, 200, { data: [], meta: { count } });
@@ -94,9 +90,9 @@ export function queryRouter(definition: QueryRoutesDefinition, manifest: AppMani
   router.get(`${base}/:id`, async (req, res) => {
     const scope = scopeFor(res);
     const q = req.query as Record<string, unknown>;
-    const params = parseQueryParams(q.select === undefined ? {} : { select: q.select }, query, manifest, scope.rows!.idType);
-    const id = scope.rows!.idType === 'guid' ? req.params.id.toLowerCase() : req.params.id;
-    if (scope.rows!.idType === 'guid' && !UUID.test(id)) throw new HttpError('NOT_FOUND', `${query.name} ${JSON.stringify(id)} was not found`);
+    const params = parseQueryParams(q.select === undefined ? {} : { select: q.select }, query, rowCollection, manifest);
+    const id = query.idType === 'guid' ? req.params.id.toLowerCase() : req.params.id;
+    if (query.idType === 'guid' && !UUID.test(id)) throw notFound(query.name, id);
     sendJson(res, 200, await getItem(scope, id, { selection: params.selection, lookups: 'id' }));
   });
   for (const path of [base, `${base}/:id`]) {

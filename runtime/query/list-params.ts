@@ -30,8 +30,10 @@ export interface ListParams {
 
 type Query = Record<string, unknown>;
 
-const bad = (parameter: string, message: string) =>
+/** 400 `INVALID_PARAMETER` naming the query parameter, with one detail at `/<parameter>`. */
+export const invalidParameter = (parameter: string, message: string): HttpError =>
   new HttpError('INVALID_PARAMETER', `${parameter}: ${message}`, { details: [{ path: `/${parameter}`, message }] });
+const bad = invalidParameter;
 
 /** One string value of a query parameter; repeated parameters are a 400. */
 function single(query: Query, name: string): string | undefined {
