@@ -19,7 +19,9 @@ export const ERROR_STATUS = {
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,
   INTERNAL: 500,
+  SERVICE_UNAVAILABLE: 503,
   FUNCTION_TIMEOUT: 504,
+  STATEMENT_TIMEOUT: 504,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -46,17 +48,20 @@ export class HttpError extends Error {
   readonly status: number;
   readonly code: ErrorCode;
   readonly details?: ErrorDetail[];
+  /** Response headers that belong to this error (`Retry-After`, `WWW-Authenticate`), lower-case names. */
+  readonly headers?: Record<string, string>;
 
   constructor(
     code: ErrorCode,
     message: string,
-    options: { details?: ErrorDetail[]; status?: number; cause?: unknown } = {},
+    options: { details?: ErrorDetail[]; status?: number; cause?: unknown; headers?: Record<string, string> } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'HttpError';
     this.code = code;
     this.status = options.status ?? ERROR_STATUS[code];
     this.details = options.details;
+    this.headers = options.headers;
   }
 }
 

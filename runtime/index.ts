@@ -4,8 +4,6 @@
 export * from './manifest.js';
 export { HttpError, ERROR_STATUS, toErrorBody } from './errors.js';
 export type { ErrorCode, ErrorBody, ErrorDetail } from './errors.js';
-export { defineCollectionRoutes, defineViewRoutes, type CollectionRoutesDefinition, type ViewRoutesDefinition, type RoutesDefinition } from './http/collection-routes.js';
-export { defineQueryRoutes, type QueryRoutesDefinition } from './http/query-routes.js';
 export { startServer, migrateApp, databaseUrlFor, type ServeOptions, type RunningServer } from './server.js';
 export { StartupError } from './load-manifest.js';
 export { diffDatamodels, applyMigrations } from './data/schema-engine.js';

@@ -4,16 +4,20 @@
  * disconnects (SIGTERM handling lives in the CLI, which calls it).
  */
 import { createServer, type Server } from 'node:http';
-import { readdirSync, readFileSync, existsSync } from 'node:fs';
+import { readFileSync, existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { openDatabase, providerOf, resolveDatabaseUrl, type Database } from './data/database.js';
 import { applyMigrations } from './data/schema-engine.js';
 import { createApp } from './http/app.js';
 import { secretsFromEnv } from './http/function-routes.js';
 import { WorkerPool } from './functions/worker-pool.js';
-import type { RoutesDefinition } from './http/collection-routes.js';
+import { apiHandler } from './http/api-handler.js';
+import { buildResources } from './core/resources.js';
+import type { AppRuntime } from './core/context.js';
+import { compileInputChecker } from './data/input.js';
+import type { CollectionWriter } from './data/children.js';
+import { NO_CHANGE_SINK, type ChangeSink } from './data/changes.js';
 import { createLogger, type Logger } from './log.js';
 import { loadManifest, StartupError } from './load-manifest.js';
 import type { AppManifest } from './manifest.js';
@@ -71,11 +75,17 @@ async function applyPending(appDir: string, manifest: AppManifest, url: string):
   return applied;
 }
 
-async function loadRoutes(svcDir: string): Promise<RoutesDefinition[]> {
-  const dir = join(svcDir, 'routes');
-  if (!existsSync(dir)) return [];
-  const files = readdirSync(dir).filter((f) => f.endsWith('.js')).sort();
-  return Promise.all(files.map(async (f) => (await import(pathToFileURL(join(dir, f)).href)).default as RoutesDefinition));
+/**
+ * The app's long-lived services: resources from the manifest, one input checker per collection.
+ * @throws StartupError for a view or query filter that does not parse
+ */
+export function createAppRuntime(options: { manifest: AppManifest; db: Database; logger: Logger; sink?: ChangeSink }): AppRuntime {
+  const writers = new Map<string, CollectionWriter>(options.manifest.collections.map((c) => [c.name, { collection: c, checker: compileInputChecker(c) }]));
+  return {
+    manifest: options.manifest, db: options.db, logger: options.logger, sink: options.sink ?? NO_CHANGE_SINK,
+    resources: buildResources(options.manifest),
+    writerOf: (name) => writers.get(name)!,
+  };
 }
 
 /**
@@ -95,15 +105,18 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const applied = await applyPending(appDir, manifest, url);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
   const db: Database = await openDatabase(svcDir, manifest.provider, url);
+  const runtime = createAppRuntime({ manifest, db, logger });
+  const auth = await createAuthService(db, manifest, logger);
   const pool = new WorkerPool({ spareThreads: manifest.functions.some((f) => f.enabled) ? 2 : 0 });
   const app = createApp({
-    manifest, db, logger,
-    auth: await createAuthService(db, manifest, logger),
-    routes: await loadRoutes(svcDir),
+    manifest, db, logger, auth,
     openapi: JSON.parse(readFileSync(join(svcDir, 'openapi.json'), 'utf8')),
     functions: { svcDir, secrets: secretsFromEnv(env), pool },
   });
-  const server: Server = createServer(app);
+  const data = apiHandler(runtime, auth);
+  const server: Server = createServer((req, res) => {
+    if (!data(req, res)) app(req, res);
+  });
   const port = options.port ?? (env.PORT ? Number(env.PORT) : manifest.settings.port);
   const host = options.host ?? env.HOST ?? '127.0.0.1';
   await new Promise<void>((ok, fail) => {

@@ -61,12 +61,6 @@ describe('architecture', () => {
     expect(bad).toEqual([]);
   });
 
-  it('generated route modules import only the runtime public entry', () => {
-    const golden = sources('test/golden').filter((f) => f.endsWith('.js') && f.includes('/routes/'));
-    expect(golden.length).toBeGreaterThan(0);
-    for (const file of golden) expect(importsOf(file).map((i) => i.spec)).toEqual(['svc/runtime']);
-  });
-
   it('compiled function code imports only modules compiled beside it', () => {
     const golden = sources('test/golden').filter((f) => f.includes('/functions/'));
     expect(golden.length).toBeGreaterThan(0);

@@ -11,8 +11,11 @@ import { pointerSegment } from '../errors.js';
 import { HttpError } from '../errors.js';
 import { UUID } from '../query/list-params.js';
 import { andAll, ident, join, sql, type Sql } from '../query/sql.js';
-import type { Database, PrismaLike } from './database.js';
-import { toPrismaData, type InputChecker } from './input.js';
+import type { Database, Tx } from './database.js';
+import type { InputChecker } from './input.js';
+import { insertRows, lookupValues, rowValues, setList, type Row } from './row-sql.js';
+import type { UnitOfWork } from './unit-of-work.js';
+import { MAX_CHILDREN_PER_PARENT } from './limits.js';
 
 const PLACEHOLDER_ID = '00000000-0000-4000-8000-000000000000';
 
@@ -31,10 +34,9 @@ export interface WriteAccess {
 }
 
 
-/** What a write needs to know about any collection it touches: its delegate and input checker. */
+/** What a write needs to know about any collection it touches: the collection and its input checker. */
 export interface CollectionWriter {
   collection: Collection;
-  delegate: string;
   checker: InputChecker;
 }
 
@@ -51,7 +53,7 @@ export interface ChildPlan {
  * @returns the plans and every problem found (paths like `/OrderLine.order/2/quantity`)
  */
 export function planChildren(
-  parent: Collection, body: Record<string, unknown>, basePath: string, writerOf: (name: string) => CollectionWriter,
+  parent: Collection, body: Record<string, unknown>, basePath: string, writerOf: (name: string) => CollectionWriter, now: Date,
 ): { plans: ChildPlan[]; details: ErrorDetail[] } {
   const plans: ChildPlan[] = [];
   const details: ErrorDetail[] = [];
@@ -61,6 +63,10 @@ export function planChildren(
     const value = body[relation.key];
     if (!Array.isArray(value)) {
       details.push({ path: keyPath, message: `${relation.key} must be an array of ${relation.collection} objects` });
+      continue;
+    }
+    if (value.length > MAX_CHILDREN_PER_PARENT) {
+      details.push({ path: keyPath, message: `${relation.key} may hold at most ${MAX_CHILDREN_PER_PARENT} rows (got ${value.length})` });
       continue;
     }
     const writer = writerOf(relation.collection);
@@ -90,7 +96,7 @@ export function planChildren(
         details.push(...problems);
         return;
       }
-      const data = toPrismaData(writer.collection, rest, id === undefined ? 'create' : 'merge');
+      const data = rowValues(writer.collection, rest, id === undefined ? 'create' : 'merge', now);
       delete data[relation.field];
       if (id === undefined) plan.creates.push({ data, path });
       else plan.updates.push({ id: id.toLowerCase(), data, path });
@@ -100,14 +106,8 @@ export function planChildren(
   return { plans, details };
 }
 
-interface Delegate {
-  createMany(args: object): Promise<unknown>;
-  update(args: object): Promise<unknown>;
-  deleteMany(args: object): Promise<unknown>;
-}
-
 /** Refuses when some of `ids` fail the `_CREATOR` condition `owner`. */
-async function requireOwned(db: Database, tx: PrismaLike, collection: string, ids: string[], owner: Sql | null, verb: string): Promise<void> {
+async function requireOwned(db: Database, tx: Tx | undefined, collection: string, ids: string[], owner: Sql | null, verb: string): Promise<void> {
   if (!owner || ids.length === 0) return;
   const owned = await db.query<{ id: string }>(
     sql`SELECT "t0"."id" FROM ${ident(collection)} AS "t0" WHERE "t0"."id" IN (${join(ids.map((id) => sql`${id}`), ', ')}) AND ${owner}`, tx);
@@ -115,7 +115,8 @@ async function requireOwned(db: Database, tx: PrismaLike, collection: string, id
 }
 
 /**
- * Writes the planned children of one parent inside the caller's transaction. With `access`, the child
+ * Writes the planned children of one parent inside the caller's unit of work, registering every child
+ * created, updated or deleted in its change set (under the child collection). With `access`, the child
  * collection's own rules apply: POST for creates, PATCH for updates, DELETE for removals (`_CREATOR`:
  * own rows only, else 403), and children hidden by its policies count as absent (never updated or removed).
  * @param replaceMissing - PUT/PATCH: delete existing children not named in the array
@@ -123,34 +124,48 @@ async function requireOwned(db: Database, tx: PrismaLike, collection: string, id
  * @throws HttpError UNAUTHORIZED / FORBIDDEN from `access.grant`
  */
 export async function writeChildren(
-  db: Database, tx: PrismaLike, parentId: string, plans: ChildPlan[],
-  options: { replaceMissing: boolean; callerId: string | null; access?: WriteAccess },
+  db: Database, work: UnitOfWork, parentId: string, plans: ChildPlan[],
+  options: { replaceMissing: boolean; callerId: string | null; access?: WriteAccess; now: Date },
 ): Promise<ErrorDetail[]> {
   const details: ErrorDetail[] = [];
   const { access } = options;
+  const { tx, changes } = work;
   for (const plan of plans) {
     const { relation, writer } = plan;
-    const delegate = tx[writer.delegate] as Delegate;
-    if (plan.creates.length > 0) access?.grant(writer.collection, 'POST');
+    const child = writer.collection;
+    const table = ident(child.name);
+    if (plan.creates.length > 0) access?.grant(child, 'POST');
     const visible = andAll(access?.visibility(relation.collection) ?? []);
     const existing = new Set((await db.query<{ id: string }>(
-      sql`SELECT "t0"."id" FROM ${ident(relation.collection)} AS "t0" WHERE ${ident('t0', relation.field)} = ${parentId}${visible}`, tx)).map((r) => String(r.id)));
+      sql`SELECT "t0"."id" FROM ${table} AS "t0" WHERE ${ident('t0', relation.field)} = ${parentId}${visible}`, tx)).map((r) => String(r.id)));
     for (const u of plan.updates) {
       if (!existing.has(u.id)) details.push({ path: `${u.path}/id`, message: `${relation.collection} ${u.id} is not a child of this row` });
     }
     if (details.length > 0) continue;
     if (plan.updates.length > 0 && access) {
-      await requireOwned(db, tx, relation.collection, plan.updates.map((u) => u.id), access.grant(writer.collection, 'PATCH'), 'updating');
+      await requireOwned(db, tx, relation.collection, plan.updates.map((u) => u.id), access.grant(child, 'PATCH'), 'updating');
     }
+    const returning = join([ident('id'), ...child.properties.filter((p) => p.type === 'lookup').map((p) => ident(p.name))], ', ');
     if (options.replaceMissing) {
       const keep = new Set(plan.updates.map((u) => u.id));
       const remove = [...existing].filter((id) => !keep.has(id));
-      if (remove.length > 0 && access) await requireOwned(db, tx, relation.collection, remove, access.grant(writer.collection, 'DELETE'), 'deleting');
-      if (remove.length > 0) await delegate.deleteMany({ where: { id: { in: remove } } });
+      if (remove.length > 0 && access) await requireOwned(db, tx, relation.collection, remove, access.grant(child, 'DELETE'), 'deleting');
+      if (remove.length > 0) {
+        const deleted = await db.query<Row>(sql`DELETE FROM ${table} WHERE "id" IN (${join(remove.map((id) => sql`${id}`), ', ')}) RETURNING ${returning}`, tx);
+        changes.record(child.name, deleted.map((r) => String(r.id)), deleted.flatMap((r) => lookupValues(child, r)));
+      }
     }
-    for (const u of plan.updates) await delegate.update({ where: { id: u.id }, data: u.data });
-    const rows = plan.creates.map((c) => ({ id: uuidv7(), ...c.data, [relation.field]: parentId, createdBy: options.callerId }));
-    if (rows.length > 0) await delegate.createMany({ data: rows });
+    for (const u of plan.updates) {
+      const updated = await db.query<Row>(sql`UPDATE ${table} SET ${setList({ ...u.data, updatedAt: options.now })} WHERE "id" = ${u.id} RETURNING ${returning}`, tx);
+      changes.record(child.name, [u.id], updated.flatMap((r) => lookupValues(child, r)));
+    }
+    const rows: Row[] = plan.creates.map((c) => ({
+      id: uuidv7(), ...c.data, [relation.field]: parentId, createdAt: options.now, updatedAt: options.now, createdBy: options.callerId,
+    }));
+    if (rows.length > 0) {
+      await db.query(insertRows(child, rows), tx);
+      changes.record(child.name, rows.map((r) => r.id as string), rows.flatMap((r) => lookupValues(child, r)));
+    }
   }
   return details;
 }

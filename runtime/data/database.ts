@@ -1,31 +1,42 @@
 /**
- * @module Opens the app's generated Prisma client with the driver adapter for its provider, and runs
- * compiled, parameterised SQL through it (`$queryRawUnsafe` with bound values only).
+ * @module The app's database: a `SqlDriver` for its provider (PostgreSQL through our own pool,
+ * SQLite in worker threads) running the SQL the runtime compiles, with values encoded per provider.
+ * Transactions are units of work: see `unit-of-work.ts`.
  */
-import { mkdirSync } from 'node:fs';
-import { dirname, isAbsolute, resolve } from 'node:path';
+import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { DatabaseProvider } from '../manifest.js';
 import { renderSql, type Sql } from '../query/sql.js';
-import { registerSqliteFunctions } from './sqlite-functions.js';
-import type { Database as SqliteDatabase } from 'better-sqlite3';
+import type { SqlDriver, SqlTransaction, TransactionOptions } from './driver.js';
+import { encodeValues } from './values.js';
+import { createPgDriver } from './pg-driver.js';
+import { createSqliteDriver } from './sqlite-driver.js';
 
-/** The part of a Prisma client (or its interactive transaction) the runtime uses. */
+/** The part of a Prisma client the auth store still uses (system tables). */
 export interface PrismaLike {
   $queryRawUnsafe<T = unknown>(query: string, ...values: unknown[]): Promise<T>;
   [delegate: string]: unknown;
 }
 
 export interface PrismaClientLike extends PrismaLike {
-  $transaction<T>(fn: (tx: PrismaLike) => Promise<T>, options?: { timeout?: number; maxWait?: number }): Promise<T>;
   $disconnect(): Promise<void>;
+}
+
+/** A transaction handle: statements run on the transaction's connection. */
+export interface Tx {
+  readonly sql: SqlTransaction;
 }
 
 export interface Database {
   provider: DatabaseProvider;
+  /** The generated Prisma client (system tables only; data paths use `query`). */
   client: PrismaClientLike;
-  /** Runs a compiled statement on the client or inside a transaction. */
-  query<T = Record<string, unknown>>(statement: Sql, tx?: PrismaLike): Promise<T[]>;
+  /** Runs a compiled statement, inside `tx` when given. Values are encoded for the provider. */
+  query<T = Record<string, unknown>>(statement: Sql, tx?: Tx): Promise<T[]>;
+  /** Runs `fn` in one transaction (see `SqlDriver.transaction`). */
+  transaction<T>(fn: (tx: Tx) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  /** Resolves when the database answers. @throws an error with `unavailable: true` otherwise */
+  ping(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -43,37 +54,45 @@ export function resolveDatabaseUrl(url: string, appDir: string): string {
   return `file:${isAbsolute(path) ? path : resolve(appDir, path)}`;
 }
 
+/** Options of `openDatabase`. */
+export interface DatabaseOptions {
+  /** PostgreSQL `statement_timeout` and SQLite's statement limit, in ms. Default 10000. */
+  statementTimeoutMs?: number;
+}
+
 /**
- * Opens the generated client in `<svcDir>/client/` for `url` (already resolved).
+ * Opens the driver for `url` (already resolved) and the generated Prisma client in `<svcDir>/client/`
+ * (sharing the PostgreSQL pool).
  * Source: DESIGN §5 (Prisma 7 client with driver adapters).
  */
-export async function openDatabase(svcDir: string, provider: DatabaseProvider, url: string): Promise<Database> {
+export async function openDatabase(svcDir: string, provider: DatabaseProvider, url: string, options: DatabaseOptions = {}): Promise<Database> {
   const { PrismaClient } = await import(pathToFileURL(resolve(svcDir, 'client', 'client.js')).href);
+  let driver: SqlDriver;
   let adapter: unknown;
   if (provider === 'sqlite') {
-    mkdirSync(dirname(url.slice('file:'.length)), { recursive: true });
+    const path = url.slice('file:'.length);
+    driver = await createSqliteDriver(path, { statementTimeoutMs: options.statementTimeoutMs });
     const { PrismaBetterSqlite3 } = await import('@prisma/adapter-better-sqlite3');
-    const factory = new PrismaBetterSqlite3({ url });
-    const connect = factory.connect.bind(factory);
-    // The adapter opens the better-sqlite3 handle itself; register our functions on it as it connects.
-    factory.connect = async () => {
-      const connection = await connect();
-      registerSqliteFunctions((connection as unknown as { client: SqliteDatabase }).client);
-      return connection;
-    };
-    adapter = factory;
+    adapter = new PrismaBetterSqlite3({ url });
   } else {
+    const pg = createPgDriver(url, { statementTimeoutMs: options.statementTimeoutMs });
+    driver = pg;
     const { PrismaPg } = await import('@prisma/adapter-pg');
-    adapter = new PrismaPg({ connectionString: url });
+    adapter = new PrismaPg(pg.pool as never);
   }
   const client = new PrismaClient({ adapter }) as PrismaClientLike;
   return {
     provider,
     client,
-    query: async <T>(statement: Sql, tx?: PrismaLike) => {
+    query: async <T>(statement: Sql, tx?: Tx) => {
       const { text, values } = renderSql(statement, provider);
-      return (tx ?? client).$queryRawUnsafe<T[]>(text, ...values);
+      return (await (tx ? tx.sql : driver).query(text, encodeValues(values, provider))) as T[];
     },
-    close: () => client.$disconnect(),
+    transaction: (fn, opts) => driver.transaction((sqlTx) => fn({ sql: sqlTx }), opts),
+    ping: () => driver.ping(),
+    close: async () => {
+      await client.$disconnect();
+      await driver.close();
+    },
   };
 }

@@ -10,7 +10,7 @@ import { parseFilter } from '../query/filter-parser.js';
 import type { ListParams, SortSpec } from '../query/list-params.js';
 import type { Selection } from '../query/select.js';
 import { andAll, ident, join, raw, sql, type Sql } from '../query/sql.js';
-import type { Database, PrismaLike } from './database.js';
+import type { Database, Tx } from './database.js';
 import { columnsOf, decodeRow, type Item } from './row-codec.js';
 import { searchCondition } from './search.js';
 
@@ -32,7 +32,7 @@ export interface ReadScope {
    * included children. Absent: no restriction.
    */
   readableOf?: (collection: string, alias?: string) => Sql[] | null;
-  tx?: PrismaLike;
+  tx?: Tx;
   /** The caller's id, for `me()` in the request's filter (null: anonymous). */
   callerId?: string | null;
   /**

@@ -1,25 +1,33 @@
 /**
  * @module Writes of a collection (SPEC §4.1): create one or many (atomic), replace (PUT), merge
  * (PATCH), delete one, bulk delete (atomic), with nested children (SPEC §4.4). Each request is one
- * transaction: a rejected or failed
- * write changes nothing. Lookup targets are checked inside the transaction so a dangling id is a 400
- * naming the property, not a database error.
+ * unit of work (`unit-of-work.ts`): a rejected or failed write changes nothing, and what it changed is
+ * reported after the commit. Statements are compiled SQL with bound values.
+ *
+ * Lookup targets: when the caller's view of a target collection is unrestricted, the foreign key
+ * checks them (no extra round trip) and a violation is explained afterwards by `lookupProblems`; when
+ * policies narrow the target, the ids are checked inside the transaction, so a row the caller cannot
+ * see counts as missing.
  */
 import { v7 as uuidv7 } from 'uuid';
 import type { Collection } from '../manifest.js';
 import { HttpError, type ErrorDetail } from '../errors.js';
 import { UUID } from '../query/list-params.js';
 import { andAll, ident, join, sql, type Sql } from '../query/sql.js';
-import type { Database, PrismaLike } from './database.js';
-import { toPrismaData, validationFailed, type InputChecker, type WriteMode } from './input.js';
+import type { Database, Tx } from './database.js';
+import { validationFailed, type InputChecker, type WriteMode } from './input.js';
 import { planChildren, writeChildren, type ChildPlan, type CollectionWriter, type WriteAccess } from './children.js';
 import { notFound } from './read.js';
+import { insertRows, lookupValues, rowValues, setList, type Row } from './row-sql.js';
+import { isForeignKeyViolation, mapDatabaseError } from './db-errors.js';
+import { runUnitOfWork, type UnitOfWork, type WorkOptions } from './unit-of-work.js';
+import type { Change, ChangeSink } from './changes.js';
+import { MAX_BULK_ROWS } from './limits.js';
 
-/** What a write needs: the database, the collection, its Prisma delegate and input checker. */
+/** What a write needs: the database, the collection, its checker, the caller and the change sink. */
 export interface WriteScope {
   db: Database;
   collection: Collection;
-  delegate: string;
   checker: InputChecker;
   /** The caller's identity id, stored in `createdBy` on create (null for anonymous). */
   callerId: string | null;
@@ -29,181 +37,223 @@ export interface WriteScope {
   owner?: Sql | null;
   /** Rules and policies of other collections, for nested children and lookup targets; absent: unrestricted. */
   access?: WriteAccess;
-  /** Delegate and checker of any collection (for nested children). */
+  /** Checker of any collection (for nested children). */
   writerOf: (collection: string) => CollectionWriter;
+  /** Where the committed changes go, and the request they belong to. */
+  sink: ChangeSink;
+  reqId: string;
+  /** The time of the request: `createdAt`, `updatedAt` and `now()` defaults. */
+  now: Date;
+  /** Aborted before the commit → nothing is written (a function that timed out). */
+  signal?: AbortSignal;
 }
 
-interface Delegate {
-  create(args: object): Promise<unknown>;
-  createMany(args: object): Promise<unknown>;
-  update(args: object): Promise<unknown>;
-  delete(args: object): Promise<unknown>;
-  deleteMany(args: object): Promise<{ count: number }>;
+const ids = (list: readonly string[]) => join(list.map((id) => sql`${id}`), ', ');
+
+function work(scope: WriteScope, action: WorkOptions['action'], single = false): WorkOptions {
+  return { db: scope.db, action, sink: scope.sink, origin: { reqId: scope.reqId, callerId: scope.callerId }, signal: scope.signal, single };
 }
 
-const delegateOf = (tx: PrismaLike, name: string) => tx[name] as Delegate;
+/** Lookup properties whose target the caller sees only through policies (checked in the transaction). */
+function restrictedLookups(scope: WriteScope, collection: Collection) {
+  return collection.properties.filter((p) => p.type === 'lookup' && (scope.access?.visibility(p.collection!).length ?? 0) > 0);
+}
 
-/** Fails with 400 when a lookup value names no row of its target collection (or one its policies hide from the caller). */
-async function checkLookups(scope: WriteScope, tx: PrismaLike, rows: Record<string, unknown>[], basePaths: string[], collection = scope.collection): Promise<void> {
+/**
+ * Details of lookup values in `rows` that name no row of their target collection (or one its policies
+ * hide from the caller); `only` limits the check to some properties.
+ */
+async function lookupProblems(scope: WriteScope, tx: Tx | undefined, collection: Collection, rows: Row[], paths: string[], only?: Set<string>): Promise<ErrorDetail[]> {
   const details: ErrorDetail[] = [];
   for (const p of collection.properties) {
-    if (p.type !== 'lookup') continue;
-    const ids = [...new Set(rows.map((r) => r[p.name]).filter((v): v is string => typeof v === 'string'))];
-    if (ids.length === 0) continue;
+    if (p.type !== 'lookup' || (only && !only.has(p.name))) continue;
+    const wanted = [...new Set(rows.map((r) => r[p.name]).filter((v): v is string => typeof v === 'string'))];
+    if (wanted.length === 0) continue;
     const visible = andAll(scope.access?.visibility(p.collection!) ?? []);
-    const found = await scope.db.query<{ id: string }>(
-      sql`SELECT "t0"."id" FROM ${ident(p.collection!)} AS "t0" WHERE "t0"."id" IN (${join(ids.map((id) => sql`${id}`), ', ')})${visible}`, tx);
+    const found = await scope.db.query<{ id: string }>(sql`SELECT "t0"."id" FROM ${ident(p.collection!)} AS "t0" WHERE "t0"."id" IN (${ids(wanted)})${visible}`, tx);
     const existing = new Set(found.map((r) => String(r.id)));
     rows.forEach((r, i) => {
       const v = r[p.name];
-      if (typeof v === 'string' && !existing.has(v)) {
-        details.push({ path: `${basePaths[i]}/${p.name}`, message: `${p.name}: no ${p.collection} with id ${JSON.stringify(v)}` });
-      }
+      if (typeof v === 'string' && !existing.has(v)) details.push({ path: `${paths[i]}/${p.name}`, message: `${p.name}: no ${p.collection} with id ${JSON.stringify(v)}` });
     });
   }
+  return details;
+}
+
+/** Checks the lookups the foreign key cannot judge for this caller (policy-restricted targets). */
+async function checkRestrictedLookups(scope: WriteScope, tx: Tx | undefined, collection: Collection, rows: Row[], paths: string[]): Promise<void> {
+  const restricted = restrictedLookups(scope, collection);
+  if (restricted.length === 0) return;
+  const details = await lookupProblems(scope, tx, collection, rows, paths, new Set(restricted.map((p) => p.name)));
   if (details.length > 0) throw validationFailed(details);
 }
 
-/** Maps Prisma and driver errors that requests can cause; anything else stays a 500. */
-export function mapDatabaseError(err: unknown, collection: string, id?: string): unknown {
-  const e = err as { code?: string; cause?: { kind?: string }; meta?: { driverAdapterError?: { cause?: { kind?: string } } } };
-  const kind = e.meta?.driverAdapterError?.cause?.kind ?? e.cause?.kind;
-  if (e.code === 'P2025') return notFound(collection, id ?? '');
-  if (e.code === 'P2003' || kind === 'ForeignKeyConstraintViolation') {
-    return new HttpError('CONFLICT', `${collection}${id ? ` ${JSON.stringify(id)}` : ''} is still referenced by a required lookup of another row; delete or change those rows first`);
-  }
-  if (e.code === 'P2002' || kind === 'UniqueConstraintViolation') return new HttpError('CONFLICT', `a ${collection} row with the same unique value exists`);
-  return err;
-}
-
-/** The subset of `ids` that exist and meet the scope's conditions, read inside the transaction. */
-async function visibleIds(scope: WriteScope, tx: PrismaLike, ids: string[]): Promise<Set<string>> {
-  const where = [sql`"t0"."id" IN (${join(ids.map((id) => sql`${id}`), ', ')})`, ...(scope.conditions ?? []).map((c) => sql`(${c})`)];
-  const rows = await scope.db.query<{ id: string }>(sql`SELECT "t0"."id" FROM ${ident(scope.collection.name)} AS "t0" WHERE ${join(where, ' AND ')}`, tx);
-  return new Set(rows.map((r) => String(r.id)));
-}
-
-/** Refuses (403) when some of the visible `ids` fail the scope's `_CREATOR` condition. */
-async function requireOwned(scope: WriteScope, tx: PrismaLike, ids: string[]): Promise<void> {
-  if (!scope.owner) return;
-  const owned = await scope.db.query<{ id: string }>(
-    sql`SELECT "t0"."id" FROM ${ident(scope.collection.name)} AS "t0" WHERE "t0"."id" IN (${join(ids.map((id) => sql`${id}`), ', ')}) AND ${scope.owner}`, tx);
-  if (owned.length !== ids.length) {
-    throw new HttpError('FORBIDDEN', ids.length === 1
-      ? `${scope.collection.name} ${JSON.stringify(ids[0])} belongs to another caller`
-      : `some of the ${scope.collection.name} rows belong to another caller; nothing was changed`);
-  }
-}
-
-/** 404 unless the row exists and meets the scope's conditions (views, policies); 403 when it fails `owner`. */
-async function requireVisible(scope: WriteScope, tx: PrismaLike, id: string): Promise<void> {
-  if (!scope.conditions?.length && !scope.owner) return; // the write itself answers P2025 → 404
-  if ((await visibleIds(scope, tx, [id])).size === 0) throw notFound(scope.collection.name, id);
-  await requireOwned(scope, tx, [id]);
-}
-
-async function inTransaction<T>(scope: WriteScope, fn: (tx: PrismaLike) => Promise<T>, id?: string): Promise<T> {
+/**
+ * Runs a write; a foreign-key violation (a dangling lookup) becomes a 400 naming the properties,
+ * found by re-checking `explain` after the rollback; other database errors map as `mapDatabaseError`.
+ */
+async function guarded<T>(scope: WriteScope, id: string | undefined, run: () => Promise<T>, explain?: () => Promise<ErrorDetail[]>): Promise<T> {
   try {
-    return await scope.db.client.$transaction(fn, { timeout: 30_000, maxWait: 10_000 }); // ms
+    return await run();
   } catch (err) {
+    if (explain && isForeignKeyViolation(err)) {
+      const details = await explain();
+      if (details.length > 0) throw validationFailed(details);
+    }
     throw mapDatabaseError(err, scope.collection.name, id);
   }
 }
 
-/** Checks the lookups of every planned child row, then writes the children of one parent. */
-async function writeChildrenOf(scope: WriteScope, tx: PrismaLike, parentId: string, plans: ChildPlan[], replaceMissing: boolean): Promise<void> {
-  for (const plan of plans) {
-    const rows = [...plan.creates, ...plan.updates];
-    await checkLookups(scope, tx, rows.map((r) => r.data), rows.map((r) => r.path), plan.writer.collection);
+/** 404 unless the row exists and meets the scope's conditions; 403 when it fails `owner`. */
+async function requireVisible(scope: WriteScope, tx: Tx | undefined, id: string): Promise<void> {
+  const where = [sql`"t0"."id" = ${id}`, ...(scope.conditions ?? []).map((c) => sql`(${c})`)];
+  const rows = await scope.db.query<{ id: string; owned?: unknown }>(
+    sql`SELECT "t0"."id"${scope.owner ? sql`, CASE WHEN ${scope.owner} THEN 1 ELSE 0 END AS "owned"` : sql``} FROM ${ident(scope.collection.name)} AS "t0" WHERE ${join(where, ' AND ')}`, tx);
+  if (rows.length === 0) throw notFound(scope.collection.name, id);
+  if (scope.owner && Number(rows[0].owned) !== 1) throw new HttpError('FORBIDDEN', `${scope.collection.name} ${JSON.stringify(id)} belongs to another caller`);
+}
+
+/** Refuses (403) when some of the visible `rowIds` fail the scope's `_CREATOR` condition. */
+async function requireOwned(scope: WriteScope, tx: Tx | undefined, rowIds: string[]): Promise<void> {
+  if (!scope.owner) return;
+  const owned = await scope.db.query<{ id: string }>(sql`SELECT "t0"."id" FROM ${ident(scope.collection.name)} AS "t0" WHERE "t0"."id" IN (${ids(rowIds)}) AND ${scope.owner}`, tx);
+  if (owned.length !== rowIds.length) {
+    throw new HttpError('FORBIDDEN', rowIds.length === 1
+      ? `${scope.collection.name} ${JSON.stringify(rowIds[0])} belongs to another caller`
+      : `some of the ${scope.collection.name} rows belong to another caller; nothing was changed`);
   }
-  const details = await writeChildren(scope.db, tx, parentId, plans, { replaceMissing, callerId: scope.callerId, access: scope.access });
-  if (details.length > 0) throw validationFailed(details);
 }
 
 /** Checks a body and its child arrays; every problem is collected. */
 function checkBody(scope: WriteScope, body: unknown, mode: WriteMode, basePath: string): { details: ErrorDetail[]; plans: ChildPlan[] } {
   const details = scope.checker.check(body, mode, basePath);
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return { details, plans: [] };
-  const children = planChildren(scope.collection, body as Record<string, unknown>, basePath, scope.writerOf);
+  const children = planChildren(scope.collection, body as Record<string, unknown>, basePath, scope.writerOf, scope.now);
   return { details: [...details, ...children.details], plans: children.plans };
 }
 
+/** Writes the children of one parent, after checking their policy-restricted lookups. */
+async function writeChildrenOf(scope: WriteScope, w: UnitOfWork, parentId: string, plans: ChildPlan[], replaceMissing: boolean): Promise<void> {
+  for (const plan of plans) {
+    const rows = [...plan.creates, ...plan.updates];
+    await checkRestrictedLookups(scope, w.tx, plan.writer.collection, rows.map((r) => r.data), rows.map((r) => r.path));
+  }
+  const details = await writeChildren(scope.db, w, parentId, plans, { replaceMissing, callerId: scope.callerId, access: scope.access, now: scope.now });
+  if (details.length > 0) throw validationFailed(details);
+}
+
+/** Every lookup problem of a body's children (to explain a foreign-key violation). */
+async function childLookupProblems(scope: WriteScope, plans: ChildPlan[]): Promise<ErrorDetail[]> {
+  const details: ErrorDetail[] = [];
+  for (const plan of plans) {
+    const rows = [...plan.creates, ...plan.updates];
+    details.push(...await lookupProblems(scope, undefined, plan.writer.collection, rows.map((r) => r.data), rows.map((r) => r.path)));
+  }
+  return details;
+}
+
 /**
- * POST: creates one row (object body) or several (array body), all or nothing.
- * @returns the new ids in request order
- * @throws HttpError VALIDATION_FAILED (400) listing every bad value, with `/index/property` paths for arrays
+ * POST: creates one row (object body) or several (array body, at most `MAX_BULK_ROWS`), all or nothing.
+ * @returns the new ids in request order, and the committed changes
+ * @throws HttpError PAYLOAD_TOO_LARGE (413) over the row limit; VALIDATION_FAILED (400) listing every bad
+ *   value, with `/index/property` paths for arrays
  * Source: SPEC §4.1 rule 1.
  */
-export async function createItems(scope: WriteScope, body: unknown): Promise<string[]> {
+export async function createItems(scope: WriteScope, body: unknown): Promise<{ ids: string[]; changes: Change[] }> {
   const items = Array.isArray(body) ? body : [body];
   if (Array.isArray(body) && body.length === 0) throw validationFailed([{ path: '/', message: 'the array must hold at least one object' }]);
+  if (items.length > MAX_BULK_ROWS) throw new HttpError('PAYLOAD_TOO_LARGE', `a request may create at most ${MAX_BULK_ROWS} rows (got ${items.length}); split it into several requests`);
   const basePaths = Array.isArray(body) ? items.map((_, i) => `/${i}`) : [''];
   const checked = items.map((item, i) => checkBody(scope, item, 'create', basePaths[i]));
   const details = checked.flatMap((c) => c.details);
   if (details.length > 0) throw validationFailed(details);
-  const rows = items.map((item) => ({
+  const rows: Row[] = items.map((item) => ({
     id: uuidv7(),
-    ...toPrismaData(scope.collection, item as Record<string, unknown>, 'create'),
-    createdBy: scope.callerId,
+    ...rowValues(scope.collection, item as Record<string, unknown>, 'create', scope.now),
+    createdAt: scope.now, updatedAt: scope.now, createdBy: scope.callerId,
   }));
-  await inTransaction(scope, async (tx) => {
-    await checkLookups(scope, tx, rows, basePaths);
-    if (rows.length === 1) await delegateOf(tx, scope.delegate).create({ data: rows[0] });
-    else await delegateOf(tx, scope.delegate).createMany({ data: rows });
-    for (const [i, c] of checked.entries()) if (c.plans.length > 0) await writeChildrenOf(scope, tx, rows[i].id, c.plans, false);
-  });
-  return rows.map((r) => r.id);
+  const hasChildren = checked.some((c) => c.plans.length > 0);
+  const single = !hasChildren && restrictedLookups(scope, scope.collection).length === 0;
+  const { changes } = await guarded(scope, undefined, () => runUnitOfWork(work(scope, 'POST', single), async (w) => {
+    await checkRestrictedLookups(scope, w.tx, scope.collection, rows, basePaths);
+    await scope.db.query(insertRows(scope.collection, rows), w.tx);
+    w.changes.record(scope.collection.name, rows.map((r) => r.id as string), rows.flatMap((r) => lookupValues(scope.collection, r)));
+    for (const [i, c] of checked.entries()) if (c.plans.length > 0) await writeChildrenOf(scope, w, rows[i].id as string, c.plans, false);
+  }), async () => [
+    ...await lookupProblems(scope, undefined, scope.collection, rows, basePaths),
+    ...await childLookupProblems(scope, checked.flatMap((c) => c.plans)),
+  ]);
+  return { ids: rows.map((r) => r.id as string), changes };
 }
 
 /**
  * PUT (`replace`: omitted properties become their default or null) or PATCH (`merge`).
- * @throws HttpError NOT_FOUND (404) when no row has the id; VALIDATION_FAILED (400)
+ * @throws HttpError NOT_FOUND (404) when no visible row has the id; FORBIDDEN (403) for another
+ *   caller's row under `_CREATOR`; VALIDATION_FAILED (400)
  * Source: SPEC §4.1 rule 3.
  */
-export async function updateItem(scope: WriteScope, id: string, body: unknown, mode: Exclude<WriteMode, 'create'>): Promise<void> {
-  if (!UUID.test(id)) throw notFound(scope.collection.name, id);
+export async function updateItem(scope: WriteScope, rawId: string, body: unknown, mode: Exclude<WriteMode, 'create'>): Promise<Change[]> {
+  if (!UUID.test(rawId)) throw notFound(scope.collection.name, rawId);
+  const id = rawId.toLowerCase();
   const { details, plans } = checkBody(scope, body, mode, '');
   if (details.length > 0) throw validationFailed(details);
-  const data = toPrismaData(scope.collection, body as Record<string, unknown>, mode);
-  await inTransaction(scope, async (tx) => {
-    await requireVisible(scope, tx, id.toLowerCase());
-    await checkLookups(scope, tx, [data], ['']);
-    await delegateOf(tx, scope.delegate).update({ where: { id: id.toLowerCase() }, data });
-    if (plans.length > 0) await writeChildrenOf(scope, tx, id.toLowerCase(), plans, true);
-  }, id);
+  const data: Row = { ...rowValues(scope.collection, body as Record<string, unknown>, mode, scope.now), updatedAt: scope.now };
+  const { changes } = await guarded(scope, id, () => runUnitOfWork(work(scope, mode === 'replace' ? 'PUT' : 'PATCH'), async (w) => {
+    if (scope.conditions?.length || scope.owner) await requireVisible(scope, w.tx, id);
+    await checkRestrictedLookups(scope, w.tx, scope.collection, [data], ['']);
+    const lookups = scope.collection.properties.filter((p) => p.type === 'lookup');
+    const returning = join([ident('id'), ...lookups.map((p) => ident(p.name))], ', ');
+    const updated = await scope.db.query<Row>(sql`UPDATE ${ident(scope.collection.name)} SET ${setList(data)} WHERE "id" = ${id} RETURNING ${returning}`, w.tx);
+    if (updated.length === 0) throw notFound(scope.collection.name, id);
+    w.changes.record(scope.collection.name, [id], lookupValues(scope.collection, updated[0]));
+    if (plans.length > 0) await writeChildrenOf(scope, w, id, plans, true);
+  }), async () => [...await lookupProblems(scope, undefined, scope.collection, [data], ['']), ...await childLookupProblems(scope, plans)]);
+  return changes;
 }
 
-/** DELETE one. @throws HttpError NOT_FOUND (404); CONFLICT (409) when a required lookup still points at it. */
-export async function deleteItem(scope: WriteScope, id: string): Promise<void> {
-  if (!UUID.test(id)) throw notFound(scope.collection.name, id);
-  await inTransaction(scope, async (tx) => {
-    await requireVisible(scope, tx, id.toLowerCase());
-    await delegateOf(tx, scope.delegate).delete({ where: { id: id.toLowerCase() } });
-  }, id);
+/** The columns a delete reads back: the id and every lookup (the change's `lookupIds`). */
+function deletedColumns(collection: Collection): Sql {
+  return join([ident('id'), ...collection.properties.filter((p) => p.type === 'lookup').map((p) => ident(p.name))], ', ');
+}
+
+/** DELETE one. @throws HttpError NOT_FOUND (404); FORBIDDEN (403); CONFLICT (409) when a required lookup still points at it. */
+export async function deleteItem(scope: WriteScope, rawId: string): Promise<Change[]> {
+  if (!UUID.test(rawId)) throw notFound(scope.collection.name, rawId);
+  const id = rawId.toLowerCase();
+  const narrowed = !!(scope.conditions?.length || scope.owner);
+  const { changes } = await guarded(scope, id, () => runUnitOfWork(work(scope, 'DELETE', !narrowed), async (w) => {
+    if (narrowed) await requireVisible(scope, w.tx, id);
+    const deleted = await scope.db.query<Row>(sql`DELETE FROM ${ident(scope.collection.name)} WHERE "id" = ${id} RETURNING ${deletedColumns(scope.collection)}`, w.tx);
+    if (deleted.length === 0) throw notFound(scope.collection.name, id);
+    w.changes.record(scope.collection.name, [id], lookupValues(scope.collection, deleted[0]));
+  }));
+  return changes;
 }
 
 /**
- * Bulk DELETE with a JSON array of ids: all are deleted or none.
+ * Bulk DELETE with a JSON array of ids (at most `MAX_BULK_ROWS`): all are deleted or none.
  * @throws HttpError VALIDATION_FAILED (400) for a body that is not a non-empty array of GUIDs;
- *   NOT_FOUND (404) naming the ids that do not exist (nothing deleted)
+ *   PAYLOAD_TOO_LARGE (413) over the limit; NOT_FOUND (404) when some ids do not exist (nothing deleted)
  * Source: SPEC §4.1 rule 2; DESIGN §4 (bulk DELETE with an unknown id → 404).
  */
-export async function deleteItems(scope: WriteScope, body: unknown): Promise<void> {
-  if (!Array.isArray(body) || body.length === 0) {
-    throw validationFailed([{ path: '/', message: 'the body must be a non-empty JSON array of ids' }]);
-  }
+export async function deleteItems(scope: WriteScope, body: unknown): Promise<Change[]> {
+  if (!Array.isArray(body) || body.length === 0) throw validationFailed([{ path: '/', message: 'the body must be a non-empty JSON array of ids' }]);
+  if (body.length > MAX_BULK_ROWS) throw new HttpError('PAYLOAD_TOO_LARGE', `a request may delete at most ${MAX_BULK_ROWS} rows (got ${body.length}); split it into several requests`);
   const bad = body.map((v, i) => [v, i] as const).filter(([v]) => typeof v !== 'string' || !UUID.test(v));
   if (bad.length > 0) throw validationFailed(bad.map(([, i]) => ({ path: `/${i}`, message: 'must be a GUID' })));
-  const ids = [...new Set((body as string[]).map((v) => v.toLowerCase()))];
-  await inTransaction(scope, async (tx) => {
-    if ((scope.conditions?.length || scope.owner) && (await visibleIds(scope, tx, ids)).size !== ids.length) {
-      throw new HttpError('NOT_FOUND', `some of the ${ids.length} ${scope.collection.name} ids were not found; nothing was deleted`);
+  const wanted = [...new Set((body as string[]).map((v) => v.toLowerCase()))];
+  const notAll = () => new HttpError('NOT_FOUND', `some of the ${wanted.length} ${scope.collection.name} ids were not found; nothing was deleted`);
+  const { changes } = await guarded(scope, undefined, () => runUnitOfWork(work(scope, 'DELETE'), async (w) => {
+    if (scope.conditions?.length) {
+      const where = [sql`"t0"."id" IN (${ids(wanted)})`, ...scope.conditions.map((c) => sql`(${c})`)];
+      const visible = await scope.db.query(sql`SELECT "t0"."id" FROM ${ident(scope.collection.name)} AS "t0" WHERE ${join(where, ' AND ')}`, w.tx);
+      if (visible.length !== wanted.length) throw notAll();
     }
-    await requireOwned(scope, tx, ids);
-    const { count } = await delegateOf(tx, scope.delegate).deleteMany({ where: { id: { in: ids } } });
-    if (count !== ids.length) {
-      // Throwing inside the transaction rolls the partial delete back.
-      throw new HttpError('NOT_FOUND', `${ids.length - count} of the ${ids.length} ${scope.collection.name} ids were not found; nothing was deleted`);
-    }
-  });
+    await requireOwned(scope, w.tx, wanted);
+    const deleted = await scope.db.query<Row>(sql`DELETE FROM ${ident(scope.collection.name)} WHERE "id" IN (${ids(wanted)}) RETURNING ${deletedColumns(scope.collection)}`, w.tx);
+    // Throwing inside the transaction rolls the partial delete back.
+    if (deleted.length !== wanted.length) throw notAll();
+    w.changes.record(scope.collection.name, deleted.map((r) => String(r.id)), deleted.flatMap((r) => lookupValues(scope.collection, r)));
+  }));
+  return changes;
 }

@@ -1,8 +1,9 @@
 /**
- * @module The Express 5 application: JSON body parsing, request ids and logs, authentication of every
- * `/api` request, the auth endpoints and `/login`, the client log, the routes of every generated route
- * module under `/api`, the unknown-route handler and the one error middleware that writes the DESIGN §4
- * body. Stack traces never leave the server.
+ * @module The Express 5 application of everything under `/api` but the data routes (which
+ * `api-handler.ts` serves first, without a framework): JSON body parsing, request ids and logs,
+ * authentication, the auth endpoints and `/login`, the client log, `_openapi`, functions, the
+ * unknown-route handler and the one error middleware that writes the DESIGN §4 body. Stack traces
+ * never leave the server.
  */
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
@@ -10,10 +11,7 @@ import type { AppManifest } from '../manifest.js';
 import { HttpError, toErrorBody } from '../errors.js';
 import type { Database } from '../data/database.js';
 import type { Logger } from '../log.js';
-import { collectionRouter, type RoutesDefinition } from './collection-routes.js';
-import { compileInputChecker } from '../data/input.js';
-import { queryRouter } from './query-routes.js';
-import type { CollectionWriter } from '../data/children.js';
+import { mapInfrastructureError } from '../data/db-errors.js';
 import { captureRawBody, functionRouter, type FunctionRoutesOptions } from './function-routes.js';
 import type { AuthService } from '../auth/auth-service.js';
 import { authenticate } from '../auth/authenticate.js';
@@ -26,8 +24,6 @@ export interface AppOptions {
   manifest: AppManifest;
   db: Database;
   logger: Logger;
-  /** Definitions exported by `.svc/routes/*.js`. */
-  routes: RoutesDefinition[];
   /** The generated OpenAPI document, served at `/api/_openapi`. */
   openapi: object;
   /** Where compiled functions are, their secrets and the worker pool that runs them. */
@@ -68,19 +64,7 @@ export function createApp(options: AppOptions): express.Express {
   api.use(authenticate(options.auth));
   api.use(authRouter(options.auth), tokenRouter(options.auth), clientLogRouter(options.db, logger, manifest));
   api.get('/_openapi', (_req, res) => { res.json(options.openapi); });
-  // One delegate and compiled input checker per collection, shared by its routes, its views and
-  // parents that write it as nested children.
-  const writers = new Map<string, CollectionWriter>();
-  for (const d of options.routes) {
-    if (d.kind === 'collection') {
-      const collection = manifest.collections.find((c) => c.name === d.collection)!;
-      writers.set(d.collection, { collection, delegate: d.delegate, checker: compileInputChecker(collection) });
-    }
-  }
-  const writerOf = (name: string): CollectionWriter => writers.get(name)!;
-  for (const definition of options.routes) {
-    api.use(definition.kind === 'query' ? queryRouter(definition, manifest, options.db) : collectionRouter(definition, manifest, options.db, writerOf));
-  }
+  // Collections, views and queries are served before this application (`api-handler.ts`).
   api.use(functionRouter({ manifest, logger, ...options.functions }));
   app.use('/api', api);
 
@@ -101,7 +85,9 @@ export function createApp(options: AppOptions): express.Express {
     if (e?.type === 'entity.parse.failed') error = new HttpError('INVALID_JSON', 'the request body is not valid JSON');
     else if (e?.type === 'entity.too.large') error = new HttpError('PAYLOAD_TOO_LARGE', 'the request body is larger than 10 MiB');
     else if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') error = new HttpError('UNSUPPORTED_MEDIA_TYPE', 'unsupported body encoding');
+    error = mapInfrastructureError(error);
     const { status, body } = toErrorBody(error);
+    if (error instanceof HttpError && error.headers && !res.headersSent) res.set(error.headers);
     if (status >= 500) logger.error({ reqId: res.locals.reqId, err }, 'request failed');
     if (res.headersSent) return;
     res.status(status).json(body);

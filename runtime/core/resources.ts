@@ -1,0 +1,63 @@
+/**
+ * @module The data resources of an app, driven by the manifest: every collection, view and query
+ * becomes `/api/{name}` (SPEC §4.1). Built once at start; a view or query filter that does not parse
+ * stops the server with its reason.
+ */
+import type { AccessRule, AppManifest, Collection, Query, View } from '../manifest.js';
+import type { FilterNode } from '../query/filter-ast.js';
+import { parseFilter } from '../query/filter-parser.js';
+import { queryRowCollection } from '../data/query-source.js';
+import { StartupError } from '../load-manifest.js';
+
+/** A collection, or a view of one (`view` set): the same operations, narrowed by the view's filter. */
+export interface CollectionResource {
+  kind: 'collection';
+  /** The name in the path: the collection's or the view's. */
+  name: string;
+  collection: Collection;
+  view?: View;
+  /** The view's parsed filter (compiled per request: it may use `now()` or `me()`). */
+  viewFilter?: FilterNode;
+  /** The rules in force: a view's own, else its collection's. */
+  rules: readonly AccessRule[];
+}
+
+/** A read-only query. */
+export interface QueryResource {
+  kind: 'query';
+  name: string;
+  query: Query;
+  /** The `from` collection (its policies narrow the rows). */
+  from: Collection;
+  /** The output rows described as a collection (fields as properties). */
+  rowCollection: Collection;
+}
+
+export type Resource = CollectionResource | QueryResource;
+
+function parsed(what: string, filter: string): FilterNode {
+  try {
+    return parseFilter(filter);
+  } catch (err) {
+    throw new StartupError(`${what}: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * Every resource of the manifest by name.
+ * @throws StartupError for a view or query whose filter does not parse
+ */
+export function buildResources(manifest: AppManifest): Map<string, Resource> {
+  const byName = new Map<string, Resource>();
+  const collectionNamed = (name: string) => manifest.collections.find((c) => c.name === name)!;
+  for (const c of manifest.collections) byName.set(c.name, { kind: 'collection', name: c.name, collection: c, rules: c.access });
+  for (const v of manifest.views) {
+    const collection = collectionNamed(v.collection);
+    byName.set(v.name, { kind: 'collection', name: v.name, collection, view: v, viewFilter: parsed(`view ${v.name}`, v.filter), rules: v.access ?? collection.access });
+  }
+  for (const q of manifest.queries) {
+    if (q.filter) parsed(`query ${q.name}`, q.filter);
+    byName.set(q.name, { kind: 'query', name: q.name, query: q, from: collectionNamed(q.from), rowCollection: queryRowCollection(q) });
+  }
+  return byName;
+}

@@ -1,0 +1,50 @@
+/**
+ * @module Database errors a request can cause, recognised on both drivers and mapped to the error
+ * codes of DESIGN §4: a missing row, a row still referenced, a unique clash, an unreachable database
+ * (503) and a statement that ran too long (504).
+ */
+import { HttpError } from '../errors.js';
+import { notFound } from './read.js';
+
+interface DriverError { code?: string; message?: string; unavailable?: boolean }
+
+/**
+ * PostgreSQL 23503; SQLite SQLITE_CONSTRAINT_FOREIGNKEY (or, for a statement with RETURNING,
+ * SQLITE_CONSTRAINT_TRIGGER with the foreign-key message).
+ */
+export function isForeignKeyViolation(err: unknown): boolean {
+  const { code, message } = (err ?? {}) as DriverError;
+  return code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || (!!code?.startsWith('SQLITE_CONSTRAINT') && /FOREIGN KEY constraint failed/.test(message ?? ''));
+}
+
+/** PostgreSQL 23505, SQLite SQLITE_CONSTRAINT_UNIQUE / PRIMARYKEY. */
+export function isUniqueViolation(err: unknown): boolean {
+  const code = (err as DriverError)?.code;
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
+/**
+ * Maps errors that requests can cause; anything else is returned unchanged (a 500).
+ * Source: SPEC §7; DESIGN §4 (409 for a referenced row or a unique clash).
+ */
+export function mapDatabaseError(err: unknown, collection: string, id?: string): unknown {
+  if (err instanceof HttpError) return err;
+  const e = err as DriverError;
+  if (e?.code === 'P2025') return notFound(collection, id ?? '');
+  if (isForeignKeyViolation(err)) {
+    return new HttpError('CONFLICT', `${collection}${id ? ` ${JSON.stringify(id)}` : ''} is still referenced by a required lookup of another row; delete or change those rows first`);
+  }
+  if (isUniqueViolation(err)) return new HttpError('CONFLICT', `a ${collection} row with the same unique value exists`);
+  return mapInfrastructureError(err);
+}
+
+/**
+ * An unreachable database → 503 SERVICE_UNAVAILABLE (Retry-After: 1); a statement over the time limit
+ * (PostgreSQL 57014, SQLite driver `STATEMENT_TIMEOUT`) → 504 STATEMENT_TIMEOUT; else unchanged.
+ */
+export function mapInfrastructureError(err: unknown): unknown {
+  const e = err as DriverError;
+  if (e?.unavailable) return new HttpError('SERVICE_UNAVAILABLE', 'the database is unavailable; try again shortly', { cause: err, headers: { 'retry-after': '1' } });
+  if (e?.code === '57014' || e?.code === 'STATEMENT_TIMEOUT') return new HttpError('STATEMENT_TIMEOUT', 'the request ran longer than the statement time limit; narrow the filter or ask for less', { cause: err });
+  return err;
+}

@@ -1,0 +1,62 @@
+/**
+ * @module Rows as SQL: a validated body → column values (defaults applied, values converted to what
+ * the column stores), and the INSERT / SET fragments built from them. Column names are the property
+ * names (DESIGN §3); blob columns are written by the blob endpoints only.
+ */
+import type { Collection, Property } from '../manifest.js';
+import { ident, join, sql, type Sql } from '../query/sql.js';
+import type { WriteMode } from './input.js';
+
+/** Column name → value (JS values; the database layer encodes them per provider). */
+export type Row = Record<string, unknown>;
+
+const writable = (c: Collection) => c.properties.filter((p) => p.type !== 'blob');
+
+function convert(p: Property, v: unknown, now: Date): unknown {
+  if (v === null) return null;
+  switch (p.type) {
+    case 'date': return v === 'now()' ? new Date(now.toISOString().slice(0, 10)) : new Date(`${v as string}T00:00:00Z`);
+    case 'date-time': return v === 'now()' ? now : new Date(v as string);
+    // Exact decimal text; SQLite's DECIMAL affinity stores it as a number either way.
+    case 'decimal': return typeof v === 'number' ? v : String(v);
+    case 'lookup': return typeof v === 'string' ? v.toLowerCase() : (v as { id: string }).id.toLowerCase();
+    case 'guid': return (v as string).toLowerCase();
+    default: return v;
+  }
+}
+
+/**
+ * Column values of one checked body: `create` and `replace` give every writable property (its
+ * default or null when omitted); `merge` only those present.
+ */
+export function rowValues(c: Collection, body: Record<string, unknown>, mode: WriteMode, now: Date): Row {
+  const row: Row = {};
+  for (const p of writable(c)) {
+    let v = body[p.name];
+    if (v === undefined) {
+      if (mode === 'merge') continue;
+      v = p.default === undefined ? null : p.default;
+    }
+    row[p.name] = convert(p, v, now);
+  }
+  return row;
+}
+
+/** The lookup values of a row (for a change's `lookupIds`). */
+export function lookupValues(c: Collection, row: Row): unknown[] {
+  const out: unknown[] = [];
+  for (const p of c.properties) if (p.type === 'lookup' && row[p.name] != null) out.push(String(row[p.name]));
+  return out;
+}
+
+/** `INSERT INTO "C" (cols) VALUES (...), (...)`: one statement for every row (same keys in each). */
+export function insertRows(c: Collection, rows: Row[]): Sql {
+  const columns = Object.keys(rows[0]);
+  const values = rows.map((r) => sql`(${join(columns.map((k) => sql`${r[k]}`), ', ')})`);
+  return sql`INSERT INTO ${ident(c.name)} (${join(columns.map((k) => ident(k)), ', ')}) VALUES ${join(values, ', ')}`;
+}
+
+/** `"a" = ?, "b" = ?` for an UPDATE. */
+export function setList(row: Row): Sql {
+  return join(Object.entries(row).map(([k, v]) => sql`${ident(k)} = ${v}`), ', ');
+}

@@ -1,0 +1,47 @@
+/**
+ * @module Units of work: one transaction whose writes register what they changed, committed as a
+ * whole, with the change set published after the commit (STYLE §10.14). Every write path runs in one.
+ */
+import type { Database, Tx } from './database.js';
+import { ChangeSet, type Change, type ChangeAction, type ChangeSink } from './changes.js';
+
+/** What a write inside a unit of work has: its transaction and the change set it fills. */
+export interface UnitOfWork {
+  /** The transaction; undefined for a `single`-statement unit (statements then autocommit). */
+  tx: Tx | undefined;
+  changes: ChangeSet;
+}
+
+/** Who and what a unit of work runs for. */
+export interface WorkOptions {
+  db: Database;
+  action: ChangeAction;
+  sink: ChangeSink;
+  origin: { reqId: string; callerId: string | null };
+  /** Aborted before the commit → rolled back, nothing published. */
+  signal?: AbortSignal;
+  /**
+   * The work is exactly one statement: it runs without BEGIN/COMMIT (a single statement is atomic on
+   * both databases), saving two round trips on the hot path.
+   */
+  single?: boolean;
+}
+
+/**
+ * Runs `fn` in one transaction, then publishes its changes to the sink.
+ * @returns what `fn` returned and the changes committed (empty when nothing changed)
+ * @throws whatever `fn` throws (after the rollback); the signal's reason when aborted
+ */
+export async function runUnitOfWork<T>(options: WorkOptions, fn: (work: UnitOfWork) => Promise<T>): Promise<{ result: T; changes: Change[] }> {
+  const changes = new ChangeSet(options.action);
+  let result: T;
+  if (options.single) {
+    options.signal?.throwIfAborted();
+    result = await fn({ tx: undefined, changes });
+  } else {
+    result = await options.db.transaction((tx) => fn({ tx, changes }), { signal: options.signal });
+  }
+  const list = changes.list();
+  if (list.length > 0) options.sink.publish(list, options.origin);
+  return { result, changes: list };
+}
