@@ -11,6 +11,7 @@
  * pg error (`code` = SQLSTATE; `57014` = statement timeout). Source: DESIGN §5, issues 9 and 10.
  */
 import pg from 'pg';
+import { untilAborted } from './abort.js';
 import { unavailable, type SqlDriver, type SqlRow, type SqlTransaction, type TransactionOptions } from './driver.js';
 
 /** Options of `createPgDriver`. */
@@ -139,13 +140,17 @@ export function createPgDriver(url: string, options: PgDriverOptions = {}): SqlD
             return run(client, text, values);
           },
         };
-        const result = await fn(tx);
+        const result = await untilAborted(fn(tx), signal);
         signal?.throwIfAborted();
+        open = false; // from here on, a late tx.query from fn is refused
         await run(client, 'COMMIT');
-        open = false;
         return result;
       } catch (err) {
-        if (open && !broken.has(client)) await run(client, 'ROLLBACK').catch(() => {});
+        // pg queues statements per client: a ROLLBACK runs after whatever fn still has in flight.
+        if (open && !broken.has(client)) {
+          open = false;
+          await run(client, 'ROLLBACK').catch(() => {});
+        }
         throw err;
       } finally {
         open = false;
