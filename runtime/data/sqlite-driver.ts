@@ -89,7 +89,9 @@ export async function createSqliteDriver(path: string, options: SqliteDriverOpti
   const lanes = () => [writer, ...readers];
   try {
     await writer.ready;
-    for (let k = 0; k < (options.readers ?? 2); k++) readers.push(new SqliteLane({ path: file, role: 'reader', busyTimeoutMs }, timeoutMs, () => pump()));
+    // An in-memory database exists once per connection: everything then runs on the writer.
+    const readerCount = file === ':memory:' ? 0 : options.readers ?? 2;
+    for (let k = 0; k < readerCount; k++) readers.push(new SqliteLane({ path: file, role: 'reader', busyTimeoutMs }, timeoutMs, () => pump()));
     await Promise.all(readers.map((r) => r.ready));
   } catch (err) {
     await Promise.all(lanes().map((l) => l.close()));

@@ -198,6 +198,17 @@ describe('threads', () => {
     await expect(other.transaction(async () => 1)).rejects.toMatchObject({ unavailable: true });
   });
 
+  it(':memory: runs everything on the writer (one connection, one database)', async () => {
+    const mem = await createSqliteDriver(':memory:');
+    try {
+      await mem.query('CREATE TABLE m (id INTEGER PRIMARY KEY)', []);
+      await mem.transaction((tx) => tx.query('INSERT INTO m VALUES (1)', []));
+      expect(await mem.query('SELECT id FROM m', [])).toEqual([{ id: 1 }]);
+    } finally {
+      await mem.close();
+    }
+  });
+
   it('a file that cannot be opened rejects as unavailable and leaves no thread behind', async () => {
     const before = threads();
     await expect(createSqliteDriver(join(file, 'x.db'))).rejects.toThrow(); // a file where a folder should be
