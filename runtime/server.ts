@@ -9,6 +9,7 @@ import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { openDatabase, providerOf, resolveDatabaseUrl, type Database } from './data/database.js';
 import { applyMigrations } from './data/schema-engine.js';
+import { pendingMigrations } from './data/migration-state.js';
 import { createApp } from './http/app.js';
 import { secretsFromEnv } from './http/function-routes.js';
 import { WorkerPool } from './functions/worker-pool.js';
@@ -71,6 +72,9 @@ export async function migrateApp(appDir: string, env: NodeJS.ProcessEnv = proces
 async function applyPending(appDir: string, manifest: AppManifest, url: string): Promise<string[]> {
   const migrationsDir = join(appDir, 'migrations', manifest.provider);
   if (!existsSync(migrationsDir)) return [];
+  // Nothing pending: leave the engine (and its database lock) out of it.
+  const pending = await pendingMigrations(manifest.provider, url, migrationsDir).catch(() => null);
+  if (pending?.length === 0) return [];
   const { applied } = await applyMigrations({ provider: manifest.provider, url, migrationsDir });
   return applied;
 }

@@ -1,65 +1,179 @@
 /**
- * @module PostgreSQL `SqlDriver` over our own `pg.Pool` (interim version; see driver.ts).
+ * @module The PostgreSQL `SqlDriver` (driver.ts): our own `pg.Pool`, so that a database restart never
+ * crashes the process. Every client has a permanent 'error' listener (idle clients in the pool and
+ * checked-out ones), a broken connection is discarded and the next call opens a fresh one — there is
+ * no backoff, so service resumes as soon as the server accepts connections again.
+ *
+ * Every connection runs with `TimeZone=UTC` and `statement_timeout` (startup options). Type parsing is
+ * per pool, never the global `pg.types`: `date` stays the text `YYYY-MM-DD`, `numeric` and `int8`
+ * stay strings, `timestamptz` becomes a `Date`.
+ * Errors: connection-level failures reject with `unavailable(err)`; statement errors reject with the
+ * pg error (`code` = SQLSTATE; `57014` = statement timeout). Source: DESIGN §5, issues 9 and 10.
  */
 import pg from 'pg';
-import type { SqlDriver, SqlRow, SqlTransaction, TransactionOptions } from './driver.js';
-import { unavailable } from './driver.js';
+import { untilAborted } from './abort.js';
+import { unavailable, type SqlDriver, type SqlRow, type SqlTransaction, type TransactionOptions } from './driver.js';
 
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03']);
-
-function isConnectionError(err: unknown): boolean {
-  const e = err as { code?: string; message?: string };
-  return CONNECTION_CODES.has(e?.code ?? '') || (e?.code ?? '').startsWith('08') || /Connection terminated|timeout exceeded when trying to connect/i.test(e?.message ?? '');
+/** Options of `createPgDriver`. */
+export interface PgDriverOptions {
+  /** Per-statement limit, in ms (`statement_timeout`). Default 10000. */
+  statementTimeoutMs?: number;
+  /** Pool size. Default 10. */
+  max?: number;
+  /** `application_name` shown in `pg_stat_activity`. */
+  applicationName?: string;
+  /** How long a call waits for a connection (new or pooled) before it rejects as unavailable, in ms. Default 5000. */
+  connectionTimeoutMs?: number;
+  /** Told about errors of connections nobody is waiting on (an idle client's server went away). */
+  onConnectionError?: (err: Error) => void;
 }
 
-function mapError(err: unknown): unknown {
+const OID = { int8: 20, date: 1082, numeric: 1700 } as const;
+const SQLSTATE_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300']);
+const ERRNO_UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+const MESSAGE_UNAVAILABLE = /Connection terminated|timeout exceeded when trying to connect|connection error and is not queryable|Client was closed and is not queryable|Connection ended/i;
+
+/** True when `err` means "the connection or the server is gone" rather than "this statement failed". */
+export function isConnectionError(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (SQLSTATE_UNAVAILABLE.has(code) || ERRNO_UNAVAILABLE.has(code) || /^08[0-9A-Z]{3}$/.test(code)) return true;
+  }
+  if (err instanceof AggregateError && err.errors.some(isConnectionError)) return true;
+  return MESSAGE_UNAVAILABLE.test(err.message);
+}
+
+function classify(err: unknown): unknown {
   return isConnectionError(err) ? unavailable(err) : err;
 }
 
-/** Creates the pool of `url`. */
-export function createPgDriver(url: string, options: { statementTimeoutMs?: number; max?: number } = {}): SqlDriver & { pool: pg.Pool } {
-  const types = new pg.TypeOverrides();
-  types.setTypeParser(1082, (v: string) => v);
-  const pool = new pg.Pool({
-    connectionString: url, max: options.max ?? 10, types, connectionTimeoutMillis: 5000,
-    options: `-c TimeZone=UTC -c statement_timeout=${options.statementTimeoutMs ?? 10_000}`,
+/** The per-pool type parsers (see the module comment); everything else as pg parses it by default. */
+function typeParsers(): pg.CustomTypesConfig {
+  const keep = (value: string) => value;
+  return {
+    getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+      if (oid === OID.date || oid === OID.numeric || oid === OID.int8) return keep;
+      return pg.types.getTypeParser(oid, format ?? 'text');
+    }) as pg.CustomTypesConfig['getTypeParser'],
+  };
+}
+
+/**
+ * Opens a pool on `url` (`postgres://` or `postgresql://`). The pool connects lazily: creating the
+ * driver never fails because the server is down. `pool` is exposed for Prisma's `PrismaPg` adapter
+ * (migrations, system work); it shares the error handling and session settings.
+ */
+export function createPgDriver(url: string, options: PgDriverOptions = {}): SqlDriver & { pool: pg.Pool } {
+  const statementTimeoutMs = options.statementTimeoutMs ?? 10_000;
+  const onConnectionError = options.onConnectionError ?? (() => {});
+  const broken = new WeakSet<object>();
+  const config: pg.PoolConfig = {
+    connectionString: url,
+    max: options.max ?? 10,
+    connectionTimeoutMillis: options.connectionTimeoutMs ?? 5000,
+    idleTimeoutMillis: 30_000,
+    application_name: options.applicationName,
+    options: `-c TimeZone=UTC -c statement_timeout=${statementTimeoutMs}`,
+    types: typeParsers(),
+  };
+  const pool = new pg.Pool(config);
+  // An idle client whose server went away: pg-pool removes it and emits here.
+  pool.on('error', (err) => onConnectionError(err));
+  // A checked-out client whose connection breaks between statements emits on the client itself.
+  pool.on('connect', (client) => {
+    client.on('error', (err) => {
+      broken.add(client);
+      onConnectionError(err);
+    });
   });
-  pool.on('error', () => {});
-  pool.on('connect', (c) => c.on('error', () => {}));
-  const run = async (client: pg.Pool | pg.PoolClient, text: string, values: readonly unknown[]): Promise<SqlRow[]> => {
+
+  const checkout = async (): Promise<pg.PoolClient> => {
     try {
-      return (await client.query(text, values as unknown[])).rows as SqlRow[];
+      return await pool.connect();
     } catch (err) {
-      throw mapError(err);
+      throw unavailable(err);
     }
   };
+
+  /** Runs one statement on `client`; a connection failure marks the client broken (discarded on release). */
+  const run = async (client: pg.PoolClient, text: string, values?: readonly unknown[]): Promise<SqlRow[]> => {
+    try {
+      const result = await client.query<SqlRow>({ text, values: values as unknown[] | undefined });
+      return result.rows;
+    } catch (err) {
+      if (isConnectionError(err)) broken.add(client);
+      throw classify(err);
+    }
+  };
+
+  const release = (client: pg.PoolClient) => {
+    // release(err) destroys the client instead of returning it to the pool.
+    if (broken.has(client)) client.release(new Error('connection broken'));
+    else client.release();
+  };
+
   return {
     provider: 'postgresql',
     pool,
-    query: (text, values) => run(pool, text, values),
-    async transaction<T>(fn: (tx: SqlTransaction) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
-      let client: pg.PoolClient;
+
+    async query(text, values) {
+      const client = await checkout();
       try {
-        client = await pool.connect();
-      } catch (err) {
-        throw mapError(err);
-      }
-      let broken: unknown;
-      try {
-        await run(client, 'BEGIN', []);
-        const result = await fn({ query: (text, values) => run(client, text, values) });
-        opts.signal?.throwIfAborted();
-        await run(client, 'COMMIT', []);
-        return result;
-      } catch (err) {
-        await client.query('ROLLBACK').catch((e: unknown) => { broken = e; });
-        if (isConnectionError(err)) broken = err;
-        throw err;
+        return await run(client, text, values);
       } finally {
-        client.release(broken as Error | undefined);
+        release(client);
       }
     },
-    async ping() { await run(pool, 'SELECT 1', []); },
-    close: () => pool.end(),
+
+    async transaction<T>(fn: (tx: SqlTransaction) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
+      const { signal } = opts;
+      signal?.throwIfAborted();
+      const client = await checkout();
+      let open = true;
+      try {
+        await run(client, 'BEGIN');
+        const tx: SqlTransaction = {
+          query: async (text, values) => {
+            if (!open) throw new Error('the transaction is over');
+            signal?.throwIfAborted();
+            return run(client, text, values);
+          },
+        };
+        const result = await untilAborted(fn(tx), signal);
+        signal?.throwIfAborted();
+        open = false; // from here on, a late tx.query from fn is refused
+        await run(client, 'COMMIT');
+        return result;
+      } catch (err) {
+        // pg queues statements per client: a ROLLBACK runs after whatever fn still has in flight.
+        if (open && !broken.has(client)) {
+          open = false;
+          await run(client, 'ROLLBACK').catch(() => {});
+        }
+        throw err;
+      } finally {
+        open = false;
+        release(client);
+      }
+    },
+
+    async ping() {
+      // A connection of its own with a short connect timeout, so a saturated pool does not read as down.
+      const client = new pg.Client({ ...config, connectionTimeoutMillis: 2000, query_timeout: 2000 } as pg.ClientConfig);
+      client.on('error', () => {});
+      try {
+        await client.connect();
+        await client.query('SELECT 1');
+      } catch (err) {
+        throw unavailable(err);
+      } finally {
+        await client.end().catch(() => {});
+      }
+    },
+
+    async close() {
+      await pool.end();
+    },
   };
 }
