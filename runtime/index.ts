@@ -4,7 +4,11 @@
 export * from './manifest.js';
 export { HttpError, ERROR_STATUS, toErrorBody } from './errors.js';
 export type { ErrorCode, ErrorBody, ErrorDetail } from './errors.js';
-export { startServer, migrateApp, databaseUrlFor, type ServeOptions, type RunningServer } from './server.js';
+export { startServer, migrateApp, databaseUrlFor, createAppRuntime, type ServeOptions, type RunningServer } from './server.js';
+export type { AppRuntime, RequestContext } from './core/context.js';
+export { apiClientFor, type ApiClient, type ApiCall, type ApiAnswer, type ApiClientOptions } from './core/api-client.js';
+export type { Change, ChangeAction, ChangeSink } from './data/changes.js';
+export { ANONYMOUS, type Caller } from './auth/caller.js';
 export { StartupError } from './load-manifest.js';
 export { diffDatamodels, applyMigrations } from './data/schema-engine.js';
 export { filterProblems, type FilterProblem } from './query/check-filters.js';

@@ -33,6 +33,8 @@ export interface ServeOptions {
   host?: string;
   env?: NodeJS.ProcessEnv;
   logger?: Logger;
+  /** Where committed change sets go (default: nowhere until real-time is configured). */
+  sink?: ChangeSink;
 }
 
 export interface RunningServer {
@@ -40,6 +42,8 @@ export interface RunningServer {
   url: string;
   port: number;
   manifest: AppManifest;
+  /** The app's services: `apiClientFor(server.runtime, caller)` calls the API in-process. */
+  runtime: AppRuntime;
   /** Stops accepting, waits for in-flight requests (at most `graceMs`, default 10 s), disconnects. */
   close(graceMs?: number): Promise<void>;
 }
@@ -109,7 +113,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const applied = await applyPending(appDir, manifest, url);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
   const db: Database = await openDatabase(svcDir, manifest.provider, url);
-  const runtime = createAppRuntime({ manifest, db, logger });
+  const runtime = createAppRuntime({ manifest, db, logger, sink: options.sink });
   const auth = await createAuthService(db, manifest, logger);
   const pool = new WorkerPool({ spareThreads: manifest.functions.some((f) => f.enabled) ? 2 : 0 });
   const app = createApp({
@@ -134,6 +138,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     url: `http://${shownHost}:${actual}/api`,
     port: actual,
     manifest,
+    runtime,
     close(graceMs = 10_000) {
       closing ??= (async () => {
         const drained = new Promise<void>((ok) => server.close(() => ok()));
