@@ -19,6 +19,7 @@ import { loadManifest, StartupError } from './load-manifest.js';
 import type { AppManifest } from './manifest.js';
 import { createAuthService } from './auth/auth-service.js';
 import { checkPolicies } from './auth/authorize.js';
+import { pendingMigrationsOf } from './http/health.js';
 
 export interface ServeOptions {
   appDir: string;
@@ -102,6 +103,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     routes: await loadRoutes(svcDir),
     openapi: JSON.parse(readFileSync(join(svcDir, 'openapi.json'), 'utf8')),
     functions: { svcDir, secrets: secretsFromEnv(env), pool },
+    health: {
+      ping: async () => { await db.client.$queryRawUnsafe('SELECT 1'); },
+      pendingMigrations: pendingMigrationsOf(join(appDir, 'migrations', manifest.provider), (text, values) => db.client.$queryRawUnsafe(text, ...values)),
+      redisUrl: env.REDIS_URL || manifest.settings.realtime.redis || undefined,
+    },
   });
   const server: Server = createServer(app);
   const port = options.port ?? (env.PORT ? Number(env.PORT) : manifest.settings.port);
