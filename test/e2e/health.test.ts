@@ -49,7 +49,7 @@ function healthSuite(backend: Backend): void {
     });
 
     it('answers liveness and readiness anonymously, even with a bad token, and never cached', async () => {
-      for (const headers of [{}, { authorization: 'Bearer not-a-token' }]) {
+      for (const headers of [{}, { authorization: 'Bearer not-a-token' }] as Record<string, string>[]) {
         const live = await call(base, 'GET', '/_health', undefined, headers);
         expect(live.status).toBe(200);
         expect(live.json).toEqual({ status: 'ok' });

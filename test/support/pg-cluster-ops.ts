@@ -100,7 +100,8 @@ export async function startPgCluster(options: { port?: number } = {}): Promise<P
   let log = '';
   const asRoot = process.getuid?.() === 0;
   const ep = new EmbeddedPostgres({
-    databaseDir: join(root, 'data'), port, user: 'root', password: 'unused', authMethod: 'trust',
+    // authMethod goes to `initdb --auth` as is; the package's type omits "trust".
+    databaseDir: join(root, 'data'), port, user: 'root', password: 'unused', authMethod: 'trust' as 'password',
     persistent: true, createPostgresUser: asRoot,
     initdbFlags: ['--encoding=UTF8'],
     // fsync off: the server is disposable. The socket lives in our own folder.
