@@ -24,6 +24,7 @@ import { loadManifest, StartupError } from './load-manifest.js';
 import type { AppManifest } from './manifest.js';
 import { createAuthService } from './auth/auth-service.js';
 import { checkPolicies } from './auth/authorize.js';
+import { pendingMigrationsOf } from './http/health.js';
 
 export interface ServeOptions {
   appDir: string;
@@ -120,6 +121,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     manifest, db, logger, auth,
     openapi: JSON.parse(readFileSync(join(svcDir, 'openapi.json'), 'utf8')),
     functions: { svcDir, secrets: secretsFromEnv(env), pool },
+    health: {
+      ping: async () => { await db.client.$queryRawUnsafe('SELECT 1'); },
+      pendingMigrations: pendingMigrationsOf(join(appDir, 'migrations', manifest.provider), (text, values) => db.client.$queryRawUnsafe(text, ...values)),
+      redisUrl: env.REDIS_URL || manifest.settings.realtime.redis || undefined,
+    },
   });
   const data = apiHandler(runtime, auth);
   const server: Server = createServer((req, res) => {

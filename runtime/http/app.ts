@@ -19,6 +19,7 @@ import { authRouter } from '../auth/auth-routes.js';
 import { oauthErrors, tokenRouter } from '../auth/token-route.js';
 import { loginRouter } from '../auth/login-page.js';
 import { clientLogRouter } from './client-log-routes.js';
+import { healthRouter, type HealthDeps } from './health.js';
 
 export interface AppOptions {
   manifest: AppManifest;
@@ -30,6 +31,8 @@ export interface AppOptions {
   functions: Omit<FunctionRoutesOptions, 'manifest' | 'logger'>;
   /** Signing keys, limiter and settings of authentication (`createAuthService`). */
   auth: AuthService;
+  /** What `/api/_ready` checks (database ping, pending migrations, Redis). */
+  health: HealthDeps;
 }
 
 /** Largest accepted JSON body: 10 MiB. */
@@ -56,9 +59,20 @@ export function createApp(options: AppOptions): express.Express {
     });
     next();
   });
+  // A path that is not valid percent-encoding (`/api/%`, `/api/%E0%A4%A`) cannot name any route.
+  app.use((req: Request, _res: Response, next: NextFunction) => {
+    try {
+      decodeURIComponent(req.path);
+    } catch {
+      throw new HttpError('INVALID_PARAMETER', 'the path is not valid percent-encoding');
+    }
+    next();
+  });
   app.use(express.json({ limit: MAX_BODY, type: ['application/json', 'application/*+json'], verify: captureRawBody }));
 
   app.use(loginRouter(options.auth));
+  // Liveness and readiness answer before authentication: load balancers carry no credentials.
+  app.use('/api', healthRouter(options.health));
   const api = express.Router();
   // Every /api request is authenticated first: res.locals.caller is set for every route below.
   api.use(authenticate(options.auth));

@@ -50,6 +50,9 @@ export interface ResolvedPath {
   type: PropertyType;
 }
 
+/** Most lookups one dot path may walk: `a.b.c.d` walks three (`a.b.c.d.id` too, as `.id` is `d`). */
+export const MAX_LOOKUP_HOPS = 3;
+
 const SYSTEM_TYPES: Record<string, PropertyType> = {
   id: 'guid', createdAt: 'date-time', updatedAt: 'date-time', createdBy: 'string',
 };
@@ -64,7 +67,8 @@ const ORDER_OPS: Record<string, string> = { gt: '>', ge: '>=', lt: '<', le: '<='
  * @returns `{ hops, collection, column, type }`; system fields have types id → guid,
  *   createdAt/updatedAt → date-time, createdBy → string.
  * @throws HttpError 400 `INVALID_FILTER` naming the property when a segment is unknown or a
- *   segment other than the last is not a lookup (SPEC §4.3, DESIGN §4).
+ *   segment other than the last is not a lookup, or naming the limit when the path walks more than
+ *   `MAX_LOOKUP_HOPS` (3) lookups (SPEC §4.3, DESIGN §4).
  */
 export function resolvePath(
   scope: Pick<FilterScope, 'manifest' | 'collection' | 'queryRow'>, path: string[], position?: number,
@@ -97,6 +101,10 @@ export function resolvePath(
     }
     const target = scope.manifest.collections.find((c) => c.name === property?.collection);
     if (target === undefined) throw filterError(`lookup "${name}" on ${collection.name} has no target collection${at}`);
+    const endsInId = i + 2 === path.length && path[i + 1] === 'id'; // `d.id` is the column `d` itself
+    if (hops.length === MAX_LOOKUP_HOPS && !endsInId) {
+      throw filterError(`"${path.join('.')}" walks more than ${MAX_LOOKUP_HOPS} lookups (the limit of a dot path)${at}`);
+    }
     hops.push({ column: name, target });
     collection = target;
   }

@@ -92,11 +92,14 @@ function readExpression(text: string, start: number): Token {
  * @param text the raw filter expression, e.g. `customer.name sw "A" and age ge 18`.
  * @returns tokens such as `{ kind: 'word', text: 'age', value: 'age', position: 21 }`; after
  *   `exp(` one `{ kind: 'exp', text: "'now() - 7D'", value: 'now() - 7D', position }`.
- * @throws HttpError 400 `INVALID_FILTER` on an unexpected character, an unterminated string or
- *   expression, an invalid escape, or `exp(` without a quote; the message names the 1-based
- *   position. (SPEC §4.3, DESIGN §4.)
+ * @throws HttpError 400 `INVALID_FILTER` on a NUL character (U+0000) anywhere, an unexpected
+ *   character, an unterminated string or expression, an invalid escape, or `exp(` without a quote;
+ *   the message names the 1-based position. (SPEC §4.3, DESIGN §4.)
  */
 export function tokenizeFilter(text: string): Token[] {
+  // PostgreSQL cannot store or compare U+0000 in text: refuse it anywhere, strings and exp() included.
+  const nul = text.indexOf('\u0000');
+  if (nul >= 0) throw filterError(`NUL character (U+0000) at position ${nul + 1} is not allowed in a filter`);
   const tokens: Token[] = [];
   let i = 0;
   while (i < text.length) {

@@ -22,11 +22,14 @@ import { parseExpression } from './exp-parser.js';
 export const MAX_FILTER_LENGTH = 4000;
 /** Deepest parenthesis nesting accepted. */
 export const MAX_FILTER_DEPTH = 50;
+/** Most comparisons (predicates) in one filter text; a view's or policy's filter counts apart. */
+export const MAX_FILTER_PREDICATES = 100;
 
 const OPERATOR_LIST = `an operator (${FILTER_OPERATORS.join(', ')})`;
 
 class Parser {
   private index = 0;
+  private predicates = 0;
 
   constructor(private readonly tokens: Token[]) {}
 
@@ -96,6 +99,10 @@ class Parser {
   private parseComparison(): Comparison {
     const first = this.peek();
     if (first.kind !== 'word') throw this.expected('a property name or "("');
+    this.predicates += 1;
+    if (this.predicates > MAX_FILTER_PREDICATES) {
+      throw filterError(`more than ${MAX_FILTER_PREDICATES} comparisons (the limit per filter) at position ${first.position + 1}`);
+    }
     const path = [this.next().text];
     while (this.peek().kind === 'dot') {
       this.next();
@@ -164,8 +171,9 @@ class Parser {
  *   op: 'eq', caseInsensitive: false, value: { kind: 'string', value: 'open' }, position: 0 }, ...] }`.
  *   `exp('...')` values become `{ kind: 'exp', ast, source, position }` (evaluated by `compileFilter`).
  * @throws HttpError 400 `INVALID_FILTER` when the text is empty, longer than 4000 characters,
- *   nested deeper than 50 parentheses or malformed, or an `exp()` is longer than 200 characters or
- *   malformed (see `parseExpression`); the message names the 1-based position and what was expected.
+ *   holds more than 100 comparisons, a NUL character (U+0000), nested deeper than 50 parentheses or
+ *   is malformed, or an `exp()` is longer than 200 characters or malformed (see `parseExpression`);
+ *   the message names the limit or the 1-based position and what was expected.
  */
 export function parseFilter(text: string): FilterNode {
   if (text.length > MAX_FILTER_LENGTH) {

@@ -13,7 +13,8 @@ import { chromium, type BrowserContext } from 'playwright-core';
 import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
 import { createUser } from '../support/auth.js';
 
-const CHROMIUM = '/usr/bin/chromium';
+// Found (or installed) by the global set-up (test/support/chromium.ts).
+const CHROMIUM = process.env.SVC_TEST_CHROMIUM ?? '/usr/bin/chromium';
 const PASSWORD = 'browser-password';
 
 describe('the /login page', () => {
