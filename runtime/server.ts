@@ -24,7 +24,6 @@ import { loadManifest, StartupError } from './load-manifest.js';
 import type { AppManifest } from './manifest.js';
 import { createAuthService } from './auth/auth-service.js';
 import { checkPolicies } from './auth/authorize.js';
-import { pendingMigrationsOf } from './http/health.js';
 
 export interface ServeOptions {
   appDir: string;
@@ -122,8 +121,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     openapi: JSON.parse(readFileSync(join(svcDir, 'openapi.json'), 'utf8')),
     functions: { svcDir, secrets: secretsFromEnv(env), pool },
     health: {
-      ping: async () => { await db.client.$queryRawUnsafe('SELECT 1'); },
-      pendingMigrations: pendingMigrationsOf(join(appDir, 'migrations', manifest.provider), (text, values) => db.client.$queryRawUnsafe(text, ...values)),
+      ping: () => db.ping(),
+      pendingMigrations: () => pendingMigrations(manifest.provider, url, join(appDir, 'migrations', manifest.provider)),
       redisUrl: env.REDIS_URL || manifest.settings.realtime.redis || undefined,
     },
   });

@@ -12,6 +12,7 @@ import { HttpError, toErrorBody } from '../errors.js';
 import type { Database } from '../data/database.js';
 import type { Logger } from '../log.js';
 import { mapInfrastructureError } from '../data/db-errors.js';
+import { MAX_BODY_BYTES } from './api-handler.js';
 import { captureRawBody, functionRouter, type FunctionRoutesOptions } from './function-routes.js';
 import type { AuthService } from '../auth/auth-service.js';
 import { authenticate } from '../auth/authenticate.js';
@@ -35,8 +36,10 @@ export interface AppOptions {
   health: HealthDeps;
 }
 
-/** Largest accepted JSON body: 10 MiB. */
-const MAX_BODY = '10mb';
+/** Largest JSON body of the sign-in endpoints (`_auth`, `_token`, `_refresh`, `_logout`). */
+const AUTH_BODY_BYTES = 64 * 1024;
+/** Largest JSON body of the client log. */
+const LOG_BODY_BYTES = 1024 * 1024;
 
 /**
  * Builds the HTTP application of an app.
@@ -68,7 +71,9 @@ export function createApp(options: AppOptions): express.Express {
     }
     next();
   });
-  app.use(express.json({ limit: MAX_BODY, type: ['application/json', 'application/*+json'], verify: captureRawBody }));
+  // Bodies are parsed per route, after routing and authentication, each with its own limit: a request
+  // to an unknown route, or one refused before its handler, is never parsed.
+  const json = (limit: number) => express.json({ limit, type: ['application/json', 'application/*+json'], verify: captureRawBody });
 
   app.use(loginRouter(options.auth));
   // Liveness and readiness answer before authentication: load balancers carry no credentials.
@@ -76,6 +81,9 @@ export function createApp(options: AppOptions): express.Express {
   const api = express.Router();
   // Every /api request is authenticated first: res.locals.caller is set for every route below.
   api.use(authenticate(options.auth));
+  api.use(['/_auth', '/_token', '/_refresh', '/_logout'], json(AUTH_BODY_BYTES));
+  api.use('/_log', json(LOG_BODY_BYTES));
+  api.use(['/_invoke', ...manifest.functions.filter((f) => f.enabled && f.functionTypeId === 1).map((f) => `/${f.name}`)], json(MAX_BODY_BYTES));
   api.use(authRouter(options.auth), tokenRouter(options.auth), clientLogRouter(options.db, logger, manifest));
   api.get('/_openapi', (_req, res) => { res.json(options.openapi); });
   // Collections, views and queries are served before this application (`api-handler.ts`).
@@ -97,7 +105,10 @@ export function createApp(options: AppOptions): express.Express {
     const e = err as { type?: string; status?: number };
     let error = err;
     if (e?.type === 'entity.parse.failed') error = new HttpError('INVALID_JSON', 'the request body is not valid JSON');
-    else if (e?.type === 'entity.too.large') error = new HttpError('PAYLOAD_TOO_LARGE', 'the request body is larger than 10 MiB');
+    else if (e?.type === 'entity.too.large') {
+      const limit = (err as { limit?: number }).limit ?? MAX_BODY_BYTES;
+      error = new HttpError('PAYLOAD_TOO_LARGE', `the request body is larger than ${limit >= 1 << 20 ? `${limit / (1 << 20)} MiB` : `${Math.round(limit / 1024)} KiB`}`);
+    }
     else if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') error = new HttpError('UNSUPPORTED_MEDIA_TYPE', 'unsupported body encoding');
     error = mapInfrastructureError(error);
     const { status, body } = toErrorBody(error);

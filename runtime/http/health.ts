@@ -5,10 +5,8 @@
  * DESIGN §4 error body plus one field per check. Framework-free: each endpoint is a function of its
  * dependencies returning `{ status, body }`; `healthRouter` mounts them on Express.
  */
-import { readdirSync, existsSync } from 'node:fs';
 import { connect as tcpConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
-import { join } from 'node:path';
 import { Router } from 'express';
 import type { ErrorBody } from '../errors.js';
 
@@ -16,7 +14,7 @@ import type { ErrorBody } from '../errors.js';
 export interface HealthDeps {
   /** Resolves when the database answers (e.g. `SqlDriver.ping`, a `SELECT 1`); rejects otherwise. */
   ping(): Promise<void>;
-  /** Names of the migrations on disk not applied to the database (`pendingMigrationsOf`). */
+  /** Names of the migrations on disk not applied to the database (`pendingMigrations` in data/migration-state.ts). */
   pendingMigrations(): Promise<string[]>;
   /** `REDIS_URL`, else svc.json `realtime.redis`; absent when Redis is not used. */
   redisUrl?: string;
@@ -127,36 +125,6 @@ export function pingRedis(url: string, timeoutMs = 2000): Promise<void> {
       else if (reply.length >= expected.length) done(reply === expected ? undefined : new Error('unexpected Redis reply'));
     });
   });
-}
-
-/**
- * The migration folders of `migrationsDir` (`<name>/migration.sql`, as `svc generate` writes them)
- * not recorded as finished in `_prisma_migrations`, read through `query` (e.g. `SqlDriver.query`).
- * The folder is listed once, here; the table is read at every call.
- * @returns a function resolving to the pending names in order; all of them when the table is missing
- * @throws (from the returned function) the driver's error when the database cannot be read
- */
-export function pendingMigrationsOf(
-  migrationsDir: string, query: (text: string, values: readonly unknown[]) => Promise<Record<string, unknown>[]>,
-): () => Promise<string[]> {
-  const onDisk = existsSync(migrationsDir)
-    ? readdirSync(migrationsDir, { withFileTypes: true })
-      .filter((d) => d.isDirectory() && existsSync(join(migrationsDir, d.name, 'migration.sql'))).map((d) => d.name).sort()
-    : [];
-  return async () => {
-    if (onDisk.length === 0) return [];
-    let rows: Record<string, unknown>[];
-    try {
-      rows = await query('SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL', []);
-    } catch (err) {
-      const e = err as { code?: string; message?: string };
-      // No table yet (42P01 on PostgreSQL, "no such table" on SQLite): nothing was ever applied.
-      if (e?.code === '42P01' || /no such table|does not exist/i.test(e?.message ?? '')) return onDisk;
-      throw err;
-    }
-    const applied = new Set(rows.map((r) => String(r.migration_name)));
-    return onDisk.filter((name) => !applied.has(name));
-  };
 }
 
 /**
