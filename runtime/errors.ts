@@ -46,17 +46,23 @@ export class HttpError extends Error {
   readonly status: number;
   readonly code: ErrorCode;
   readonly details?: ErrorDetail[];
+  /**
+   * Response headers the HTTP layer must set with this error (e.g. `WWW-Authenticate` on a bad bearer
+   * token, `Retry-After` on RATE_LIMITED). Set by framework-free code that has no response to write to.
+   */
+  readonly headers?: Readonly<Record<string, string>>;
 
   constructor(
     code: ErrorCode,
     message: string,
-    options: { details?: ErrorDetail[]; status?: number; cause?: unknown } = {},
+    options: { details?: ErrorDetail[]; status?: number; cause?: unknown; headers?: Record<string, string> } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'HttpError';
     this.code = code;
     this.status = options.status ?? ERROR_STATUS[code];
     this.details = options.details;
+    if (options.headers) this.headers = options.headers;
   }
 }
 

@@ -16,10 +16,7 @@ import { queryRouter } from './query-routes.js';
 import type { CollectionWriter } from '../data/children.js';
 import { captureRawBody, functionRouter, type FunctionRoutesOptions } from './function-routes.js';
 import type { AuthService } from '../auth/auth-service.js';
-import { authenticate } from '../auth/authenticate.js';
-import { authRouter } from '../auth/auth-routes.js';
-import { oauthErrors, tokenRouter } from '../auth/token-route.js';
-import { loginRouter } from '../auth/login-page.js';
+import { authenticate, authRouter, loginRouter, oauthErrors, tokenRouter } from './auth-routes.js';
 import { clientLogRouter } from './client-log-routes.js';
 
 export interface AppOptions {
@@ -104,6 +101,7 @@ export function createApp(options: AppOptions): express.Express {
     const { status, body } = toErrorBody(error);
     if (status >= 500) logger.error({ reqId: res.locals.reqId, err }, 'request failed');
     if (res.headersSent) return;
+    if (error instanceof HttpError && error.headers) res.set(error.headers);
     res.status(status).json(body);
   });
   return app;
