@@ -46,11 +46,8 @@ export class HttpError extends Error {
   readonly status: number;
   readonly code: ErrorCode;
   readonly details?: ErrorDetail[];
-  /**
-   * Response headers the HTTP layer must set with this error (e.g. `WWW-Authenticate` on a bad bearer
-   * token, `Retry-After` on RATE_LIMITED). Set by framework-free code that has no response to write to.
-   */
-  readonly headers?: Readonly<Record<string, string>>;
+  /** Response headers that belong to this error (`Retry-After`, `WWW-Authenticate`), lower-case names. */
+  readonly headers?: Record<string, string>;
 
   constructor(
     code: ErrorCode,
@@ -62,7 +59,7 @@ export class HttpError extends Error {
     this.code = code;
     this.status = options.status ?? ERROR_STATUS[code];
     this.details = options.details;
-    if (options.headers) this.headers = options.headers;
+    this.headers = options.headers;
   }
 }
 

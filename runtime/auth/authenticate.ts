@@ -45,7 +45,7 @@ export interface CredentialInput {
 export interface Authenticated { caller: Caller; via: 'bearer' | 'cookie' | 'none' }
 
 /** The header every 401 about a bearer token carries (RFC 6750 §3). */
-export const BEARER_CHALLENGE: Readonly<Record<string, string>> = Object.freeze({ 'WWW-Authenticate': 'Bearer error="invalid_token"' });
+export const BEARER_CHALLENGE: Readonly<Record<string, string>> = Object.freeze({ 'www-authenticate': 'Bearer error="invalid_token"' });
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 

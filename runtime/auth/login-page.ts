@@ -96,8 +96,8 @@ export async function submitLogin(auth: AuthService, body: unknown, request: Cre
     caller = await limitedCheck(auth, `user:${username}`, request.remoteAddress, () => checkPassword(auth.db, username, password));
   } catch (err) {
     if (err instanceof HttpError && err.code === 'RATE_LIMITED') {
-      const wait = err.headers?.['Retry-After'] ?? '';
-      return htmlResult(429, form(name, { error: `Too many failed attempts. Try again in ${wait} seconds.`, username, returnUrl }), { 'Retry-After': wait });
+      const wait = err.headers?.['retry-after'] ?? '';
+      return htmlResult(429, form(name, { error: `Too many failed attempts. Try again in ${wait} seconds.`, username, returnUrl }), { 'retry-after': wait });
     }
     throw err;
   }

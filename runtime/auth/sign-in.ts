@@ -28,12 +28,12 @@ export function credentialFields<K extends string>(body: unknown, names: readonl
 /**
  * Refuses while `subject` (`client:<id>`, `user:<name>`) is locked out from `remoteAddress`.
  * @returns the limiter key of the attempt
- * @throws HttpError RATE_LIMITED (429, with `headers['Retry-After']` in seconds)
+ * @throws HttpError RATE_LIMITED (429, with `headers['retry-after']` in seconds)
  */
 export function checkLockout(auth: AuthService, subject: string, remoteAddress: string | undefined): string {
   const key = attemptKey(subject, remoteAddress);
   const wait = auth.limiter.retryAfterSeconds(key);
-  if (wait > 0) throw new HttpError('RATE_LIMITED', `too many failed attempts; try again in ${wait} seconds`, { headers: { 'Retry-After': String(wait) } });
+  if (wait > 0) throw new HttpError('RATE_LIMITED', `too many failed attempts; try again in ${wait} seconds`, { headers: { 'retry-after': String(wait) } });
   return key;
 }
 

@@ -100,6 +100,6 @@ export function oauthError(err: unknown, logger: Logger, reqId?: string): { stat
     logger.error({ reqId, err }, 'token request failed');
     e = new OAuthError('server_error', 500, 'internal server error');
   }
-  if (e.status === 401) headers['WWW-Authenticate'] = 'Basic realm="svc"';
+  if (e.status === 401) headers['www-authenticate'] = 'Basic realm="svc"';
   return { status: e.status, body: { error: e.error, error_description: e.message }, headers };
 }

@@ -99,9 +99,9 @@ export function createApp(options: AppOptions): express.Express {
     else if (e?.type === 'entity.too.large') error = new HttpError('PAYLOAD_TOO_LARGE', 'the request body is larger than 10 MiB');
     else if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') error = new HttpError('UNSUPPORTED_MEDIA_TYPE', 'unsupported body encoding');
     const { status, body } = toErrorBody(error);
+    if (error instanceof HttpError && error.headers && !res.headersSent) res.set(error.headers);
     if (status >= 500) logger.error({ reqId: res.locals.reqId, err }, 'request failed');
     if (res.headersSent) return;
-    if (error instanceof HttpError && error.headers) res.set(error.headers);
     res.status(status).json(body);
   });
   return app;
