@@ -111,6 +111,8 @@ function identitySuite(backend: Backend): void {
         [['user', 'delete', app.dir, '--username', 'nobody'], /no user is named "nobody"/],
         [['user', 'set-roles', app.dir, '--username', 'rosa', '--roles', '_ADMIN'], /role names must start with a letter/],
         [['service-account', 'disable', app.dir, '--client-id', 'sa_nope'], /no service account has the client id "sa_nope"/],
+        [['service-account', 'delete', app.dir, '--client-id', 'sa_nope'], /no service account has the client id "sa_nope"/],
+        [['user', 'create', app.dir, '--username', 'rosa', '--password', 'another-password'], /a user named "rosa" exists/],
       ];
       for (const [args, reason] of cases) {
         const r = await runCli(args, app.env);
