@@ -7,7 +7,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DefinitionError, formatDiagnostic, generate, initApp } from '../generator/index.js';
-import { createServiceAccountInApp, createUserInApp, diffDatamodels, filterProblems, migrateApp, startServer } from '../runtime/index.js';
+import { createServiceAccountInApp, createUserInApp, deleteIdentityInApp, diffDatamodels, disableIdentityInApp, filterProblems, migrateApp, setIdentityRolesInApp, startServer } from '../runtime/index.js';
 
 function fail(err: unknown): never {
   if (err instanceof DefinitionError) {
@@ -75,28 +75,65 @@ function roles(value: string): string[] {
   return value.split(',').map((r) => r.trim()).filter(Boolean);
 }
 
-program.command('user')
-  .description('manage users (sign in with a password)')
-  .command('create')
+const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`);
+const TAKES_EFFECT = 'running servers apply it within 5 seconds, also to access tokens already issued';
+
+const user = program.command('user').description('manage users (sign in with a password)');
+user.command('create')
   .description('create a user (applies pending migrations first); prints {"id": ...}')
   .argument('[dir]', 'app folder', '.')
   .requiredOption('--username <name>', 'the sign-in name')
   .requiredOption('--password <password>', 'at least 8 characters (stored as an argon2id hash)')
   .option('--roles <a,b>', 'custom roles, comma-separated', roles, [] as string[])
   .action(async (dir: string, opts: { username: string; password: string; roles: string[] }) => {
-    process.stdout.write(`${JSON.stringify(await createUserInApp(dir, opts))}\n`);
+    print(await createUserInApp(dir, opts));
+  });
+user.command('delete')
+  .description(`delete a user and its refresh tokens; prints {"id": ..., "deleted": true}; ${TAKES_EFFECT}`)
+  .argument('[dir]', 'app folder', '.')
+  .requiredOption('--username <name>', 'the user to delete')
+  .action(async (dir: string, opts: { username: string }) => {
+    print(await deleteIdentityInApp(dir, { kind: 'user', username: opts.username }));
+  });
+user.command('disable')
+  .description(`stop a user from signing in and using its tokens; prints {"id": ..., "disabled": true}; ${TAKES_EFFECT}`)
+  .argument('[dir]', 'app folder', '.')
+  .requiredOption('--username <name>', 'the user to disable')
+  .action(async (dir: string, opts: { username: string }) => {
+    print(await disableIdentityInApp(dir, { kind: 'user', username: opts.username }));
+  });
+user.command('set-roles')
+  .description(`replace a user's custom roles; prints {"id": ..., "roles": [...]}; ${TAKES_EFFECT}`)
+  .argument('[dir]', 'app folder', '.')
+  .requiredOption('--username <name>', 'the user to change')
+  .requiredOption('--roles <a,b>', 'the new custom roles, comma-separated ("" removes them all)', roles)
+  .action(async (dir: string, opts: { username: string; roles: string[] }) => {
+    print(await setIdentityRolesInApp(dir, { kind: 'user', username: opts.username }, opts.roles));
   });
 
-program.command('service-account')
-  .description('manage service accounts (OAuth 2.0 clients)')
-  .command('create')
+const serviceAccount = program.command('service-account').description('manage service accounts (OAuth 2.0 clients)');
+serviceAccount.command('create')
   .description('create a service account (applies pending migrations first); prints {"clientId": ..., "clientSecret": ...} — the secret is shown only once')
   .argument('[dir]', 'app folder', '.')
   .requiredOption('--name <name>', 'a name for people (its username in _me)')
   .option('--roles <a,b>', 'custom roles, comma-separated', roles, [] as string[])
   .option('--admin', 'bypass access rules and policies, and read the client log')
   .action(async (dir: string, opts: { name: string; roles: string[]; admin?: boolean }) => {
-    process.stdout.write(`${JSON.stringify(await createServiceAccountInApp(dir, { name: opts.name, roles: opts.roles, admin: opts.admin === true }))}\n`);
+    print(await createServiceAccountInApp(dir, { name: opts.name, roles: opts.roles, admin: opts.admin === true }));
+  });
+serviceAccount.command('delete')
+  .description(`delete a service account and its refresh tokens; prints {"id": ..., "deleted": true}; ${TAKES_EFFECT}`)
+  .argument('[dir]', 'app folder', '.')
+  .requiredOption('--client-id <id>', 'the client id of the account (names are not unique)')
+  .action(async (dir: string, opts: { clientId: string }) => {
+    print(await deleteIdentityInApp(dir, { kind: 'serviceAccount', clientId: opts.clientId }));
+  });
+serviceAccount.command('disable')
+  .description(`stop a service account from signing in and using its tokens; prints {"id": ..., "disabled": true}; ${TAKES_EFFECT}`)
+  .argument('[dir]', 'app folder', '.')
+  .requiredOption('--client-id <id>', 'the client id of the account (names are not unique)')
+  .action(async (dir: string, opts: { clientId: string }) => {
+    print(await disableIdentityInApp(dir, { kind: 'serviceAccount', clientId: opts.clientId }));
   });
 
 program.command('openapi')

@@ -1,12 +1,15 @@
 /**
- * @module What `svc user create` and `svc service-account create` run (DESIGN §3a): apply pending
- * migrations, open the app's database, create the identity, close.
+ * @module What `svc user create|delete|disable|set-roles` and `svc service-account
+ * create|delete|disable` run (DESIGN §3a): apply pending migrations, open the app's database, create
+ * or change the identity with compiled SQL, close. Users are named by username, service accounts by
+ * client id (their name is not unique). Running servers see deletions, disabling and new roles within
+ * `IDENTITY_CACHE_TTL_MS` (4 s), also on existing access tokens.
  */
 import { join, resolve } from 'node:path';
 import { openDatabase, type Database } from './data/database.js';
 import { loadManifest } from './load-manifest.js';
 import { databaseUrlFor, migrateApp } from './server.js';
-import { createServiceAccount, createUser } from './auth/identities.js';
+import { createServiceAccount, createUser, deleteIdentity, disableIdentity, setIdentityRoles, type IdentityRef } from './auth/identities.js';
 
 async function withAppDatabase<T>(appDir: string, env: NodeJS.ProcessEnv, fn: (db: Database) => Promise<T>): Promise<T> {
   const dir = resolve(appDir);
@@ -40,4 +43,32 @@ export async function createServiceAccountInApp(appDir: string, input: { name: s
     const { clientId, clientSecret } = await createServiceAccount(db, input);
     return { clientId, clientSecret };
   });
+}
+
+/**
+ * `svc user delete` / `svc service-account delete`: removes the identity and its refresh tokens.
+ * @returns `{ id, deleted: true }`
+ * @throws HttpError NOT_FOUND when no user has that username (no service account that client id)
+ */
+export async function deleteIdentityInApp(appDir: string, ref: IdentityRef, env: NodeJS.ProcessEnv = process.env): Promise<{ id: string; deleted: true }> {
+  return withAppDatabase(appDir, env, async (db) => ({ id: await deleteIdentity(db, ref), deleted: true }));
+}
+
+/**
+ * `svc user disable` / `svc service-account disable`: the identity can no longer sign in, refresh,
+ * or use its access tokens; its refresh tokens are revoked.
+ * @returns `{ id, disabled: true }`
+ * @throws HttpError NOT_FOUND when no such identity exists
+ */
+export async function disableIdentityInApp(appDir: string, ref: IdentityRef, env: NodeJS.ProcessEnv = process.env): Promise<{ id: string; disabled: true }> {
+  return withAppDatabase(appDir, env, async (db) => ({ id: await disableIdentity(db, ref), disabled: true }));
+}
+
+/**
+ * `svc user set-roles`: replaces the identity's custom roles (an empty list removes them all).
+ * @returns `{ id, roles }` with the roles stored (deduplicated, sorted)
+ * @throws HttpError VALIDATION_FAILED for a bad role name; NOT_FOUND when no such identity exists
+ */
+export async function setIdentityRolesInApp(appDir: string, ref: IdentityRef, roles: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ id: string; roles: string[] }> {
+  return withAppDatabase(appDir, env, (db) => setIdentityRoles(db, ref, roles));
 }

@@ -16,5 +16,6 @@ export type {
   FunctionContext, FunctionRequest, FunctionResponse, FunctionCaller, FunctionQuery, ValidationEntry, GetParams,
 } from './functions/context.js';
 export { FunctionApiError } from './functions/collection-client.js';
-export { createUserInApp, createServiceAccountInApp } from './identity-commands.js';
+export { createUserInApp, createServiceAccountInApp, deleteIdentityInApp, disableIdentityInApp, setIdentityRolesInApp } from './identity-commands.js';
+export type { IdentityRef } from './auth/identities.js';
 export { authorize, authorizeRead, type Grant } from './auth/authorize.js';

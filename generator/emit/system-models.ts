@@ -20,17 +20,18 @@ const time = (name: string, optional = false) => field(name, optional ? 'DateTim
 
 /**
  * The system models, in emission order. Roles are stored as a JSON array of names (text); secrets and
- * passwords as argon2id hashes; refresh tokens as SHA-256 hex digests. `_log` has the columns of a
+ * passwords as argon2id hashes; refresh tokens as SHA-256 hex digests. A user or service account with
+ * `disabledAt` set can neither sign in nor use its tokens (`svc user disable`). `_log` has the columns of a
  * collection row (`id`, `createdAt`, `updatedAt`, `createdBy`) so the runtime reads it with the list
  * machinery of SPEC §4.2.
  */
 export const SYSTEM_MODELS: readonly SystemModel[] = [
   { name: 'SvcUser', table: '_svc_users', indexes: [], fields: [
-    id, field('username', 'String', '@unique'), field('passwordHash', 'String'), field('roles', 'String'), createdAt, updatedAt,
+    id, field('username', 'String', '@unique'), field('passwordHash', 'String'), field('roles', 'String'), createdAt, updatedAt, time('disabledAt', true),
   ] },
   { name: 'SvcServiceAccount', table: '_svc_service_accounts', indexes: [], fields: [
     id, field('name', 'String'), field('clientId', 'String', '@unique'), field('secretHash', 'String'), field('roles', 'String'),
-    field('admin', 'Boolean', '@default(false)'), createdAt, updatedAt,
+    field('admin', 'Boolean', '@default(false)'), createdAt, updatedAt, time('disabledAt', true),
   ] },
   { name: 'SvcRefreshToken', table: '_svc_refresh_tokens', indexes: ['familyId'], fields: [
     id, field('tokenHash', 'String', '@unique'), field('familyId', 'String'), field('subjectKind', 'String'),

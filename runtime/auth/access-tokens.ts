@@ -10,7 +10,8 @@ import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, jwtVerif
 import { HttpError } from '../errors.js';
 import type { Database } from '../data/database.js';
 import type { Caller } from './caller.js';
-import { isUniqueViolation, systemTables } from './store.js';
+import { sql } from '../query/sql.js';
+import { decodeSigningKey, first, TABLE } from './store.js';
 
 const ALGORITHM = 'EdDSA';
 const KEY_ROW_ID = 'access-token';
@@ -24,22 +25,22 @@ export interface SigningKeys { kid: string; privateKey: CryptoKey; publicKey: Cr
  * Source: issue "Access tokens: asymmetric keys generated on first start and kept in the database".
  */
 export async function loadSigningKeys(db: Database): Promise<SigningKeys> {
-  const table = systemTables(db.client).signingKeys;
-  let row = await table.findUnique({ where: { id: KEY_ROW_ID } });
+  const read = () => first(db, sql`SELECT * FROM ${TABLE.signingKeys} WHERE "id" = ${KEY_ROW_ID}`, decodeSigningKey);
+  let row = await read();
   if (!row) {
     const pair = await generateKeyPair(ALGORITHM, { crv: 'Ed25519', extractable: true });
-    const data = { id: KEY_ROW_ID, algorithm: ALGORITHM, privateJwk: JSON.stringify(await exportJWK(pair.privateKey)), publicJwk: JSON.stringify(await exportJWK(pair.publicKey)) };
-    try {
-      await table.create({ data });
-    } catch (err) {
-      if (!isUniqueViolation(err)) throw err; // another instance created it first: use theirs
-    }
-    row = await table.findUnique({ where: { id: KEY_ROW_ID } });
+    const privateJwk = JSON.stringify(await exportJWK(pair.privateKey));
+    const publicJwk = JSON.stringify(await exportJWK(pair.publicKey));
+    // Another instance may insert first: then ours is dropped and theirs is read back.
+    await db.query(sql`INSERT INTO ${TABLE.signingKeys} ("id", "algorithm", "privateJwk", "publicJwk", "createdAt")
+      VALUES (${KEY_ROW_ID}, ${ALGORITHM}, ${privateJwk}, ${publicJwk}, ${new Date()}) ON CONFLICT ("id") DO NOTHING`);
+    row = await read();
+    if (!row) throw new Error('the signing key could not be stored');
   }
-  const publicJwk = JSON.parse(row!.publicJwk) as JWK;
+  const publicJwk = JSON.parse(row.publicJwk) as JWK;
   return {
     kid: await calculateJwkThumbprint(publicJwk),
-    privateKey: await importJWK(JSON.parse(row!.privateJwk) as JWK, ALGORITHM) as CryptoKey,
+    privateKey: await importJWK(JSON.parse(row.privateJwk) as JWK, ALGORITHM) as CryptoKey,
     publicKey: await importJWK(publicJwk, ALGORITHM) as CryptoKey,
   };
 }
@@ -63,7 +64,8 @@ export function signAccessToken(keys: SigningKeys, caller: Caller, options: { is
 }
 
 /**
- * Verifies an access token and returns its caller.
+ * Verifies an access token's signature and claims and returns the caller it names, with the roles
+ * it was issued with (`verifyToken` in `authenticate.ts` replaces them with the identity's current ones).
  * @throws HttpError UNAUTHORIZED (401) for a malformed, tampered, expired, foreign-key or wrong-algorithm token
  */
 export async function verifyAccessToken(keys: SigningKeys, token: string, issuer: string): Promise<Caller> {

@@ -11,6 +11,7 @@ import { loadSigningKeys, signAccessToken, tokenIssuer, type SigningKeys } from 
 import { FailureLimiter, type RateLimitOptions } from './rate-limit.js';
 import { issueRefreshToken, rotateRefreshToken, type RotationFailure } from './refresh-tokens.js';
 import { loadCaller } from './identities.js';
+import { IdentityCache } from './identity-cache.js';
 
 export interface AuthService {
   db: Database;
@@ -18,6 +19,8 @@ export interface AuthService {
   logger: Logger;
   keys: SigningKeys;
   limiter: FailureLimiter;
+  /** Current state of the identities behind access tokens (≤ `IDENTITY_CACHE_TTL_MS` old). */
+  identities: IdentityCache;
   /** Issuer and audience of access tokens, `svc:<api-name>`. */
   issuer: string;
   accessTokenTtlSeconds: number;
@@ -32,6 +35,7 @@ export async function createAuthService(db: Database, manifest: AppManifest, log
     db, manifest, logger,
     keys: await loadSigningKeys(db),
     limiter: new FailureLimiter(rateLimit),
+    identities: new IdentityCache(db),
     issuer: tokenIssuer(manifest.name),
     accessTokenTtlSeconds: auth?.accessTokenTtlSeconds ?? 3600,
     refreshTokenTtlDays: auth?.refreshTokenTtlDays ?? 70,
@@ -64,13 +68,16 @@ export async function startSession(auth: AuthService, caller: Caller, clientId: 
 }
 
 /**
- * Continues a session from a refresh token (rotation). The caller's roles are read again.
+ * Continues a session from a refresh token (rotation). The caller's roles are read again from the
+ * database; a deleted or disabled identity fails (`identity-gone`) and its token family is revoked.
  * @param clientId - the presented `client_id`; null for the refresh cookie
  */
-export async function continueSession(auth: AuthService, refreshToken: string, clientId: string | null): Promise<Session | { failure: RotationFailure | 'gone' }> {
-  const rotated = await rotateRefreshToken(auth.db, refreshToken, clientId);
+export async function continueSession(auth: AuthService, refreshToken: string, clientId: string | null): Promise<Session | { failure: RotationFailure }> {
+  let caller: Caller | null = null;
+  const rotated = await rotateRefreshToken(auth.db, refreshToken, clientId, async (s) => {
+    caller = await loadCaller(auth.db, s.subjectKind, s.subjectId);
+    return caller !== null;
+  });
   if ('failure' in rotated) return rotated;
-  const caller = await loadCaller(auth.db, rotated.subject.subjectKind, rotated.subject.subjectId);
-  if (!caller) return { failure: 'gone' };
-  return sessionFor(auth, caller, rotated.next);
+  return sessionFor(auth, caller!, rotated.next);
 }

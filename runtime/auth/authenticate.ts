@@ -1,72 +1,133 @@
 /**
- * @module The authentication middleware (SPEC §5.1–5.2): puts the request's `Caller` in
- * `res.locals.caller`. A bearer token (`Authorization: Bearer <jwt>`) wins; an invalid, expired or
- * tampered one is 401, never a silent downgrade to anonymous. Without it the `svc_access` cookie is
- * read; an invalid or expired cookie counts as no cookie (anonymous: the browser renews it through
- * `_refresh`). Cookie-authenticated unsafe requests must come from the server's own origin
- * (`requireSameOrigin`), which stops cross-site request forgery; bearer requests carry no ambient
- * authority and are not checked.
+ * @module Authentication of a request, free of any HTTP framework (SPEC §5.1–5.2): from the
+ * credentials a request carries (`CredentialInput`, built by whatever received it: the Express
+ * middleware in `runtime/http/auth-routes.ts`, a WebSocket upgrade, an in-process client) to the
+ * `Caller` behind it.
+ *
+ * - A bearer token (`Authorization: Bearer <jwt>`) wins; an invalid, expired or tampered one, or one
+ *   whose identity was deleted or disabled, is 401 (never a silent downgrade to anonymous), and the
+ *   error carries the `WWW-Authenticate: Bearer error="invalid_token"` header (RFC 6750 §3).
+ * - Without it the `svc_access` cookie is read; an invalid or expired cookie counts as no cookie
+ *   (anonymous: the browser renews it through `_refresh`).
+ * - Cookie-authenticated unsafe requests must come from the server's own origin (`requireSameOrigin`),
+ *   which stops cross-site request forgery; bearer requests carry no ambient authority and are not checked.
+ * - The caller's roles and admin flag are the identity's current ones (`IdentityCache`, at most
+ *   `IDENTITY_CACHE_TTL_MS` old), not the ones the token was issued with.
  */
-import type { NextFunction, Request, Response } from 'express';
 import { HttpError } from '../errors.js';
 import { verifyAccessToken } from './access-tokens.js';
 import type { AuthService } from './auth-service.js';
+import { ANONYMOUS, type Caller } from './caller.js';
 import { ACCESS_COOKIE, readCookie } from './cookies.js';
 import { parse as parseCookie } from 'cookie';
 import { ANONYMOUS } from './caller.js';
 
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
-
-/**
- * Refuses (403) an unsafe request whose `Origin` (or, without one, `Referer`) names another origin
- * than the request's `Host`. A request with neither header is allowed: browsers send `Origin` on every
- * cross-origin POST, PUT, PATCH and DELETE, and non-browser clients send neither.
- * @throws HttpError FORBIDDEN (403)
- */
-export function requireSameOrigin(req: Request): void {
-  if (SAFE_METHODS.has(req.method) || isSameOrigin(req)) return;
-  throw new HttpError('FORBIDDEN', 'cross-origin requests authenticated by cookie are refused; send a bearer token instead');
+/** The credentials and origin headers of one request, as the server received them. */
+export interface CredentialInput {
+  /** HTTP method, upper case (`GET`, `POST`…); a WebSocket upgrade is `GET`. */
+  method: string;
+  /** The `Authorization` header. */
+  authorization?: string;
+  /** The `Cookie` header. */
+  cookie?: string;
+  /** The `Origin` header. */
+  origin?: string;
+  /** The `Referer` header (used when `Origin` is absent). */
+  referer?: string;
+  /** The `Host` header. */
+  host?: string;
+  /**
+   * 'http' | 'https' as the server sees it: 'https' only when the connection itself is TLS. No proxy
+   * is trusted (no `X-Forwarded-Proto`), so behind a TLS-terminating proxy the scheme is 'http'.
+   */
+  scheme: 'http' | 'https';
 }
 
-/** False when `Origin` (or, without one, `Referer`) names another origin than the request's `Host`; true when neither is sent. */
-export function isSameOrigin(req: Request): boolean {
-  const origin = req.headers.origin ?? req.headers.referer;
-  if (origin === undefined) return true;
+/** Who is calling, and what proved it (`none`: anonymous). */
+export interface Authenticated { caller: Caller; via: 'bearer' | 'cookie' | 'none' }
+
+/** The header every 401 about a bearer token carries (RFC 6750 §3). */
+export const BEARER_CHALLENGE: Readonly<Record<string, string>> = Object.freeze({ 'www-authenticate': 'Bearer error="invalid_token"' });
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+const invalidToken = (message: string) => new HttpError('UNAUTHORIZED', message, { headers: { ...BEARER_CHALLENGE } });
+
+/**
+ * Verifies an access token (a bearer header's, a cookie's, or one from a WebSocket query string) and
+ * answers its identity's current caller.
+ * @throws HttpError UNAUTHORIZED (401, with `headers` = `BEARER_CHALLENGE`) for a malformed, tampered,
+ *   expired, foreign or wrong-algorithm token, or one whose identity was deleted or disabled; the
+ *   database's error (not a 401) when the identity lookup fails
+ */
+export async function verifyToken(auth: AuthService, token: string): Promise<Caller> {
+  let claimed: Caller;
   try {
-    return new URL(origin).host === req.headers.host;
+    claimed = await verifyAccessToken(auth.keys, token, auth.issuer);
+  } catch (err) {
+    throw invalidToken((err as Error).message);
+  }
+  const current = await auth.identities.get(claimed.kind, claimed.id!);
+  if (!current) throw invalidToken('the identity of the access token was deleted or disabled');
+  return current;
+}
+
+/**
+ * False when `Origin` (or, without one, `Referer`) names another origin — scheme, host and port —
+ * than the server's own (`scheme://host`); true when neither header is sent. `Origin: null` and
+ * unparsable values are another origin.
+ */
+export function isSameOrigin(input: Pick<CredentialInput, 'origin' | 'referer' | 'host' | 'scheme'>): boolean {
+  const claimed = input.origin ?? input.referer;
+  if (claimed === undefined) return true;
+  if (!input.host) return false;
+  try {
+    return new URL(claimed).origin === new URL(`${input.scheme}://${input.host}`).origin;
   } catch {
     return false; // "null" (sandboxed or privacy-sensitive contexts) or garbage
   }
 }
 
 /**
- * Express middleware: authenticates the request (see the module notes).
- * @throws HttpError UNAUTHORIZED (401) for a malformed `Authorization: Bearer` header or a bad token; FORBIDDEN (403) from `requireSameOrigin`
+ * Refuses an unsafe request (not GET, HEAD, OPTIONS) that comes from another origin (`isSameOrigin`).
+ * A request with neither `Origin` nor `Referer` is allowed: browsers send `Origin` on every
+ * cross-origin POST, PUT, PATCH and DELETE, and non-browser clients send neither.
+ * @throws HttpError FORBIDDEN (403)
  */
-export function authenticate(auth: AuthService) {
-  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
-    const header = req.headers.authorization;
-    if (header !== undefined && /^bearer(\s|$)/i.test(header)) {
-      const token = /^bearer +([A-Za-z0-9_.-]+) *$/i.exec(header)?.[1];
-      res.setHeader('WWW-Authenticate', 'Bearer error="invalid_token"'); // RFC 6750 §3, kept only on a 401
-      if (!token) throw new HttpError('UNAUTHORIZED', 'the Authorization header must be "Bearer <access token>"');
-      res.locals.caller = await verifyAccessToken(auth.keys, token, auth.issuer);
-      res.removeHeader('WWW-Authenticate');
-      res.locals.authenticatedBy = 'bearer';
-      return next();
+export function requireSameOrigin(input: Pick<CredentialInput, 'method' | 'origin' | 'referer' | 'host' | 'scheme'>): void {
+  if (SAFE_METHODS.has(input.method.toUpperCase()) || isSameOrigin(input)) return;
+  throw new HttpError('FORBIDDEN', 'cross-origin requests authenticated by cookie are refused; send a bearer token instead');
+}
+
+/**
+ * Authenticates one request (see the module notes).
+ * @returns the caller and how it was proved; `{ caller: ANONYMOUS, via: 'none' }` without valid credentials
+ * @throws HttpError UNAUTHORIZED (401, `headers` = `BEARER_CHALLENGE`) for a malformed `Authorization:
+ *   Bearer` header or a bad bearer token; FORBIDDEN (403) for a cookie-authenticated unsafe request from
+ *   another origin
+ */
+export async function authenticateCredentials(auth: AuthService, input: CredentialInput): Promise<Authenticated> {
+  const header = input.authorization;
+  if (header !== undefined && /^bearer(\s|$)/i.test(header)) {
+    const token = /^bearer +([A-Za-z0-9_.-]+) *$/i.exec(header)?.[1];
+    if (!token) throw invalidToken('the Authorization header must be "Bearer <access token>"');
+    return { caller: await verifyToken(auth, token), via: 'bearer' };
+  }
+  const cookie = readCookie(input.cookie, ACCESS_COOKIE);
+  if (cookie) {
+    let caller: Caller | null = null;
+    try {
+      caller = await verifyToken(auth, cookie);
+    } catch (err) {
+      if (!(err instanceof HttpError && err.status === 401)) throw err;
+      // An expired or otherwise invalid cookie: anonymous.
     }
-    const cookie = readCookie(req, ACCESS_COOKIE);
-    if (cookie) {
-      try {
-        res.locals.caller = await verifyAccessToken(auth.keys, cookie, auth.issuer);
-        res.locals.authenticatedBy = 'cookie';
-      } catch {
-        // An expired or otherwise invalid cookie: anonymous.
-      }
-      if (res.locals.authenticatedBy === 'cookie') requireSameOrigin(req);
+    if (caller) {
+      requireSameOrigin(input);
+      return { caller, via: 'cookie' };
     }
-    next();
-  };
+  }
+  return { caller: ANONYMOUS, via: 'none' };
 }
 
 /** What authentication reads of a request, free of any HTTP framework. */

@@ -1,9 +1,9 @@
 /**
  * @module Who is calling: the identity every authorization decision reads (SPEC §5, DESIGN §3).
- * The authentication middleware stores a `Caller` in `res.locals.caller`; everything else reads it
- * through `callerOf`. Until a request is authenticated it is `ANONYMOUS`.
+ * `authenticateCredentials` (authenticate.ts) finds it; the Express middleware stores it in
+ * `res.locals.caller`, where route handlers read it through `callerOf`. Until a request is
+ * authenticated it is `ANONYMOUS`.
  */
-import type { Response } from 'express';
 import { HttpError } from '../errors.js';
 
 /** The built-in role names of access rules (DESIGN §3). */
@@ -26,8 +26,11 @@ export interface Caller {
 
 export const ANONYMOUS: Caller = Object.freeze({ kind: 'anonymous', id: null, username: null, roles: [], admin: false }) as Caller;
 
-/** The caller of the request that `res` answers; `ANONYMOUS` when none was authenticated. */
-export function callerOf(res: Response): Caller {
+/**
+ * The caller of the request that `res` answers (an Express response, typed structurally so this
+ * module stays framework-free); `ANONYMOUS` when none was authenticated.
+ */
+export function callerOf(res: { locals: Record<string, unknown> }): Caller {
   return (res.locals.caller as Caller | undefined) ?? ANONYMOUS;
 }
 

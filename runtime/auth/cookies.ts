@@ -1,35 +1,41 @@
 /**
  * @module The session cookies of browsers (SPEC §5.2): `svc_access` (the access token, path `/`) and
  * `svc_refresh` (the refresh token, path `/api`, where `_refresh` and `_logout` read it). Both are
- * HttpOnly and SameSite=Lax, and Secure when svc.json `auth.secureCookies` is true.
+ * HttpOnly and SameSite=Lax, and Secure when svc.json `auth.secureCookies` is true. Framework-free:
+ * these functions answer `Set-Cookie` header values and read a `Cookie` header; the HTTP layer
+ * appends the values to its response.
  */
-import type { Request, Response, CookieOptions } from 'express';
-import { parse } from 'cookie';
+import { parse, serialize, type SerializeOptions } from 'cookie';
 import type { AuthService, Session } from './auth-service.js';
 
 export const ACCESS_COOKIE = 'svc_access';
 export const REFRESH_COOKIE = 'svc_refresh';
 const REFRESH_PATH = '/api';
 
-function options(auth: AuthService, path: string): CookieOptions {
+function options(auth: AuthService, path: string): SerializeOptions {
   return { httpOnly: true, sameSite: 'lax', secure: auth.secureCookies, path };
 }
 
-/** Sets both cookies of a session; they live as long as their tokens. */
-export function setSessionCookies(res: Response, auth: AuthService, session: Session): void {
-  res.cookie(ACCESS_COOKIE, session.body.access_token, { ...options(auth, '/'), maxAge: session.body.expires_in * 1000 });
-  res.cookie(REFRESH_COOKIE, session.body.refresh_token, { ...options(auth, REFRESH_PATH), expires: session.refreshExpiresAt });
+/** The `Set-Cookie` values of a session's two cookies; they live as long as their tokens. */
+export function sessionCookies(auth: AuthService, session: Session): string[] {
+  const ttl = session.body.expires_in; // s
+  return [
+    serialize(ACCESS_COOKIE, session.body.access_token, { ...options(auth, '/'), maxAge: ttl, expires: new Date(Date.now() + ttl * 1000) }),
+    serialize(REFRESH_COOKIE, session.body.refresh_token, { ...options(auth, REFRESH_PATH), expires: session.refreshExpiresAt }),
+  ];
 }
 
-/** Clears both cookies. */
-export function clearSessionCookies(res: Response, auth: AuthService): void {
-  res.clearCookie(ACCESS_COOKIE, options(auth, '/'));
-  res.clearCookie(REFRESH_COOKIE, options(auth, REFRESH_PATH));
+/** The `Set-Cookie` values that clear both cookies. */
+export function clearedCookies(auth: AuthService): string[] {
+  const expired = new Date(1);
+  return [
+    serialize(ACCESS_COOKIE, '', { ...options(auth, '/'), expires: expired }),
+    serialize(REFRESH_COOKIE, '', { ...options(auth, REFRESH_PATH), expires: expired }),
+  ];
 }
 
-/** The value of one request cookie, or undefined. */
-export function readCookie(req: Request, name: string): string | undefined {
-  const header = req.headers.cookie;
+/** The value of cookie `name` in a `Cookie` request header, or undefined. */
+export function readCookie(header: string | undefined, name: string): string | undefined {
   if (!header) return undefined;
   return parse(header)[name] || undefined;
 }

@@ -1,14 +1,18 @@
 /**
  * @module Users and service accounts (DESIGN §3 access model, §3a `user create`, `service-account
- * create`): creating them with hashed credentials, checking credentials, and turning a stored
- * identity into a `Caller`. Ids are UUIDv7, so `createdBy` and `me()` compare like any guid.
+ * create`, `delete`, `disable`, `set-roles`): creating them with hashed credentials, checking
+ * credentials, turning a stored identity into a `Caller`, and managing them. A disabled identity
+ * (`disabledAt` set) is treated like a deleted one everywhere but in the table. Ids are UUIDv7, so
+ * `createdBy` and `me()` compare like any guid.
  */
 import { v7 as uuidv7 } from 'uuid';
 import type { Database } from '../data/database.js';
 import { HttpError } from '../errors.js';
 import type { Caller } from './caller.js';
 import { hashSecret, randomToken, verifySecret } from './secrets.js';
-import { isUniqueViolation, parseRoles, systemTables } from './store.js';
+import { sql, type Sql } from '../query/sql.js';
+import { decodeServiceAccount, decodeUser, first, TABLE, type ServiceAccountRow, type UserRow } from './store.js';
+import { deleteSubjectTokens, revokeSubjectTokens } from './refresh-tokens.js';
 
 /** Custom role names: a letter first, then letters, digits, `_` or `-`; the `_` prefix is for built-ins. */
 const ROLE_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
@@ -32,12 +36,11 @@ export async function createUser(db: Database, input: { username: string; passwo
   if (input.password.length < MIN_PASSWORD_LENGTH) throw new HttpError('VALIDATION_FAILED', `password must be at least ${MIN_PASSWORD_LENGTH} characters`);
   const roles = checkRoles(input.roles ?? []);
   const id = uuidv7();
-  try {
-    await systemTables(db.client).users.create({ data: { id, username, passwordHash: await hashSecret(input.password), roles: JSON.stringify(roles) } });
-  } catch (err) {
-    if (isUniqueViolation(err)) throw new HttpError('CONFLICT', `a user named ${JSON.stringify(username)} exists`);
-    throw err;
-  }
+  const now = new Date();
+  const inserted = await db.query(sql`INSERT INTO ${TABLE.users} ("id", "username", "passwordHash", "roles", "createdAt", "updatedAt")
+    VALUES (${id}, ${username}, ${await hashSecret(input.password)}, ${JSON.stringify(roles)}, ${now}, ${now})
+    ON CONFLICT ("username") DO NOTHING RETURNING "id"`);
+  if (inserted.length === 0) throw new HttpError('CONFLICT', `a user named ${JSON.stringify(username)} exists`);
   return id;
 }
 
@@ -52,36 +55,95 @@ export async function createServiceAccount(db: Database, input: { name: string; 
   const id = uuidv7();
   const clientId = `sa_${randomToken(12)}`;
   const clientSecret = randomToken(32);
-  await systemTables(db.client).serviceAccounts.create({
-    data: { id, name, clientId, secretHash: await hashSecret(clientSecret), roles: JSON.stringify(roles), admin: input.admin === true },
-  });
+  const now = new Date();
+  await db.query(sql`INSERT INTO ${TABLE.serviceAccounts} ("id", "name", "clientId", "secretHash", "roles", "admin", "createdAt", "updatedAt")
+    VALUES (${id}, ${name}, ${clientId}, ${await hashSecret(clientSecret)}, ${JSON.stringify(roles)}, ${input.admin === true}, ${now}, ${now})`);
   return { id, clientId, clientSecret };
 }
 
-/** The caller behind a username and password, or null when they do not match. */
+const userCaller = (u: UserRow): Caller => ({ kind: 'user', id: u.id, username: u.username, roles: u.roles, admin: false });
+const accountCaller = (sa: ServiceAccountRow): Caller => ({ kind: 'serviceAccount', id: sa.id, username: sa.name, roles: sa.roles, admin: sa.admin });
+
+/** The caller behind a username and password, or null when they do not match or the user is disabled. */
 export async function checkPassword(db: Database, username: string, password: string): Promise<Caller | null> {
-  const user = await systemTables(db.client).users.findUnique({ where: { username } });
-  if (!(await verifySecret(user?.passwordHash ?? null, password)) || !user) return null;
-  return { kind: 'user', id: user.id, username: user.username, roles: parseRoles(user.roles), admin: false };
+  const user = await first(db, sql`SELECT * FROM ${TABLE.users} WHERE "username" = ${username}`, decodeUser);
+  // The hash is verified even for a disabled user, so the answer takes as long either way.
+  if (!(await verifySecret(user?.passwordHash ?? null, password)) || !user || user.disabledAt) return null;
+  return userCaller(user);
 }
 
-/** The caller behind a client id and secret, or null when they do not match. */
+/** The caller behind a client id and secret, or null when they do not match or the account is disabled. */
 export async function checkClientSecret(db: Database, clientId: string, clientSecret: string): Promise<Caller | null> {
-  const sa = await systemTables(db.client).serviceAccounts.findUnique({ where: { clientId } });
-  if (!(await verifySecret(sa?.secretHash ?? null, clientSecret)) || !sa) return null;
-  return { kind: 'serviceAccount', id: sa.id, username: sa.name, roles: parseRoles(sa.roles), admin: sa.admin };
+  const sa = await first(db, sql`SELECT * FROM ${TABLE.serviceAccounts} WHERE "clientId" = ${clientId}`, decodeServiceAccount);
+  if (!(await verifySecret(sa?.secretHash ?? null, clientSecret)) || !sa || sa.disabledAt) return null;
+  return accountCaller(sa);
 }
 
-/** The current state of a stored identity (roles may have changed since a token was issued); null when gone. */
+/**
+ * The current state of a stored identity (roles may have changed since a token was issued).
+ * @returns null when it was deleted or is disabled, or `kind` names no identity kind
+ */
 export async function loadCaller(db: Database, kind: string, id: string): Promise<Caller | null> {
-  const tables = systemTables(db.client);
   if (kind === 'user') {
-    const u = await tables.users.findUnique({ where: { id } });
-    return u && { kind: 'user', id: u.id, username: u.username, roles: parseRoles(u.roles), admin: false };
+    const u = await first(db, sql`SELECT * FROM ${TABLE.users} WHERE "id" = ${id}`, decodeUser);
+    return u && !u.disabledAt ? userCaller(u) : null;
   }
   if (kind === 'serviceAccount') {
-    const sa = await tables.serviceAccounts.findUnique({ where: { id } });
-    return sa && { kind: 'serviceAccount', id: sa.id, username: sa.name, roles: parseRoles(sa.roles), admin: sa.admin };
+    const sa = await first(db, sql`SELECT * FROM ${TABLE.serviceAccounts} WHERE "id" = ${id}`, decodeServiceAccount);
+    return sa && !sa.disabledAt ? accountCaller(sa) : null;
   }
   return null;
+}
+
+/** Names one identity for the management commands: a user by username, a service account by client id. */
+export type IdentityRef = { kind: 'user'; username: string } | { kind: 'serviceAccount'; clientId: string };
+
+function target(ref: IdentityRef): { table: Sql; where: Sql; label: string } {
+  return ref.kind === 'user'
+    ? { table: TABLE.users, where: sql`"username" = ${ref.username}`, label: `no user is named ${JSON.stringify(ref.username)}` }
+    : { table: TABLE.serviceAccounts, where: sql`"clientId" = ${ref.clientId}`, label: `no service account has the client id ${JSON.stringify(ref.clientId)}` };
+}
+
+async function updateOne(db: Database, ref: IdentityRef, set: Sql): Promise<string> {
+  const t = target(ref);
+  const rows = await db.query<{ id: unknown }>(sql`UPDATE ${t.table} SET ${set}, "updatedAt" = ${new Date()} WHERE ${t.where} RETURNING "id"`);
+  if (rows.length === 0) throw new HttpError('NOT_FOUND', t.label);
+  return String(rows[0].id);
+}
+
+/**
+ * Disables an identity: it can no longer sign in or refresh (its refresh tokens are revoked), and its
+ * access tokens are refused once the identity caches of running servers expire (`IDENTITY_CACHE_TTL_MS`).
+ * @returns its id
+ * @throws HttpError NOT_FOUND when no such identity exists
+ */
+export async function disableIdentity(db: Database, ref: IdentityRef): Promise<string> {
+  const id = await updateOne(db, ref, sql`"disabledAt" = ${new Date()}`);
+  await revokeSubjectTokens(db, ref.kind, id);
+  return id;
+}
+
+/**
+ * Deletes an identity and its refresh tokens. Rows it created keep its id in `createdBy`.
+ * @returns its id
+ * @throws HttpError NOT_FOUND when no such identity exists
+ */
+export async function deleteIdentity(db: Database, ref: IdentityRef): Promise<string> {
+  const t = target(ref);
+  const rows = await db.query<{ id: unknown }>(sql`DELETE FROM ${t.table} WHERE ${t.where} RETURNING "id"`);
+  if (rows.length === 0) throw new HttpError('NOT_FOUND', t.label);
+  const id = String(rows[0].id);
+  await deleteSubjectTokens(db, ref.kind, id);
+  return id;
+}
+
+/**
+ * Replaces an identity's custom roles; running servers apply them to existing access tokens once
+ * their identity caches expire.
+ * @returns its id and the roles stored (deduplicated, sorted)
+ * @throws HttpError VALIDATION_FAILED for a bad role name; NOT_FOUND when no such identity exists
+ */
+export async function setIdentityRoles(db: Database, ref: IdentityRef, roles: readonly string[]): Promise<{ id: string; roles: string[] }> {
+  const checked = checkRoles(roles);
+  return { id: await updateOne(db, ref, sql`"roles" = ${JSON.stringify(checked)}`), roles: checked };
 }

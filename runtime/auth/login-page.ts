@@ -1,24 +1,26 @@
 /**
- * @module The hosted login page `/login` (SPEC §4.6; its behaviour is ours, SPEC §5.10): a
- * server-rendered HTML form that works without JavaScript. `GET /login?returnUrl=/app` shows it;
- * the form POSTs username and password back; success sets the session cookies and redirects (303) to
- * `returnUrl` when it is a same-origin path, else shows a signed-in page; failure shows the form again
- * with the error (401, or 429 while locked out). The POST must come from this origin (no login CSRF).
+ * @module The hosted login page `/login` (SPEC §4.6; its behaviour is ours, SPEC §5.10), free of any
+ * HTTP framework (the route is in `runtime/http/auth-routes.ts`): a server-rendered HTML form that
+ * works without JavaScript. `GET /login?returnUrl=/app` shows it; the form POSTs username and
+ * password back; success sets the session cookies and redirects (303) to `returnUrl` when it is a
+ * same-origin path, else shows a signed-in page; failure shows the form again with the error (401, or
+ * 429 while locked out). The POST must come from this origin (no login CSRF).
  */
-import express, { Router, type Request, type Response } from 'express';
 import { HttpError } from '../errors.js';
 import { startSession, type AuthService } from './auth-service.js';
-import { isSameOrigin } from './authenticate.js';
-import { setSessionCookies } from './cookies.js';
+import { isSameOrigin, type CredentialInput } from './authenticate.js';
+import { sessionCookies } from './cookies.js';
 import { checkPassword } from './identities.js';
-import { limitedCheck } from './auth-routes.js';
+import { limitedCheck } from './sign-in.js';
 
 const BASE = 'http://svc.invalid';
 
 /**
  * `value` as a same-origin path (`/app?x=1#y`), or null when it could leave the origin: absolute URLs,
  * scheme-relative `//host`, backslashes (`/\host`, which browsers read as `//host`), control characters
- * (URL parsers drop tabs and newlines: `/\t/host`), or anything that does not resolve on this origin.
+ * (URL parsers drop tabs and newlines: `/\t/host`), anything that does not resolve on this origin, and
+ * paths whose dot segments normalise to `//host` (`/.//host`, `/%2e%2e//host`, `/x/..//host`): the
+ * answer is the normalised URL's path, query and fragment, never starting with `//` or `/\`.
  */
 export function safeReturnUrl(value: unknown): string | null {
   if (typeof value !== 'string' || value.length === 0 || value.length > 2000) return null;
@@ -29,7 +31,9 @@ export function safeReturnUrl(value: unknown): string | null {
   } catch {
     return null;
   }
-  return url.origin === BASE ? url.pathname + url.search + url.hash : null;
+  if (url.origin !== BASE) return null;
+  const path = url.pathname + url.search + url.hash;
+  return path.startsWith('//') || path.startsWith('/\\') ? null : path;
 }
 
 const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -54,44 +58,51 @@ function form(appName: string, options: { error?: string; username?: string; ret
 <button type="submit">Sign in</button></form>`);
 }
 
-function sendHtml(res: Response, status: number, html: string): void {
-  res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
-  res.setHeader('X-Frame-Options', 'DENY');
-  res.setHeader('Cache-Control', 'no-store');
-  res.setHeader('Referrer-Policy', 'same-origin');
-  res.status(status).type('html').send(html);
+/** Response headers of every page: no framing, no scripts, no caching, no referrer off the origin. */
+const PAGE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'X-Frame-Options': 'DENY',
+  'Cache-Control': 'no-store',
+  'Referrer-Policy': 'same-origin',
+});
+
+/**
+ * What the HTTP layer answers for `/login`: an HTML page with `status` and `headers`, or a 303 to
+ * `redirect`; `cookies` are `Set-Cookie` values to append either way.
+ */
+export interface LoginPageResult { status: number; headers: Record<string, string>; html?: string; redirect?: string; cookies: string[] }
+
+const htmlResult = (status: number, html: string, extra: Record<string, string> = {}): LoginPageResult => ({ status, headers: { ...PAGE_HEADERS, ...extra }, html, cookies: [] });
+
+/** `GET /login`: the form, keeping `returnUrl` (a query parameter) only when it is safe. */
+export function loginForm(auth: AuthService, returnUrl: unknown): LoginPageResult {
+  return htmlResult(200, form(auth.manifest.name, { returnUrl: safeReturnUrl(returnUrl) }));
 }
 
 /**
- * The `/login` router (mounted at the root, not under `/api`).
+ * `POST /login`: checks the form (`username`, `password`, `returnUrl`) sent from `request`.
  * Source: SPEC §4.6 (`/login`), §5.2 (cookies); issue "Authentication" (`/login` requirements).
  */
-export function loginRouter(auth: AuthService): Router {
-  const router = Router();
+export async function submitLogin(auth: AuthService, body: unknown, request: CredentialInput & { remoteAddress?: string }): Promise<LoginPageResult> {
   const name = auth.manifest.name;
-
-  router.get('/login', (req, res) => {
-    sendHtml(res, 200, form(name, { returnUrl: safeReturnUrl(req.query.returnUrl) }));
-  });
-
-  router.post('/login', express.urlencoded({ extended: false, limit: '16kb' }), async (req: Request, res: Response) => {
-    const body = (req.body ?? {}) as Record<string, unknown>;
-    const returnUrl = safeReturnUrl(body.returnUrl);
-    const username = typeof body.username === 'string' ? body.username.slice(0, 200) : '';
-    const password = typeof body.password === 'string' ? body.password.slice(0, 1000) : '';
-    if (!isSameOrigin(req)) return sendHtml(res, 403, form(name, { error: 'This sign-in form was sent from another site.', returnUrl }));
-    if (!username || !password) return sendHtml(res, 400, form(name, { error: 'Enter your username and password.', username, returnUrl }));
-    let caller;
-    try {
-      caller = await limitedCheck(auth, req, res, `user:${username}`, () => checkPassword(auth.db, username, password));
-    } catch (err) {
-      if (err instanceof HttpError && err.code === 'RATE_LIMITED') return sendHtml(res, 429, form(name, { error: `Too many failed attempts. Try again in ${String(res.getHeader('Retry-After'))} seconds.`, username, returnUrl }));
-      throw err;
+  const b = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+  const returnUrl = safeReturnUrl(b.returnUrl);
+  const username = typeof b.username === 'string' ? b.username.slice(0, 200) : '';
+  const password = typeof b.password === 'string' ? b.password.slice(0, 1000) : '';
+  if (!isSameOrigin(request)) return htmlResult(403, form(name, { error: 'This sign-in form was sent from another site.', returnUrl }));
+  if (!username || !password) return htmlResult(400, form(name, { error: 'Enter your username and password.', username, returnUrl }));
+  let caller;
+  try {
+    caller = await limitedCheck(auth, `user:${username}`, request.remoteAddress, () => checkPassword(auth.db, username, password));
+  } catch (err) {
+    if (err instanceof HttpError && err.code === 'RATE_LIMITED') {
+      const wait = err.headers?.['retry-after'] ?? '';
+      return htmlResult(429, form(name, { error: `Too many failed attempts. Try again in ${wait} seconds.`, username, returnUrl }), { 'retry-after': wait });
     }
-    if (!caller) return sendHtml(res, 401, form(name, { error: 'Wrong username or password.', username, returnUrl }));
-    setSessionCookies(res, auth, await startSession(auth, caller, username));
-    if (returnUrl) return res.redirect(303, returnUrl);
-    sendHtml(res, 200, page(`Signed in to ${name}`, `<h1>Signed in</h1><p>You are signed in to ${escapeHtml(name)} as ${escapeHtml(caller.username ?? '')}.</p>`));
-  });
-  return router;
+    throw err;
+  }
+  if (!caller) return htmlResult(401, form(name, { error: 'Wrong username or password.', username, returnUrl }));
+  const cookies = sessionCookies(auth, await startSession(auth, caller, username));
+  if (returnUrl) return { status: 303, headers: { 'Cache-Control': 'no-store' }, redirect: returnUrl, cookies };
+  return { ...htmlResult(200, page(`Signed in to ${name}`, `<h1>Signed in</h1><p>You are signed in to ${escapeHtml(name)} as ${escapeHtml(caller.username ?? '')}.</p>`)), cookies };
 }

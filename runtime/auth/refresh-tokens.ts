@@ -8,7 +8,8 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Database } from '../data/database.js';
 import { randomToken, sha256 } from './secrets.js';
-import { systemTables, type RefreshTokenRow } from './store.js';
+import { sql } from '../query/sql.js';
+import { decodeRefreshToken, first, TABLE, type RefreshTokenRow } from './store.js';
 
 /** Who a refresh token was issued to, and for which client (`client_id`: a client id or a username). */
 export interface RefreshSubject { subjectKind: 'user' | 'serviceAccount'; subjectId: string; clientId: string }
@@ -24,21 +25,23 @@ export async function issueRefreshToken(db: Database, subject: RefreshSubject, t
 
 async function insert(db: Database, row: RefreshSubject & { familyId: string; expiresAt: Date }): Promise<IssuedRefreshToken> {
   const token = randomToken(32);
-  await systemTables(db.client).refreshTokens.create({ data: { id: uuidv7(), tokenHash: sha256(token), ...row } });
+  await db.query(sql`INSERT INTO ${TABLE.refreshTokens} ("id", "tokenHash", "familyId", "subjectKind", "subjectId", "clientId", "expiresAt", "createdAt")
+    VALUES (${uuidv7()}, ${sha256(token)}, ${row.familyId}, ${row.subjectKind}, ${row.subjectId}, ${row.clientId}, ${row.expiresAt}, ${new Date()})`);
   return { token, expiresAt: row.expiresAt };
 }
 
 /** Why a rotation failed (RFC 6749 `invalid_grant` in every case; the reason is for logs). */
-export type RotationFailure = 'unknown' | 'expired' | 'reused' | 'wrong-client';
+export type RotationFailure = 'unknown' | 'expired' | 'reused' | 'wrong-client' | 'identity-gone';
 
 /**
  * Spends `token` and issues the next one of its family.
  * @param clientId - the `client_id` the caller presented; null when the token came from a cookie
+ * @param subjectActive - asked before the token is spent; false (the identity was deleted or disabled)
+ *   fails with `identity-gone` and revokes the family
  * @returns the subject and the new token, or the failure (a reused token has revoked its family)
  */
-export async function rotateRefreshToken(db: Database, token: string, clientId: string | null): Promise<{ subject: RefreshSubject; next: IssuedRefreshToken } | { failure: RotationFailure }> {
-  const table = systemTables(db.client).refreshTokens;
-  const row = await table.findUnique({ where: { tokenHash: sha256(token) } });
+export async function rotateRefreshToken(db: Database, token: string, clientId: string | null, subjectActive: (s: RefreshSubject) => Promise<boolean>): Promise<{ subject: RefreshSubject; next: IssuedRefreshToken } | { failure: RotationFailure }> {
+  const row = await first(db, sql`SELECT * FROM ${TABLE.refreshTokens} WHERE "tokenHash" = ${sha256(token)}`, decodeRefreshToken);
   if (!row) return { failure: 'unknown' };
   if (row.usedAt || row.revokedAt) {
     await revokeFamily(db, row.familyId);
@@ -46,13 +49,18 @@ export async function rotateRefreshToken(db: Database, token: string, clientId: 
   }
   if (row.expiresAt.getTime() <= Date.now()) return { failure: 'expired' };
   if (clientId !== null && clientId !== row.clientId) return { failure: 'wrong-client' };
-  // Spend it atomically: of two concurrent uses only one updates the row; the other is a reuse.
-  const { count } = await table.updateMany({ where: { id: row.id, usedAt: null, revokedAt: null }, data: { usedAt: new Date() } });
-  if (count !== 1) {
+  const subject = subjectOf(row);
+  if (!(await subjectActive(subject))) {
+    await revokeFamily(db, row.familyId);
+    return { failure: 'identity-gone' };
+  }
+  // Spend it in one statement: of two concurrent uses only one updates the row; the other is a reuse.
+  const spent = await db.query(sql`UPDATE ${TABLE.refreshTokens} SET "usedAt" = ${new Date()}
+    WHERE "id" = ${row.id} AND "usedAt" IS NULL AND "revokedAt" IS NULL RETURNING "id"`);
+  if (spent.length !== 1) {
     await revokeFamily(db, row.familyId);
     return { failure: 'reused' };
   }
-  const subject = subjectOf(row);
   return { subject, next: await insert(db, { ...subject, familyId: row.familyId, expiresAt: row.expiresAt }) };
 }
 
@@ -62,11 +70,22 @@ function subjectOf(row: RefreshTokenRow): RefreshSubject {
 
 /** Revokes every token of a family. */
 export async function revokeFamily(db: Database, familyId: string): Promise<void> {
-  await systemTables(db.client).refreshTokens.updateMany({ where: { familyId, revokedAt: null }, data: { revokedAt: new Date() } });
+  await db.query(sql`UPDATE ${TABLE.refreshTokens} SET "revokedAt" = ${new Date()} WHERE "familyId" = ${familyId} AND "revokedAt" IS NULL`);
 }
 
-/** Revokes the family of `token` (sign-out); unknown tokens are ignored. */
+/** Revokes the family of `token` (sign-out), in one statement; unknown tokens are ignored. */
 export async function revokeRefreshToken(db: Database, token: string): Promise<void> {
-  const row = await systemTables(db.client).refreshTokens.findUnique({ where: { tokenHash: sha256(token) } });
-  if (row) await revokeFamily(db, row.familyId);
+  await db.query(sql`UPDATE ${TABLE.refreshTokens} SET "revokedAt" = ${new Date()} WHERE "revokedAt" IS NULL
+    AND "familyId" IN (SELECT "familyId" FROM ${TABLE.refreshTokens} WHERE "tokenHash" = ${sha256(token)})`);
+}
+
+/** Revokes every refresh token of one identity (it was disabled). */
+export async function revokeSubjectTokens(db: Database, subjectKind: RefreshSubject['subjectKind'], subjectId: string): Promise<void> {
+  await db.query(sql`UPDATE ${TABLE.refreshTokens} SET "revokedAt" = ${new Date()}
+    WHERE "subjectKind" = ${subjectKind} AND "subjectId" = ${subjectId} AND "revokedAt" IS NULL`);
+}
+
+/** Deletes every refresh token of one identity (it was deleted). */
+export async function deleteSubjectTokens(db: Database, subjectKind: RefreshSubject['subjectKind'], subjectId: string): Promise<void> {
+  await db.query(sql`DELETE FROM ${TABLE.refreshTokens} WHERE "subjectKind" = ${subjectKind} AND "subjectId" = ${subjectId}`);
 }

@@ -15,10 +15,7 @@ import { mapInfrastructureError } from '../data/db-errors.js';
 import { MAX_BODY_BYTES } from './api-handler.js';
 import { captureRawBody, functionRouter, type FunctionRoutesOptions } from './function-routes.js';
 import type { AuthService } from '../auth/auth-service.js';
-import { authenticate } from '../auth/authenticate.js';
-import { authRouter } from '../auth/auth-routes.js';
-import { oauthErrors, tokenRouter } from '../auth/token-route.js';
-import { loginRouter } from '../auth/login-page.js';
+import { authenticate, authRouter, loginRouter, oauthErrors, tokenRouter } from './auth-routes.js';
 import { clientLogRouter } from './client-log-routes.js';
 import { healthRouter, type HealthDeps } from './health.js';
 

@@ -17,7 +17,8 @@ import { HttpError, type ErrorDetail } from '../errors.js';
 import { listItems } from '../data/read.js';
 import { parseListParams } from '../query/list-params.js';
 import { callerOf } from '../auth/caller.js';
-import { systemTables } from '../auth/store.js';
+import { TABLE } from '../auth/store.js';
+import { join, sql } from '../query/sql.js';
 
 /** Events accepted per request, and characters per message. */
 const MAX_EVENTS = 1000;
@@ -65,7 +66,9 @@ export function clientLogRouter(db: Database, logger: Logger, manifest: AppManif
     const rows = events.map((e) => ({
       id: uuidv7(), message: e.message, severity: e.severity ?? 3, username: caller.username, reqId: res.locals.reqId as string, createdBy: caller.id,
     }));
-    await systemTables(db.client).log.createMany({ data: rows });
+    const now = new Date();
+    const values = rows.map((r) => sql`(${r.id}, ${r.message}, ${r.severity}, ${r.username}, ${r.reqId}, ${now}, ${now}, ${r.createdBy})`);
+    await db.query(sql`INSERT INTO ${TABLE.log} ("id", "message", "severity", "username", "reqId", "createdAt", "updatedAt", "createdBy") VALUES ${join(values, ', ')}`);
     for (const row of rows) {
       logger[LEVELS[row.severity]]({ reqId: row.reqId, source: 'client', severity: row.severity, user: { id: caller.id, username: caller.username, kind: caller.kind }, clientMessage: row.message }, 'client log');
     }

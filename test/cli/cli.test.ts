@@ -32,7 +32,8 @@ function treeHash(dir: string): Record<string, string> {
 }
 
 describe('svc CLI', () => {
-  it.each(['init', 'generate', 'migrate', 'serve', 'openapi', 'user create', 'service-account create'])('prints help for %s', async (command) => {
+  it.each(['init', 'generate', 'migrate', 'serve', 'openapi', 'user create', 'user delete', 'user disable', 'user set-roles',
+    'service-account create', 'service-account delete', 'service-account disable'])('prints help for %s', async (command) => {
     const r = await runCli([...command.split(' '), '--help']);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`Usage: svc ${command}`);

@@ -168,6 +168,7 @@ function authSuite(backend: Backend): void {
           const r = await req('GET', url, undefined, { authorization: `Bearer ${jwt}` });
           expect(r.status, `${name} on ${url}: ${r.text}`).toBe(401);
           expect(r.json.code).toBe('UNAUTHORIZED');
+          expect(r.headers.get('www-authenticate'), name).toBe('Bearer error="invalid_token"');
         }
         const viaCookie = await req('GET', '/_me', undefined, { cookie: `svc_access=${jwt}` });
         expect(viaCookie.status, `${name} as cookie`).toBe(401); // counted as anonymous
@@ -196,6 +197,27 @@ function authSuite(backend: Backend): void {
       expect((await req('POST', '/_logout')).status).toBe(204);
     });
 
+    it('_logout by a bearer client revokes the family of the refresh_token in its body (JSON or form)', async () => {
+      // JSON body, from a service account signed in at _token.
+      const first = (await token({ grant_type: 'client_credentials', client_id: sa.clientId, client_secret: sa.clientSecret })).json;
+      const rotated = (await token({ grant_type: 'refresh_token', client_id: sa.clientId, refresh_token: first.refresh_token })).json;
+      const out = await req('POST', '/_logout', { refresh_token: rotated.refresh_token }, { authorization: `Bearer ${rotated.access_token}` });
+      expect(out.status).toBe(204);
+      const after = await token({ grant_type: 'refresh_token', client_id: sa.clientId, refresh_token: rotated.refresh_token });
+      expect(after.status).toBe(400);
+      expect(after.json.error).toBe('invalid_grant');
+      // Form body, from a cross-origin page holding a user's tokens: no cookie is involved, so no origin check.
+      const user = (await req('POST', '/_auth', { authority: 'password', username: 'alice', password: PASSWORD }, { origin: 'https://spa.example' })).json;
+      const f = form({ refresh_token: user.refresh_token });
+      expect((await req('POST', '/_logout', f.body, { ...f.headers, origin: 'https://spa.example', authorization: `Bearer ${user.access_token}` })).status).toBe(204);
+      expect((await req('POST', '/_refresh', undefined, { cookie: `svc_refresh=${user.refresh_token}` })).status).toBe(401);
+      expect((await token({ grant_type: 'refresh_token', client_id: 'alice', refresh_token: user.refresh_token })).json.error).toBe('invalid_grant');
+      // Unknown tokens are ignored; other sessions are untouched.
+      const other = (await req('POST', '/_auth', { authority: 'password', username: 'alice', password: PASSWORD })).json;
+      expect((await req('POST', '/_logout', { refresh_token: 'made-up' })).status).toBe(204);
+      expect((await token({ grant_type: 'refresh_token', client_id: 'alice', refresh_token: other.refresh_token })).status).toBe(200);
+    });
+
     it('refuses cookie-authenticated unsafe requests from another origin (CSRF), not bearer ones', async () => {
       const signIn = await req('POST', '/_auth', { authority: 'password', username: 'alice', password: PASSWORD });
       const cookie = cookiePair(signIn, 'svc_access');
@@ -206,6 +228,9 @@ function authSuite(backend: Backend): void {
         ['cookie, foreign Origin', { cookie, origin: 'https://evil.example' }, 403],
         ['cookie, Origin null', { cookie, origin: 'null' }, 403],
         ['cookie, same host other port', { cookie, origin: `http://${host.split(':')[0]}:1` }, 403],
+        ['cookie, same host and port, other scheme', { cookie, origin: `https://${host}` }, 403],
+        ['cookie, same host and port, other scheme in Referer', { cookie, referer: `https://${host}/app` }, 403],
+        ['cookie, same origin in Referer', { cookie, referer: `http://${host}/app` }, 201],
         ['cookie, foreign Referer only', { cookie, referer: 'https://evil.example/page' }, 403],
         ['bearer, foreign Origin', { ...alice.headers, origin: 'https://evil.example' }, 201],
       ];
@@ -214,7 +239,7 @@ function authSuite(backend: Backend): void {
         const r = await req('POST', '/Note', body, headers);
         expect(r.status, `${name}: ${r.text}`).toBe(status);
       }
-      expect((await req('GET', '/Note?count=only', undefined, alice.headers)).json.meta.count).toBe(before + 3);
+      expect((await req('GET', '/Note?count=only', undefined, alice.headers)).json.meta.count).toBe(before + 4);
       expect((await req('GET', '/Note', undefined, { cookie, origin: 'https://evil.example' })).status).toBe(200); // reads are not state-changing
       expect((await req('POST', '/_logout', undefined, { cookie: cookiePair(signIn, 'svc_refresh'), origin: 'https://evil.example' })).status).toBe(403);
     });

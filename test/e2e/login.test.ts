@@ -70,7 +70,10 @@ describe('the /login page', () => {
     expect(noReturn.status).toBe(200);
     expect(await noReturn.text()).toContain('You are signed in to secure as walter');
     const attacks = ['//evil.example', '//evil.example/%2F..', 'https://evil.example/', 'http:evil.example', '/\\evil.example', '\\\\evil.example',
-      '/\t/evil.example', '/\n/evil.example', ' //evil.example', 'javascript:alert(1)', 'data:text/html,hi', '/%5Cevil.example', '/%2F%2Fevil.example'];
+      '/\t/evil.example', '/\n/evil.example', ' //evil.example', 'javascript:alert(1)', 'data:text/html,hi', '/%5Cevil.example', '/%2F%2Fevil.example',
+      // Dot segments that normalise to a scheme-relative `//host`.
+      '/.//evil.example', '/%2e%2e//evil.example', '/%2e//evil.example', '/x/..//evil.example/path',
+      '/..//evil.example', '/%2E%2E//evil.example', '/.%2e//evil.example', '/a/b/../..//evil.example?x=1#y', '/x/%2e%2e//evil.example', '/././/evil.example'];
     for (const returnUrl of attacks) {
       const r = await login({ username: 'walter', password: PASSWORD, returnUrl });
       const location = r.headers.get('location');
@@ -84,6 +87,12 @@ describe('the /login page', () => {
       const form = await (await fetch(`${origin}/login?returnUrl=${encodeURIComponent(returnUrl)}`)).text();
       const kept = /name="returnUrl" value="([^"]*)"/.exec(form)?.[1];
       if (kept !== undefined) expect(kept, returnUrl).toMatch(/^\/(?![/\\])/);
+    }
+    // Dot segments that stay on the origin are followed, normalised; one that yields `//` is not followed.
+    const local: [string, number, string | null][] = [['/a/./b', 303, '/a/b'], ['/a/%2e%2e/b?q=1', 303, '/b?q=1'], ['/x/..//', 200, null]];
+    for (const [returnUrl, status, location] of local) {
+      const r = await login({ username: 'walter', password: PASSWORD, returnUrl });
+      expect([r.status, r.headers.get('location')], returnUrl).toEqual([status, location]);
     }
   });
 

@@ -1,0 +1,111 @@
+/**
+ * @module What the authentication endpoints of SPEC §4.6 do, with the bodies of DESIGN §4 "Auth
+ * details", free of any HTTP framework (the routes are in `runtime/http/auth-routes.ts`): `_auth`
+ * (sign-in with a service account or a password), `_refresh` (renews a cookie session), `_logout`
+ * (revokes refresh-token families), `_me`, `_webAppConfig`, and the failure limiter around every
+ * credential check. The OAuth 2.0 `_token` grants are in `token-grant.ts`.
+ */
+import { HttpError, type ErrorDetail } from '../errors.js';
+import type { Caller } from './caller.js';
+import { continueSession, startSession, type AuthService, type Session } from './auth-service.js';
+import { checkClientSecret, checkPassword } from './identities.js';
+import { attemptKey } from './rate-limit.js';
+import { revokeRefreshToken } from './refresh-tokens.js';
+
+/** Longest accepted credential field, in characters. */
+const MAX_FIELD = 1000;
+
+/** Reads required string fields of a credentials body. @throws HttpError VALIDATION_FAILED naming each missing field */
+export function credentialFields<K extends string>(body: unknown, names: readonly K[]): Record<K, string> {
+  const b = (typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {}) as Record<string, unknown>;
+  const details: ErrorDetail[] = names
+    .filter((n) => typeof b[n] !== 'string' || b[n] === '' || (b[n] as string).length > MAX_FIELD)
+    .map((n) => ({ path: `/${n}`, message: `${n} is required (a non-empty string of at most ${MAX_FIELD} characters)` }));
+  if (details.length > 0) throw new HttpError('VALIDATION_FAILED', details.map((d) => d.message).join('; '), { details });
+  return Object.fromEntries(names.map((n) => [n, b[n]])) as Record<K, string>;
+}
+
+/**
+ * Refuses while `subject` (`client:<id>`, `user:<name>`) is locked out from `remoteAddress`.
+ * @returns the limiter key of the attempt
+ * @throws HttpError RATE_LIMITED (429, with `headers['retry-after']` in seconds)
+ */
+export function checkLockout(auth: AuthService, subject: string, remoteAddress: string | undefined): string {
+  const key = attemptKey(subject, remoteAddress);
+  const wait = auth.limiter.retryAfterSeconds(key);
+  if (wait > 0) throw new HttpError('RATE_LIMITED', `too many failed attempts; try again in ${wait} seconds`, { headers: { 'retry-after': String(wait) } });
+  return key;
+}
+
+/**
+ * Checks credentials under the failure limiter.
+ * @returns the caller, or null for wrong credentials (counted as a failure)
+ * @throws HttpError RATE_LIMITED (429) while the key is locked out (see `checkLockout`)
+ */
+export async function limitedCheck(auth: AuthService, subject: string, remoteAddress: string | undefined, check: () => Promise<Caller | null>): Promise<Caller | null> {
+  const key = checkLockout(auth, subject, remoteAddress);
+  const caller = await check();
+  if (caller) auth.limiter.reset(key);
+  else auth.limiter.fail(key);
+  return caller;
+}
+
+/**
+ * `POST /api/_auth`: signs in with `{ authority: "serviceaccount", clientId, clientSecret }` or
+ * `{ authority: "password", username, password }` and starts a session (the HTTP layer sets the
+ * cookies of `session` only for same-origin callers).
+ * @throws HttpError VALIDATION_FAILED (400), UNAUTHORIZED (401, wrong or disabled credentials), RATE_LIMITED (429)
+ * Source: SPEC §4.6, §5; DESIGN §4 "Auth details".
+ */
+export async function signIn(auth: AuthService, body: unknown, remoteAddress: string | undefined): Promise<Session> {
+  const authority = (body as Record<string, unknown> | undefined)?.authority;
+  let caller: Caller | null;
+  let clientId: string;
+  if (typeof authority === 'string' && authority.toLowerCase() === 'serviceaccount') {
+    const f = credentialFields(body, ['clientId', 'clientSecret']);
+    clientId = f.clientId;
+    caller = await limitedCheck(auth, `client:${f.clientId}`, remoteAddress, () => checkClientSecret(auth.db, f.clientId, f.clientSecret));
+  } else if (authority === 'password') {
+    const f = credentialFields(body, ['username', 'password']);
+    clientId = f.username;
+    caller = await limitedCheck(auth, `user:${f.username}`, remoteAddress, () => checkPassword(auth.db, f.username, f.password));
+  } else {
+    throw new HttpError('VALIDATION_FAILED', 'authority must be "serviceaccount" (with clientId, clientSecret) or "password" (with username, password)', { details: [{ path: '/authority', message: 'must be "serviceaccount" or "password"' }] });
+  }
+  if (!caller) throw new HttpError('UNAUTHORIZED', 'the credentials are not valid');
+  return startSession(auth, caller, clientId);
+}
+
+/**
+ * `POST /api/_refresh`: continues a cookie session from its refresh token.
+ * @returns the next session, or null when the token is missing, unknown, spent, expired or its
+ *   identity is gone (the HTTP layer then clears the cookies and answers 401); the reason is logged
+ */
+export async function renewSession(auth: AuthService, refreshToken: string | undefined, reqId?: string): Promise<Session | null> {
+  if (!refreshToken) return null;
+  const session = await continueSession(auth, refreshToken, null);
+  if ('failure' in session) {
+    auth.logger.info({ reqId, reason: session.failure }, 'refresh refused');
+    return null;
+  }
+  return session;
+}
+
+/**
+ * `POST /api/_logout`: revokes the family of every refresh token given (the refresh cookie's, and
+ * the `refresh_token` of a bearer client's body); missing and unknown tokens are ignored.
+ */
+export async function endSession(auth: AuthService, refreshTokens: readonly (string | undefined)[]): Promise<void> {
+  for (const token of new Set(refreshTokens)) {
+    if (token) await revokeRefreshToken(auth.db, token);
+  }
+}
+
+/** The body of `GET /api/_me`. @throws HttpError UNAUTHORIZED (401) for an anonymous caller */
+export function meBody(caller: Caller): { id: string | null; username: string | null; roles: string[] } {
+  if (caller.kind === 'anonymous') throw new HttpError('UNAUTHORIZED', '_me requires authentication');
+  return { id: caller.id, username: caller.username, roles: caller.roles };
+}
+
+/** The body of `GET /api/_webAppConfig`. */
+export const WEB_APP_CONFIG = Object.freeze({ loginUrl: '/login', loginMethods: ['password'], refreshUrl: '/api/_refresh', logoutUrl: '/api/_logout' });

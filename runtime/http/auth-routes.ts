@@ -1,0 +1,147 @@
+/**
+ * @module The Express side of authentication: the middleware that authenticates every `/api` request
+ * (through the framework-free `authenticateCredentials`), and the routes of SPEC §4.6 — `_auth`,
+ * `_refresh`, `_logout`, `_me`, `_webAppConfig`, `_token` and `/login` — each a thin wrapper around
+ * the functions of `runtime/auth/` (`sign-in.ts`, `token-grant.ts`, `login-page.ts`), which hold the
+ * logic. Errors thrown here carry their response headers in `HttpError.headers` (set by the error
+ * middleware of `app.ts`).
+ */
+import express, { Router, type NextFunction, type Request, type Response } from 'express';
+import type { TLSSocket } from 'node:tls';
+import { HttpError } from '../errors.js';
+import type { AuthService } from '../auth/auth-service.js';
+import { authenticateCredentials, isSameOrigin, requireSameOrigin, type CredentialInput } from '../auth/authenticate.js';
+import { callerOf } from '../auth/caller.js';
+import { clearedCookies, readCookie, REFRESH_COOKIE, sessionCookies } from '../auth/cookies.js';
+import { endSession, meBody, renewSession, signIn, WEB_APP_CONFIG } from '../auth/sign-in.js';
+import { oauthError, tokenGrant } from '../auth/token-grant.js';
+import { loginForm, submitLogin, type LoginPageResult } from '../auth/login-page.js';
+
+const form = express.urlencoded({ extended: false, limit: '16kb' });
+
+/**
+ * The credentials and origin headers of an Express request. The scheme is 'https' only when the
+ * connection itself is TLS: no proxy header (`X-Forwarded-Proto`) is trusted.
+ */
+export function credentialInput(req: Request): CredentialInput {
+  const h = req.headers;
+  return {
+    method: req.method, authorization: h.authorization, cookie: h.cookie, origin: h.origin, referer: h.referer, host: h.host,
+    scheme: (req.socket as Partial<TLSSocket>).encrypted ? 'https' : 'http',
+  };
+}
+
+/**
+ * Express middleware: authenticates the request and stores the caller in `res.locals.caller` (read
+ * with `callerOf`) and how it was proved in `res.locals.authenticatedBy`.
+ * @throws HttpError UNAUTHORIZED (401, with `WWW-Authenticate` in `headers`), FORBIDDEN (403) — see `authenticateCredentials`
+ */
+export function authenticate(auth: AuthService) {
+  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    const { caller, via } = await authenticateCredentials(auth, credentialInput(req));
+    res.locals.caller = caller;
+    if (via !== 'none') res.locals.authenticatedBy = via;
+    next();
+  };
+}
+
+function notAllowed(router: Router, paths: string[]): void {
+  for (const path of paths) {
+    router.all(path, (req) => {
+      throw new HttpError('METHOD_NOT_ALLOWED', `${req.method} is not supported on ${req.path}`);
+    });
+  }
+}
+
+/**
+ * The router of `_auth`, `_refresh`, `_logout`, `_me` and `_webAppConfig` (mounted under `/api`,
+ * after `authenticate`).
+ * Source: SPEC §4.6, §5; DESIGN §4 "Auth details".
+ */
+export function authRouter(auth: AuthService): Router {
+  const router = Router();
+  router.post('/_auth', form, async (req, res) => {
+    const session = await signIn(auth, req.body, req.socket.remoteAddress);
+    // Cookies only for same-origin (or non-browser) callers: a cross-site page must not sign a browser in.
+    if (isSameOrigin(credentialInput(req))) res.append('Set-Cookie', sessionCookies(auth, session));
+    res.setHeader('Cache-Control', 'no-store');
+    res.json(session.body);
+  });
+
+  router.post('/_refresh', async (req, res) => {
+    requireSameOrigin(credentialInput(req));
+    const token = readCookie(req.headers.cookie, REFRESH_COOKIE);
+    if (!token) throw new HttpError('UNAUTHORIZED', 'no refresh cookie: sign in again');
+    const session = await renewSession(auth, token, res.locals.reqId as string);
+    if (!session) {
+      res.append('Set-Cookie', clearedCookies(auth));
+      throw new HttpError('UNAUTHORIZED', 'the session has ended: sign in again');
+    }
+    res.append('Set-Cookie', sessionCookies(auth, session));
+    res.setHeader('Cache-Control', 'no-store');
+    res.json({ expires_in: session.body.expires_in });
+  });
+
+  // A browser signs out with its refresh cookie (same origin only); a bearer client with the
+  // `refresh_token` of its body (JSON or form), which needs no origin check: it is no ambient authority.
+  router.post('/_logout', form, async (req, res) => {
+    const cookieToken = readCookie(req.headers.cookie, REFRESH_COOKIE);
+    if (cookieToken) requireSameOrigin(credentialInput(req));
+    const body = (typeof req.body === 'object' && req.body !== null ? req.body : {}) as Record<string, unknown>;
+    const bodyToken = typeof body.refresh_token === 'string' && body.refresh_token.length <= 1000 ? body.refresh_token : undefined;
+    await endSession(auth, [cookieToken, bodyToken]);
+    res.append('Set-Cookie', clearedCookies(auth));
+    res.status(204).end();
+  });
+
+  router.get('/_me', (_req, res) => { res.json(meBody(callerOf(res))); });
+  router.get('/_webAppConfig', (_req, res) => { res.json(WEB_APP_CONFIG); });
+  notAllowed(router, ['/_auth', '/_refresh', '/_logout', '/_me', '/_webAppConfig']);
+  return router;
+}
+
+/**
+ * The `_token` router (mounted under `/api`); pair it with `oauthErrors` on `/api/_token`.
+ * Source: SPEC §4.6, §5.4; DESIGN §4 "Auth details" (never sets cookies, form and JSON bodies).
+ */
+export function tokenRouter(auth: AuthService): Router {
+  const router = Router();
+  router.post('/_token', form, async (req, res) => {
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('Pragma', 'no-cache');
+    res.json(await tokenGrant(auth, req.body, { authorization: req.headers.authorization, remoteAddress: req.socket.remoteAddress, reqId: res.locals.reqId as string }));
+  });
+  notAllowed(router, ['/_token']);
+  return router;
+}
+
+/** Error middleware for `/api/_token`: RFC 6749 bodies (see `oauthError`). */
+export function oauthErrors(auth: AuthService) {
+  return (err: unknown, _req: Request, res: Response, next: NextFunction): void => {
+    if (res.headersSent) return next(err);
+    const answer = oauthError(err, auth.logger, res.locals.reqId as string);
+    if (!answer) return next(err);
+    res.set(answer.headers);
+    res.status(answer.status).json(answer.body);
+  };
+}
+
+function sendLoginPage(res: Response, result: LoginPageResult): void {
+  res.set(result.headers);
+  if (result.cookies.length > 0) res.append('Set-Cookie', result.cookies);
+  if (result.redirect !== undefined) return res.redirect(303, result.redirect);
+  res.status(result.status).type('html').send(result.html);
+}
+
+/**
+ * The `/login` router (mounted at the root, not under `/api`).
+ * Source: SPEC §4.6 (`/login`), §5.2 (cookies).
+ */
+export function loginRouter(auth: AuthService): Router {
+  const router = Router();
+  router.get('/login', (req, res) => { sendLoginPage(res, loginForm(auth, req.query.returnUrl)); });
+  router.post('/login', form, async (req, res) => {
+    sendLoginPage(res, await submitLogin(auth, req.body, { ...credentialInput(req), remoteAddress: req.socket.remoteAddress }));
+  });
+  return router;
+}
