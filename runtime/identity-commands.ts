@@ -16,7 +16,7 @@ async function withAppDatabase<T>(appDir: string, env: NodeJS.ProcessEnv, fn: (d
   const manifest = loadManifest(join(dir, '.svc'));
   const url = databaseUrlFor(dir, manifest, env);
   await migrateApp(dir, env);
-  const db = await openDatabase(join(dir, '.svc'), manifest.provider, url);
+  const db = await openDatabase(manifest.provider, url);
   try {
     return await fn(db);
   } finally {

@@ -112,7 +112,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   if (policyProblems.length > 0) throw new StartupError(`invalid policy filters: ${policyProblems.join('; ')}`);
   const applied = await applyPending(appDir, manifest, url);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
-  const db: Database = await openDatabase(svcDir, manifest.provider, url);
+  const statementTimeoutMs = env.SVC_STATEMENT_TIMEOUT_MS ? Number(env.SVC_STATEMENT_TIMEOUT_MS) : undefined;
+  const db: Database = await openDatabase(manifest.provider, url, { statementTimeoutMs });
   const runtime = createAppRuntime({ manifest, db, logger, sink: options.sink });
   const auth = await createAuthService(db, manifest, logger);
   const pool = new WorkerPool({ spareThreads: manifest.functions.some((f) => f.enabled) ? 2 : 0 });

@@ -19,8 +19,6 @@ import { verifyAccessToken } from './access-tokens.js';
 import type { AuthService } from './auth-service.js';
 import { ANONYMOUS, type Caller } from './caller.js';
 import { ACCESS_COOKIE, readCookie } from './cookies.js';
-import { parse as parseCookie } from 'cookie';
-import { ANONYMOUS } from './caller.js';
 
 /** The credentials and origin headers of one request, as the server received them. */
 export interface CredentialInput {
@@ -126,62 +124,6 @@ export async function authenticateCredentials(auth: AuthService, input: Credenti
       requireSameOrigin(input);
       return { caller, via: 'cookie' };
     }
-  }
-  return { caller: ANONYMOUS, via: 'none' };
-}
-
-/** What authentication reads of a request, free of any HTTP framework. */
-export interface CredentialInput {
-  method: string;
-  authorization?: string;
-  cookie?: string;
-  origin?: string;
-  referer?: string;
-  host?: string;
-  scheme: 'http' | 'https';
-}
-
-/** The caller a request authenticated as, and how. */
-export interface Authenticated {
-  caller: import('./caller.js').Caller;
-  via: 'bearer' | 'cookie' | 'none';
-}
-
-/**
- * Framework-free authentication (see the module notes).
- * @throws HttpError UNAUTHORIZED (401, with `WWW-Authenticate`) for a malformed or bad bearer token;
- *   FORBIDDEN (403) for a cross-origin cookie-authenticated unsafe request
- */
-export async function authenticateCredentials(auth: AuthService, input: CredentialInput): Promise<Authenticated> {
-  const header = input.authorization;
-  if (header !== undefined && /^bearer(\s|$)/i.test(header)) {
-    const token = /^bearer +([A-Za-z0-9_.-]+) *$/i.exec(header)?.[1];
-    const challenge = { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } };
-    if (!token) throw new HttpError('UNAUTHORIZED', 'the Authorization header must be "Bearer <access token>"', challenge);
-    try {
-      return { caller: await verifyAccessToken(auth.keys, token, auth.issuer), via: 'bearer' };
-    } catch (err) {
-      if (err instanceof HttpError) throw new HttpError(err.code, err.message, { ...challenge, cause: err.cause });
-      throw err;
-    }
-  }
-  const cookie = input.cookie ? parseCookie(input.cookie)[ACCESS_COOKIE] : undefined;
-  if (cookie) {
-    let caller;
-    try {
-      caller = await verifyAccessToken(auth.keys, cookie, auth.issuer);
-    } catch {
-      return { caller: ANONYMOUS, via: 'none' }; // an expired or otherwise invalid cookie: anonymous
-    }
-    if (!SAFE_METHODS.has(input.method)) {
-      const origin = input.origin ?? input.referer;
-      let same = origin === undefined;
-      try {
-        same ||= new URL(origin!).host === input.host;
-      } catch { /* "null" or garbage: not same-origin */ }
-      if (!same) throw new HttpError('FORBIDDEN', 'cross-origin requests authenticated by cookie are refused; send a bearer token instead');
-    }
-    return { caller, via: 'cookie' };
   }
   return { caller: ANONYMOUS, via: 'none' };
 }

@@ -4,23 +4,12 @@
  * Transactions are units of work: see `unit-of-work.ts`.
  */
 import { isAbsolute, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type { DatabaseProvider } from '../manifest.js';
 import { renderSql, type Sql } from '../query/sql.js';
 import type { SqlDriver, SqlTransaction, TransactionOptions } from './driver.js';
 import { encodeValues } from './values.js';
 import { createPgDriver } from './pg-driver.js';
 import { createSqliteDriver } from './sqlite-driver.js';
-
-/** The part of a Prisma client the auth store still uses (system tables). */
-export interface PrismaLike {
-  $queryRawUnsafe<T = unknown>(query: string, ...values: unknown[]): Promise<T>;
-  [delegate: string]: unknown;
-}
-
-export interface PrismaClientLike extends PrismaLike {
-  $disconnect(): Promise<void>;
-}
 
 /** A transaction handle: statements run on the transaction's connection. */
 export interface Tx {
@@ -29,8 +18,6 @@ export interface Tx {
 
 export interface Database {
   provider: DatabaseProvider;
-  /** The generated Prisma client (system tables only; data paths use `query`). */
-  client: PrismaClientLike;
   /** Runs a compiled statement, inside `tx` when given. Values are encoded for the provider. */
   query<T = Record<string, unknown>>(statement: Sql, tx?: Tx): Promise<T[]>;
   /** Runs `fn` in one transaction (see `SqlDriver.transaction`). */
@@ -61,38 +48,21 @@ export interface DatabaseOptions {
 }
 
 /**
- * Opens the driver for `url` (already resolved) and the generated Prisma client in `<svcDir>/client/`
- * (sharing the PostgreSQL pool).
- * Source: DESIGN §5 (Prisma 7 client with driver adapters).
+ * Opens the driver for `url` (already resolved). The generated Prisma client is not used at run
+ * time: Prisma owns the schema and the migrations (DESIGN §5); requests run the SQL we compile.
  */
-export async function openDatabase(svcDir: string, provider: DatabaseProvider, url: string, options: DatabaseOptions = {}): Promise<Database> {
-  const { PrismaClient } = await import(pathToFileURL(resolve(svcDir, 'client', 'client.js')).href);
-  let driver: SqlDriver;
-  let adapter: unknown;
-  if (provider === 'sqlite') {
-    const path = url.slice('file:'.length);
-    driver = await createSqliteDriver(path, { statementTimeoutMs: options.statementTimeoutMs });
-    const { PrismaBetterSqlite3 } = await import('@prisma/adapter-better-sqlite3');
-    adapter = new PrismaBetterSqlite3({ url });
-  } else {
-    const pg = createPgDriver(url, { statementTimeoutMs: options.statementTimeoutMs });
-    driver = pg;
-    const { PrismaPg } = await import('@prisma/adapter-pg');
-    adapter = new PrismaPg(pg.pool as never);
-  }
-  const client = new PrismaClient({ adapter }) as PrismaClientLike;
+export async function openDatabase(provider: DatabaseProvider, url: string, options: DatabaseOptions = {}): Promise<Database> {
+  const driver: SqlDriver = provider === 'sqlite'
+    ? await createSqliteDriver(url.slice('file:'.length), { statementTimeoutMs: options.statementTimeoutMs })
+    : createPgDriver(url, { statementTimeoutMs: options.statementTimeoutMs });
   return {
     provider,
-    client,
     query: async <T>(statement: Sql, tx?: Tx) => {
       const { text, values } = renderSql(statement, provider);
       return (await (tx ? tx.sql : driver).query(text, encodeValues(values, provider))) as T[];
     },
     transaction: (fn, opts) => driver.transaction((sqlTx) => fn({ sql: sqlTx }), opts),
     ping: () => driver.ping(),
-    close: async () => {
-      await client.$disconnect();
-      await driver.close();
-    },
+    close: () => driver.close(),
   };
 }
