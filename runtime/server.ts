@@ -95,7 +95,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const applied = await applyPending(appDir, manifest, url);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
   const db: Database = await openDatabase(svcDir, manifest.provider, url);
-  const pool = new WorkerPool({ spareThreads: manifest.functions.some((f) => f.enabled) ? 2 : 0 });
+  const pool = new WorkerPool({
+    spareThreads: manifest.functions.some((f) => f.enabled) ? 2 : 0, maxMemoryMb: manifest.settings.functions.maxMemoryMb, logger,
+  });
   const app = createApp({
     manifest, db, logger,
     auth: await createAuthService(db, manifest, logger),
