@@ -256,8 +256,8 @@ export class WorkerPool {
       if (rss <= this.baselineRss + busy.length * this.maxMemoryMb * MiB + RSS_SLACK) return;
       const now = Date.now();
       for (const t of busy.filter((b) => now - b.lastReport > 4 * MEMORY_REPORT_MS)) {
-        this.fail(t, `function ${t.invocation!.options.name} stopped reporting while the server's memory grew past the bound `
-          + `(${Math.round(rss / MiB)} MiB; functions.maxMemoryMb is ${this.maxMemoryMb} MiB per call); its thread was stopped`);
+        this.fail(t, `function ${t.invocation!.options.name} stopped reporting its memory while the server's memory (${Math.round(rss / MiB)} MiB) `
+          + `passed the bound for functions.maxMemoryMb (${this.maxMemoryMb} MiB) per call; its thread was stopped`);
       }
       // Memory of a stopped thread is freed a moment later; measure from here until the pool is idle again.
       this.baselineRss = Math.max(this.baselineRss, rss - busy.length * this.maxMemoryMb * MiB);
