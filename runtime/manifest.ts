@@ -165,7 +165,7 @@ export interface AppSettings {
   port: number;
   auth: { accessTokenTtlSeconds: number; refreshTokenTtlDays: number; secureCookies: boolean };
   realtime: { redis?: string };
-  functions: { allowFetch: boolean; timeoutMs: number };
+  functions: { allowFetch: boolean; timeoutMs: number; maxMemoryMb: number };
   agent: Record<string, unknown>;
   credits: Record<string, unknown>;
 }

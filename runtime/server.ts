@@ -14,6 +14,7 @@ import { createApp } from './http/app.js';
 import { secretsFromEnv } from './http/function-routes.js';
 import { WorkerPool } from './functions/worker-pool.js';
 import { apiHandler } from './http/api-handler.js';
+import { apiClientFor } from './core/api-client.js';
 import { buildResources } from './core/resources.js';
 import type { AppRuntime } from './core/context.js';
 import { compileInputChecker } from './data/input.js';
@@ -116,11 +117,17 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const db: Database = await openDatabase(manifest.provider, url, { statementTimeoutMs });
   const runtime = createAppRuntime({ manifest, db, logger, sink: options.sink });
   const auth = await createAuthService(db, manifest, logger);
-  const pool = new WorkerPool({ spareThreads: manifest.functions.some((f) => f.enabled) ? 2 : 0 });
+  const pool = new WorkerPool({
+    spareThreads: manifest.functions.some((f) => f.enabled) ? 2 : 0, maxMemoryMb: manifest.settings.functions.maxMemoryMb, logger,
+  });
   const app = createApp({
     manifest, db, logger, auth,
     openapi: JSON.parse(readFileSync(join(svcDir, 'openapi.json'), 'utf8')),
-    functions: { svcDir, secrets: secretsFromEnv(env), pool },
+    functions: {
+      svcDir, secrets: secretsFromEnv(env), pool,
+      // Function code's get/post/patch: the in-process API client, as the function's caller.
+      callApi: (caller, request, signal, reqId) => apiClientFor(runtime, caller, { signal, reqId }).request(request),
+    },
     health: {
       ping: () => db.ping(),
       pendingMigrations: () => pendingMigrations(manifest.provider, url, join(appDir, 'migrations', manifest.provider)),

@@ -4,13 +4,17 @@
  * transpiled on its own with the `typescript` package (ES2022, ES modules; types are stripped, never
  * checked): `.ts .tsx .js` become `.js`, `.mjs` stays `.mjs`, `.cjs` (CommonJS) is copied after a syntax
  * check. Relative imports between files under `functions/` are rewritten to the compiled names, so shared
- * modules keep working (SPEC §4.8 rule 5). Pure: reads only the texts in `RawApp.codeFiles`.
+ * modules keep working (SPEC §4.8 rule 5). A top-level file in the script form is wrapped into one
+ * exported function (see script-form.ts) so warm workers can run it once per call. Every compiled file
+ * carries an inline source map to its original file, so logged stack traces name `functions/x.ts:<line>`.
+ * Pure: reads only the texts in `RawApp.codeFiles`.
  */
 import { posix } from 'node:path';
 import ts from 'typescript';
 import type { RawApp, RawCodeFile } from '../load/load-app.js';
 import type { Diagnostic } from '../validate/diagnostics.js';
 import { bareResAssignmentLine, hasDefaultExport, lineOf, moduleSpecifiers, parseCode } from './analyse-code.js';
+import { identityMappings, inlineSourceMap, wrapScript } from './script-form.js';
 
 /** Compiled code (path relative to `.svc/` → JavaScript), problems that stop generation, and warnings. */
 export interface CompiledFunctions {
@@ -27,6 +31,7 @@ const COMPILER_OPTIONS: ts.CompilerOptions = {
   target: ts.ScriptTarget.ES2022,
   jsx: ts.JsxEmit.ReactJSX,
   allowJs: true,
+  sourceMap: true,
   newLine: ts.NewLineKind.LineFeed,
 };
 
@@ -97,15 +102,25 @@ function compileOne(code: RawCodeFile, known: Set<string>, result: CompiledFunct
       message: `syntax error${where}: ${ts.flattenDiagnosticMessageText(syntax.messageText, ' ')}` });
     return undefined;
   }
-  const source = parseCode(file, text);
-  const resLine = hasDefaultExport(source) ? bareResAssignmentLine(source) : undefined;
+  const parsed = parseCode(file, text);
+  const isDefaultForm = hasDefaultExport(parsed);
+  const resLine = isDefaultForm ? bareResAssignmentLine(parsed) : undefined;
   if (resLine !== undefined) {
     result.warnings.push({ code: 'DEF_GLOBAL_RES_IGNORED', file, path: '', line: resLine,
       message: `line ${resLine} assigns the global res, which is ignored because the file has a default export; set ctx.res or return the value (SPEC §4.8 rule 4)` });
   }
-  const js = file.endsWith('.cjs') ? text : transpiled.outputText;
-  const body = rewriteImports(file, js, known, text, result);
-  return `${HEADER.replace('%s', file)}${body}${body.endsWith('\n') ? '' : '\n'}`;
+  const commonJs = file.endsWith('.cjs');
+  const js = commonJs ? text : transpiled.outputText.replace(/\n?\/\/# sourceMappingURL=\S*\s*$/, '\n');
+  let body = rewriteImports(file, js, known, text, result);
+  // Only a function's own file (functions/<name>.*) is a script; shared modules in subfolders are plain modules.
+  if (!isDefaultForm && file.split('/').length === 2) body = wrapScript(body, commonJs);
+  if (!body.endsWith('\n')) body += '\n';
+  const out = compiledPathOf(file);
+  const tsMap = commonJs ? undefined : JSON.parse(transpiled.sourceMapText ?? '{}') as { mappings?: string; names?: string[] };
+  // One `;` for the header line; the transpiler's mappings (or identity ones for copied CommonJS) follow.
+  const mappings = tsMap ? `;${tsMap.mappings ?? ''}` : identityMappings(text);
+  const original = posix.relative(posix.dirname(`.svc/${out}`), file);
+  return `${HEADER.replace('%s', file)}${body}${inlineSourceMap(posix.basename(out), original, mappings, tsMap?.names)}`;
 }
 
 /** Rewrites relative specifiers to the compiled names; reports those that name no code file under functions/. */

@@ -21,7 +21,7 @@ export interface RawSvcDefinition {
   port?: number;
   auth?: { accessTokenTtlSeconds?: number; refreshTokenTtlDays?: number; secureCookies?: boolean };
   realtime?: { redis?: string };
-  functions?: { allowFetch?: boolean; timeoutMs?: number };
+  functions?: { allowFetch?: boolean; timeoutMs?: number; maxMemoryMb?: number };
   agent?: Record<string, unknown>;
   credits?: Record<string, unknown>;
 }

@@ -76,7 +76,7 @@ function settingsOf(svc: RawSvcDefinition): AppSettings {
       secureCookies: svc.auth?.secureCookies ?? false,
     },
     realtime: redis === undefined ? {} : { redis },
-    functions: { allowFetch: svc.functions?.allowFetch ?? false, timeoutMs: svc.functions?.timeoutMs ?? 30000 },
+    functions: { allowFetch: svc.functions?.allowFetch ?? false, timeoutMs: svc.functions?.timeoutMs ?? 30000, maxMemoryMb: svc.functions?.maxMemoryMb ?? 256 },
     agent: structuredClone(svc.agent ?? {}),
     credits: structuredClone(svc.credits ?? {}),
   };

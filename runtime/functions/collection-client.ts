@@ -1,9 +1,11 @@
 /**
- * @module `get`, `post`, `patch` of function code (SPEC §4.8 rule 2): calls to the app's own API over
- * loopback HTTP that carry the caller's `Authorization` and `Cookie` headers (never `Origin`), so access
- * rules, policies and result shapes are exactly those of an HTTP client. Runs inside the function worker.
+ * @module `get`, `post`, `patch` of function code (SPEC §4.8 rule 2): each builds an `ApiRequest` and
+ * hands it to `send` (in a worker: a message to the main thread, which answers it as the caller with the
+ * same access rules, policies, validation and result shapes as HTTP). Runs inside the function worker.
  */
-import type { FunctionContext, FunctionJob, GetParams } from './context.js';
+import type { ApiReply, ApiRequest } from './call-api.js';
+import type { FunctionContext, GetParams } from './context.js';
+import type { FunctionJob } from './protocol.js';
 
 /** A non-2xx answer of the app's own API to `get`, `post` or `patch`: its status and parsed body. */
 export class FunctionApiError extends Error {
@@ -29,22 +31,20 @@ export class FunctionUsageError extends Error {
 
 /**
  * Builds `get`, `post`, `patch` for one invocation.
- * @param platformFetch - the real `fetch` (captured before the global is replaced when fetch is not allowed)
+ * @param send - answers one request (status and parsed body); a body is passed through JSON first, so it
+ *   arrives exactly as an HTTP client would have sent it
  * @throws (from the helpers) FunctionApiError for a non-2xx answer; FunctionUsageError for a name that is not
  *   a collection, view or query (SPEC §4.8 rule 5: a function does not call another function)
  */
-export function collectionClient(job: FunctionJob, platformFetch: typeof fetch): Pick<FunctionContext, 'get' | 'post' | 'patch'> {
-  const call = async (method: string, path: string, body?: unknown): Promise<unknown> => {
-    const headers: Record<string, string> = { ...job.loopback.headers, accept: 'application/json' };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const reply = await platformFetch(job.loopback.baseUrl + path, {
-      method, headers, body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await reply.text();
-    let parsed: unknown = text;
-    try { parsed = text ? JSON.parse(text) : null; } catch { /* keep the text */ }
-    if (!reply.ok) throw new FunctionApiError(method, path, reply.status, parsed);
-    return parsed;
+export function collectionClient(job: Pick<FunctionJob, 'readable' | 'writable'>, send: (request: ApiRequest) => Promise<ApiReply>): Pick<FunctionContext, 'get' | 'post' | 'patch'> {
+  const call = async (method: ApiRequest['method'], path: string, query?: Record<string, string>, body?: unknown): Promise<unknown> => {
+    const request: ApiRequest = { method, path, ...(query && { query }), ...(body !== undefined && { body: JSON.parse(JSON.stringify(body)) as unknown }) };
+    const reply = await send(request);
+    if (reply.status < 200 || reply.status > 299) {
+      const qs = query && Object.keys(query).length > 0 ? `?${new URLSearchParams(query)}` : '';
+      throw new FunctionApiError(method, path + qs, reply.status, reply.body);
+    }
+    return reply.body;
   };
   const named = (name: unknown, allowed: string[], what: string): string => {
     if (typeof name !== 'string' || !allowed.includes(name)) {
@@ -54,15 +54,15 @@ export function collectionClient(job: FunctionJob, platformFetch: typeof fetch):
   };
   return {
     get: async <T>(collection: string, params: GetParams = {}): Promise<T> => {
-      const query = new URLSearchParams();
-      for (const [k, v] of Object.entries(params)) if (v !== undefined) query.set(k, String(v));
-      const qs = query.size > 0 ? `?${query}` : '';
-      return call('GET', `/${named(collection, job.readable, 'get')}${qs}`) as Promise<T>;
+      const path = `/${named(collection, job.readable, 'get')}`;
+      const query: Record<string, string> = {};
+      for (const [k, v] of Object.entries(params)) if (v !== undefined) query[k] = String(v);
+      return call('GET', path, query) as Promise<T>;
     },
-    post: async <T>(collection: string, body: unknown): Promise<T> => call('POST', `/${named(collection, job.writable, 'post')}`, body) as Promise<T>,
+    post: async <T>(collection: string, body: unknown): Promise<T> => call('POST', `/${named(collection, job.writable, 'post')}`, undefined, body) as Promise<T>,
     patch: async <T>(collection: string, id: string, body: unknown): Promise<T> => {
       if (typeof id !== 'string' || id === '') throw new FunctionUsageError('patch: the id must be a non-empty string');
-      return call('PATCH', `/${named(collection, job.writable, 'patch')}/${encodeURIComponent(id)}`, body) as Promise<T>;
+      return call('PATCH', `/${named(collection, job.writable, 'patch')}/${encodeURIComponent(id)}`, undefined, body) as Promise<T>;
     },
   };
 }

@@ -1,9 +1,7 @@
 /**
  * @module What function code sees (SPEC §4.8 rule 2, DESIGN §3): the context of the default-export form
- * (`export default (ctx) => …`), whose fields are also the globals of the script form, and the messages
- * between the server and the worker thread that runs one invocation.
+ * (`export default (ctx) => …`), whose fields are also the names in scope of the script form.
  */
-import type { ErrorDetail } from '../errors.js';
 
 /** The request as function code sees it. */
 /**
@@ -68,24 +66,3 @@ export interface FunctionContext<TBody = unknown, TRes = unknown, TQuery = Funct
   /** Push entries here; when any are present after the code, the answer is 400 with them in `details`. */
   validationErrors: ValidationEntry[];
 }
-
-/** What the server sends the worker for one invocation (structured-clone safe). */
-export interface FunctionJob {
-  /** Absolute path of the compiled module. */
-  modulePath: string;
-  req: FunctionRequest;
-  me: FunctionCaller | null;
-  api: { name: string; baseUrl: string };
-  secrets: Record<string, string>;
-  allowFetch: boolean;
-  /** Loopback base URL of this server (`http://127.0.0.1:<port>/api`) and the caller's credentials to forward. */
-  loopback: { baseUrl: string; headers: Record<string, string> };
-  /** Names `get` may read (collections, views, queries) and `post`/`patch` may write (collections, views). */
-  readable: string[];
-  writable: string[];
-}
-
-/** What the worker answers: the response to send, or what the code threw. */
-export type FunctionOutcome =
-  | { kind: 'done'; status: number; bodyText?: string; validationErrors: ErrorDetail[] }
-  | { kind: 'threw'; name: string; message: string; stack?: string };

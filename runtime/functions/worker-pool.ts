@@ -1,120 +1,274 @@
 /**
- * @module Runs function invocations in worker threads, one thread per invocation (DESIGN §4 "Function
- * details"). A few threads are started ahead of time so a call does not wait for a thread to boot; at most
- * `maxThreads` run at once and later calls queue. A call that is not done within its time limit gets its
- * thread terminated — which also stops a synchronous infinite loop — and rejects with 504 FUNCTION_TIMEOUT.
- * A thread that dies (a stray exception after the code returned, `process.exit`) only ends its own call.
+ * @module Runs function invocations on a pool of warm worker threads, one invocation per thread at a
+ * time (DESIGN §4 "Function details"). A thread imports each compiled module once and serves many calls;
+ * `spareThreads` idle threads are kept booted, at most `maxThreads` run at once and later calls queue.
+ *
+ * Limits, each ending only its own call and thread:
+ * - time: a call not done within its limit (queueing included) answers 504 FUNCTION_TIMEOUT; its thread
+ *   is terminated (which also stops a synchronous loop) and its API calls are aborted;
+ * - memory: the heap is capped by `resourceLimits`; heap + external (Buffers, ArrayBuffers) is reported
+ *   by the thread every 25 ms and a call over `maxMemoryMb` is stopped; and while calls run the server's
+ *   RSS is sampled, so a thread that stops reporting (busy in synchronous code) while RSS passes
+ *   `baseline + running × maxMemoryMb + 128 MiB` is stopped too. Such a call fails with a logged reason;
+ * - a thread that dies (uncaught error, heap exhausted) fails the call it was running.
+ * A thread that leaves work running after its call (a timer, a socket, an unanswered `get`) or holds
+ * over half the memory limit is retired instead of reused.
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { HttpError } from '../errors.js';
-import type { FunctionJob, FunctionOutcome } from './context.js';
+import type { Logger } from '../log.js';
+import type { ApiReply, ApiRequest } from './call-api.js';
+import { MEMORY_REPORT_MS, type FromWorker, type FunctionJob, type FunctionOutcome, type ToWorker, type WorkerSettings } from './protocol.js';
 
 export interface WorkerPoolOptions {
-  /** Threads kept booted and waiting. Default 2. */
+  /** Idle threads kept booted and waiting. Default 2. */
   spareThreads?: number;
-  /** Invocations running at once; the rest wait in line. Default 4 × CPU count, at least 8. */
+  /** Invocations running at once (one per thread); the rest wait in line. Default 4 × CPU count, at least 8. */
   maxThreads?: number;
-  /** Heap limit of one thread, in MiB. Default 256. */
-  maxHeapMb?: number;
+  /** Memory of one thread (heap + external), in MiB: `functions.maxMemoryMb`. Default 256. */
+  maxMemoryMb?: number;
+  /** Output (stdout/stderr) forwarded per call, in bytes. Default 2 MiB. */
+  maxOutputBytes?: number;
+  /** Idle threads beyond `spareThreads` stop after this many ms. Default 30000. */
+  idleMs?: number;
+  /** Where faults of a thread outside any call are logged. */
+  logger?: Logger;
+}
+
+/** One call's hooks into the server. */
+export interface InvocationOptions {
+  /** The function's name, for messages. */
+  name: string;
+  /** Limit from the call until the outcome, waiting in line included, in ms. */
+  timeoutMs: number;
+  /** Answers `get`/`post`/`patch` of the code; `signal` aborts when the call ends for any reason. */
+  callApi(request: ApiRequest, signal: AbortSignal): Promise<ApiReply>;
+  /** Receives the call's output as it comes; `capped` marks the note that the rest is dropped. */
+  output?(stream: 'stdout' | 'stderr', text: string, capped: boolean): void;
+}
+
+interface Invocation {
+  id: number;
+  job: FunctionJob;
+  options: InvocationOptions;
+  controller: AbortController;
+  thread?: Thread;
+  ended: boolean;
+  finish(result: FunctionOutcome | HttpError): void;
+}
+
+interface Thread {
+  worker: Worker;
+  invocation?: Invocation;
+  lastReport: number;
+  idleSince: number;
 }
 
 const WORKER_URL = new URL('./worker.js', import.meta.url);
+const MiB = 1024 * 1024;
+const RSS_SLACK = 128 * MiB;
+const GUARD_MS = 20;
 
-/** A pool of function worker threads; see the module comment. */
+/** A pool of warm function worker threads; see the module comment. */
 export class WorkerPool {
-  private readonly spares: Worker[] = [];
-  private readonly waiting: (() => void)[] = [];
-  private running = 0;
+  private readonly threads: Thread[] = [];
+  private readonly queue: Invocation[] = [];
+  private seq = 0;
   private closed = false;
+  private guard?: NodeJS.Timeout;
+  private baselineRss = 0;
+  private readonly reaper: NodeJS.Timeout;
   private readonly spareThreads: number;
   private readonly maxThreads: number;
-  private readonly maxHeapMb: number;
+  private readonly maxMemoryMb: number;
+  private readonly settings: WorkerSettings;
+  private readonly idleMs: number;
+  private readonly logger?: Logger;
 
   constructor(options: WorkerPoolOptions = {}) {
     this.spareThreads = options.spareThreads ?? 2;
-    this.maxThreads = options.maxThreads ?? Math.max(8, 4 * availableParallelism());
-    this.maxHeapMb = options.maxHeapMb ?? 256;
+    this.maxThreads = Math.max(1, options.maxThreads ?? Math.max(8, 4 * availableParallelism()));
+    this.maxMemoryMb = options.maxMemoryMb ?? 256;
+    this.settings = { maxOutputBytes: options.maxOutputBytes ?? 2 * MiB };
+    this.idleMs = options.idleMs ?? 30_000;
+    this.logger = options.logger;
+    this.reaper = setInterval(() => this.reap(), Math.max(1000, this.idleMs / 2)).unref();
     this.refill();
   }
 
   /**
    * Runs one invocation.
-   * @param timeoutMs - limit from the call until the outcome, waiting in line included
-   * @returns what the worker answered (a `threw` outcome when the code threw or the thread died)
-   * @throws HttpError FUNCTION_TIMEOUT (504) when the limit passes first
+   * @returns what the code answered, or a `threw` outcome (the code threw, its thread died, or it went over
+   *   the memory limit: the message says which)
+   * @throws HttpError FUNCTION_TIMEOUT (504) when the time limit passes first
    */
-  async run(job: FunctionJob, timeoutMs: number, name: string): Promise<FunctionOutcome> {
-    let timer: NodeJS.Timeout | undefined;
-    let worker: Worker | undefined;
-    let timedOut = false;
-    const timeout = new Promise<never>((_ok, fail) => {
-      timer = setTimeout(() => {
-        timedOut = true;
-        fail(new HttpError('FUNCTION_TIMEOUT', `function ${name} did not finish within ${timeoutMs} ms`));
-      }, timeoutMs);
+  run(job: FunctionJob, options: InvocationOptions): Promise<FunctionOutcome> {
+    return new Promise((ok, fail) => {
+      const inv: Invocation = {
+        id: ++this.seq, job, options, controller: new AbortController(), ended: false,
+        finish: (result) => {
+          if (inv.ended) return;
+          inv.ended = true;
+          clearTimeout(timer);
+          inv.controller.abort();
+          const queued = this.queue.indexOf(inv);
+          if (queued >= 0) this.queue.splice(queued, 1);
+          if (result instanceof Error) fail(result);
+          else ok(result);
+        },
+      };
+      const timer = setTimeout(() => {
+        const thread = inv.thread;
+        inv.finish(new HttpError('FUNCTION_TIMEOUT', `function ${options.name} did not finish within ${options.timeoutMs} ms`));
+        if (thread) this.retire(thread);
+      }, options.timeoutMs);
+      this.queue.push(inv);
+      this.pump();
     });
-    const slot = this.acquire();
-    try {
-      await Promise.race([slot, timeout]);
-      worker = this.take();
-      return await Promise.race([this.invoke(worker, job), timeout]);
-    } finally {
-      clearTimeout(timer);
-      if (worker) void worker.terminate();
-      if (timedOut && !worker) void slot.then(() => this.release());
-      else this.release();
-    }
   }
 
-  /** Terminates the spare threads; running invocations finish or time out on their own. */
+  /** Stops idle threads now and busy ones when their call ends; later calls are refused (they time out). */
   async close(): Promise<void> {
     this.closed = true;
-    await Promise.all(this.spares.splice(0).map((w) => w.terminate()));
+    clearInterval(this.reaper);
+    const idle = this.threads.filter((t) => !t.invocation);
+    await Promise.all(idle.map((t) => { this.drop(t); return t.worker.terminate(); }));
   }
 
-  private invoke(worker: Worker, job: FunctionJob): Promise<FunctionOutcome> {
-    return new Promise((ok) => {
-      worker.once('message', (outcome: FunctionOutcome) => ok(outcome));
-      worker.once('error', (err) => ok({ kind: 'threw', name: err.name, message: err.message, stack: err.stack }));
-      worker.once('exit', (code) => ok({ kind: 'threw', name: 'Error', message: `the function's thread exited (code ${code}) before answering` }));
-      worker.ref();
-      worker.postMessage(job);
-    });
-  }
-
-  private acquire(): Promise<void> {
-    if (this.running < this.maxThreads) {
-      this.running++;
-      return Promise.resolve();
+  /** Starts queued calls on idle threads, booting new threads up to `maxThreads`. */
+  private pump(): void {
+    while (!this.closed && this.queue.length > 0) {
+      const thread = this.threads.find((t) => !t.invocation) ?? (this.threads.length < this.maxThreads ? this.spawn() : undefined);
+      if (!thread) break;
+      const inv = this.queue.shift()!;
+      inv.thread = thread;
+      thread.invocation = inv;
+      thread.lastReport = Date.now();
+      thread.worker.ref();
+      this.post(thread, { type: 'run', id: inv.id, job: inv.job });
+      this.watchMemory();
     }
-    return new Promise((ok) => this.waiting.push(() => { this.running++; ok(); }));
-  }
-
-  private release(): void {
-    this.running--;
-    this.waiting.shift()?.();
-  }
-
-  private take(): Worker {
-    const worker = this.spares.shift() ?? this.spawn();
     this.refill();
-    return worker;
   }
 
   private refill(): void {
-    while (!this.closed && this.spares.length < this.spareThreads) this.spares.push(this.spawn());
+    const idle = () => this.threads.filter((t) => !t.invocation).length;
+    while (!this.closed && idle() < this.spareThreads && this.threads.length < this.maxThreads) this.spawn();
   }
 
-  private spawn(): Worker {
-    const worker = new Worker(WORKER_URL, { resourceLimits: { maxOldGenerationSizeMb: this.maxHeapMb } });
-    // A spare must not keep the process alive, nor crash it if it fails to boot.
+  private spawn(): Thread {
+    const worker = new Worker(WORKER_URL, { workerData: this.settings, resourceLimits: { maxOldGenerationSizeMb: this.maxMemoryMb } });
+    const thread: Thread = { worker, lastReport: Date.now(), idleSince: Date.now() };
+    this.threads.push(thread);
+    // An idle thread must not keep the process alive.
     worker.unref();
-    worker.on('error', () => {});
-    worker.once('exit', () => {
-      const i = this.spares.indexOf(worker);
-      if (i >= 0) this.spares.splice(i, 1);
+    worker.on('message', (m: FromWorker) => this.onMessage(thread, m));
+    worker.on('error', (err: Error & { code?: string }) => {
+      const message = err.code === 'ERR_WORKER_OUT_OF_MEMORY'
+        ? `its heap reached functions.maxMemoryMb (${this.maxMemoryMb} MiB); its thread was stopped`
+        : `its thread failed: ${err.message}`;
+      if (thread.invocation) this.fail(thread, `function ${thread.invocation.options.name} ${message}`, err.stack);
+      else this.logger?.warn({ err }, 'a function thread failed between calls');
     });
-    return worker;
+    worker.once('exit', (code) => {
+      this.drop(thread);
+      if (thread.invocation) this.fail(thread, `the thread of function ${thread.invocation.options.name} exited (code ${code}) before answering`);
+      this.pump();
+    });
+    return thread;
+  }
+
+  private onMessage(thread: Thread, m: FromWorker): void {
+    const inv = thread.invocation;
+    const mine = inv !== undefined && 'id' in m && m.id === inv.id && !inv.ended;
+    switch (m.type) {
+      case 'api':
+        if (!mine) {
+          this.post(thread, { type: 'api-reply', call: m.call, error: 'this function call has ended; its API calls are refused' });
+          return;
+        }
+        inv.options.callApi(m.request, inv.controller.signal).then(
+          (reply) => this.post(thread, { type: 'api-reply', call: m.call, reply }),
+          (err: unknown) => this.post(thread, { type: 'api-reply', call: m.call, error: err instanceof Error ? err.message : String(err) }),
+        );
+        return;
+      case 'output':
+        if (mine) inv.options.output?.(m.stream, m.text, m.capped === true);
+        return;
+      case 'memory':
+        thread.lastReport = Date.now();
+        if (m.bytes > this.maxMemoryMb * MiB && inv) {
+          this.fail(thread, `function ${inv.options.name} used ${Math.round(m.bytes / MiB)} MiB of memory, over functions.maxMemoryMb (${this.maxMemoryMb} MiB); its thread was stopped`);
+        }
+        return;
+      case 'done':
+        if (!mine) return;
+        thread.invocation = undefined;
+        inv.finish(m.outcome);
+        if (m.clean && !this.closed && m.bytes <= (this.maxMemoryMb * MiB) / 2) {
+          thread.idleSince = Date.now();
+          thread.worker.unref();
+        } else {
+          this.retire(thread);
+        }
+        this.pump();
+    }
+  }
+
+  /** Ends the thread's call with a `threw` outcome (logged by the caller as a 500) and retires the thread. */
+  private fail(thread: Thread, message: string, stack?: string): void {
+    const inv = thread.invocation;
+    thread.invocation = undefined;
+    inv?.finish({ kind: 'threw', name: 'FunctionLimitError', message, stack: stack ?? message });
+    this.retire(thread);
+  }
+
+  private retire(thread: Thread): void {
+    thread.invocation = undefined;
+    if (this.drop(thread)) void thread.worker.terminate();
+    this.pump();
+  }
+
+  /** Removes a thread from the pool; false when it was already gone. */
+  private drop(thread: Thread): boolean {
+    const i = this.threads.indexOf(thread);
+    if (i >= 0) this.threads.splice(i, 1);
+    return i >= 0;
+  }
+
+  private post(thread: Thread, message: ToWorker): void {
+    try { thread.worker.postMessage(message); } catch { /* the thread is gone; its exit ends the call */ }
+  }
+
+  /** Samples RSS while calls run; see the module comment. */
+  private watchMemory(): void {
+    if (this.guard) return;
+    this.baselineRss = process.memoryUsage.rss();
+    this.guard = setInterval(() => {
+      const busy = this.threads.filter((t) => t.invocation);
+      if (busy.length === 0) {
+        clearInterval(this.guard);
+        this.guard = undefined;
+        return;
+      }
+      const rss = process.memoryUsage.rss();
+      if (rss <= this.baselineRss + busy.length * this.maxMemoryMb * MiB + RSS_SLACK) return;
+      const now = Date.now();
+      for (const t of busy.filter((b) => now - b.lastReport > 4 * MEMORY_REPORT_MS)) {
+        this.fail(t, `function ${t.invocation!.options.name} stopped reporting its memory while the server's memory (${Math.round(rss / MiB)} MiB) `
+          + `passed the bound for functions.maxMemoryMb (${this.maxMemoryMb} MiB) per call; its thread was stopped`);
+      }
+      // Memory of a stopped thread is freed a moment later; measure from here until the pool is idle again.
+      this.baselineRss = Math.max(this.baselineRss, rss - busy.length * this.maxMemoryMb * MiB);
+    }, GUARD_MS).unref();
+  }
+
+  private reap(): void {
+    const now = Date.now();
+    const idle = this.threads.filter((t) => !t.invocation).sort((a, b) => a.idleSince - b.idleSince);
+    for (const t of idle.slice(0, Math.max(0, idle.length - this.spareThreads))) {
+      if (now - t.idleSince > this.idleMs) this.retire(t);
+    }
   }
 }

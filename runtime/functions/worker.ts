@@ -1,25 +1,75 @@
 /**
- * @module The entry of a function worker thread: runs exactly one invocation, then is terminated by the
- * server. It waits for a `FunctionJob`, sets the script-form globals (`req`, `res`, `me`, `api`, `secrets`,
- * `get`, `post`, `patch`, `fetch`, `validationErrors`), imports the compiled module (which runs a script
- * form, top-level `await` included), calls a default export with the context, and posts a
- * `FunctionOutcome`. One thread per invocation keeps concurrent calls apart and lets the server stop
- * a function that overruns, even one stuck in a synchronous loop (SPEC §4.8, DESIGN §4 "Function details").
+ * @module The entry of a function worker thread (DESIGN §4 "Function details"). A warm worker runs one
+ * invocation at a time, many in its life: it imports each compiled module once, then per call builds
+ * the context and calls the default export, or the wrapped script (`__svc_script`, see
+ * generator/compile/script-form.ts) with bindings of its own. `get`/`post`/`patch` become `api` messages
+ * to the main thread. `process.exit`, `process.kill` and `process.abort` throw instead of reaching the
+ * server; stdout/stderr (console.*) go to the main thread as `output` messages, capped per call; heap +
+ * external memory is reported while a call runs. After a call, the worker reports whether anything
+ * (a timer, a socket, an unanswered `get`) is still running, in which case the server retires it.
  */
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { ErrorDetail } from '../errors.js';
+import type { ApiReply, ApiRequest } from './call-api.js';
 import { collectionClient, FunctionUsageError } from './collection-client.js';
-import type { FunctionContext, FunctionJob, FunctionOutcome, FunctionResponse } from './context.js';
+import type { FunctionContext, FunctionResponse } from './context.js';
+import { MEMORY_REPORT_MS, type FromWorker, type FunctionJob, type FunctionOutcome, type ToWorker, type WorkerSettings } from './protocol.js';
 
-// A lasting listener keeps the thread alive while the code awaits something that holds no handle of its
-// own (`await new Promise(() => {})`): it then runs into the time limit instead of ending the thread early.
-const port = parentPort;
-let started = false;
-port?.on('message', (job: FunctionJob) => {
-  if (started) return;
-  started = true;
-  void run(job).then((outcome) => port.postMessage(outcome));
+const port = parentPort!;
+const settings = workerData as WorkerSettings;
+const post = (message: FromWorker): void => port.postMessage(message);
+const platformFetch = globalThis.fetch;
+/** The running invocation's id (-1 between calls), its output bytes so far, and its unanswered API calls. */
+let current = -1;
+let outputBytes = 0;
+const pending = new Map<number, { ok: (r: ApiReply) => void; fail: (e: Error) => void }>();
+let calls = 0;
+
+process.setSourceMapsEnabled(true);
+for (const name of ['exit', 'kill', 'abort'] as const) {
+  Object.defineProperty(process, name, {
+    configurable: false, writable: false,
+    value: () => { throw new FunctionUsageError(`process.${name} is not available to functions: return a response or throw an error instead`); },
+  });
+}
+for (const stream of ['stdout', 'stderr'] as const) {
+  const target = process[stream];
+  target.write = ((chunk: string | Uint8Array, encoding?: unknown, cb?: unknown): boolean => {
+    forward(stream, typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
+    const done = typeof encoding === 'function' ? encoding : cb;
+    if (typeof done === 'function') queueMicrotask(() => (done as () => void)());
+    return true;
+  }) as typeof target.write;
+}
+
+/** Sends output of the current call to the server, up to `maxOutputBytes`, then one note. */
+function forward(stream: 'stdout' | 'stderr', text: string): void {
+  const max = settings.maxOutputBytes;
+  if (outputBytes > max) return;
+  const bytes = Buffer.from(text, 'utf8');
+  if (outputBytes + bytes.length <= max) {
+    outputBytes += bytes.length;
+    post({ type: 'output', id: current, stream, text });
+    return;
+  }
+  const room = max - outputBytes;
+  if (room > 0) post({ type: 'output', id: current, stream, text: bytes.subarray(0, room).toString('utf8') });
+  outputBytes = max + 1;
+  post({ type: 'output', id: current, stream, capped: true, text: `function output passed ${max} bytes in this call; the rest of it is dropped` });
+}
+
+port.on('message', (message: ToWorker) => {
+  if (message.type === 'run') {
+    void invoke(message.id, message.job);
+  } else {
+    const waiter = pending.get(message.call);
+    pending.delete(message.call);
+    if (!waiter) return;
+    if ('reply' in message) waiter.ok(message.reply);
+    else waiter.fail(new Error(message.error));
+  }
 });
 
 /** `fetch` when `functions.allowFetch` is off: throws a clear error (SPEC §8 "External calls from functions"). */
@@ -27,33 +77,53 @@ function fetchDisabled(): never {
   throw new FunctionUsageError('fetch is disabled for functions: set "functions": { "allowFetch": true } in svc.json to allow external calls');
 }
 
-async function run(job: FunctionJob): Promise<FunctionOutcome> {
+function memoryBytes(): number {
+  const m = process.memoryUsage();
+  return m.heapUsed + m.external;
+}
+
+async function invoke(id: number, job: FunctionJob): Promise<void> {
+  current = id;
+  outputBytes = 0;
+  const reporter = setInterval(() => post({ type: 'memory', bytes: memoryBytes() }), MEMORY_REPORT_MS);
+  const outcome = await run(id, job);
+  clearInterval(reporter);
+  // Let work started by the code settle one turn, then see whether any of it is still running.
+  await nextTurn();
+  const clean = pending.size === 0 && process.getActiveResourcesInfo().every((r) => r === 'MessagePort' || r === 'CloseReq');
+  current = -1;
+  post({ type: 'done', id, outcome, clean, bytes: memoryBytes() });
+}
+
+async function run(id: number, job: FunctionJob): Promise<FunctionOutcome> {
   try {
-    const platformFetch = globalThis.fetch;
+    const send = (request: ApiRequest): Promise<ApiReply> => new Promise((ok, fail) => {
+      const call = ++calls;
+      pending.set(call, { ok, fail });
+      post({ type: 'api', id, call, request });
+    });
+    const fetch = job.allowFetch ? platformFetch : (fetchDisabled as typeof globalThis.fetch);
+    globalThis.fetch = fetch;
     const initialRes: FunctionResponse = {};
     const ctx: FunctionContext = {
       req: job.req, res: initialRes, me: job.me, api: job.api, secrets: job.secrets,
-      ...collectionClient(job, platformFetch),
-      fetch: job.allowFetch ? platformFetch : (fetchDisabled as typeof fetch),
-      validationErrors: [],
+      ...collectionClient(job, send), fetch, validationErrors: [],
     };
-    // The globals of the script form. A default-export module sees them too, but only ctx counts there.
-    const scriptRes: FunctionResponse = {};
-    Object.assign(globalThis, { ...ctx, res: scriptRes });
-    const mod = (await import(pathToFileURL(job.modulePath).href)) as { default?: unknown };
-    let res: unknown;
-    let errors: unknown;
+    // Globals too, as the default-export form may read them (only ctx counts there, SPEC §4.8 rule 4), and a
+    // bare `res = …` at its top level must not throw. One call at a time per thread keeps them apart.
+    Object.assign(globalThis, { ...ctx, res: {} });
+    const mod = (await import(pathToFileURL(job.modulePath).href)) as { default?: unknown; __svc_script?: unknown };
+    const script = mod.__svc_script ?? (mod.default as { __svc_script?: unknown } | undefined)?.__svc_script;
     if (typeof mod.default === 'function') {
       const returned: unknown = await (mod.default as (c: FunctionContext) => unknown)(ctx);
       const touched = ctx.res !== initialRes || Object.keys(initialRes).length > 0;
-      res = touched || returned === undefined ? ctx.res : { status: 200, bodyJson: returned };
-      errors = ctx.validationErrors;
-    } else {
-      const g = globalThis as unknown as { res: unknown; validationErrors: unknown };
-      res = g.res;
-      errors = g.validationErrors;
+      return outcomeOf(touched || returned === undefined ? ctx.res : { status: 200, bodyJson: returned }, ctx.validationErrors);
     }
-    return outcomeOf(res, errors);
+    if (typeof script === 'function') {
+      const ended = (await (script as (c: FunctionContext) => Promise<{ res: unknown; validationErrors: unknown }>)(ctx));
+      return outcomeOf(ended.res, ended.validationErrors);
+    }
+    throw new Error(`${job.modulePath} has no default export function and no compiled script: run \`svc generate\` again`);
   } catch (err) {
     const e = err instanceof Error ? err : undefined;
     return { kind: 'threw', name: e?.name ?? 'Error', message: e ? e.message : String(err), stack: e?.stack };

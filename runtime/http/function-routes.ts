@@ -1,7 +1,8 @@
 /**
  * @module The HTTP side of functions (SPEC §4.8, DESIGN §3, §4 "Function details"): addressing per
  * function type, 405 for other methods, access per method, declared inputs checked before the code runs,
- * the context built from the request, the run in a worker thread with a time limit, and the answer.
+ * the context built from the request, the run on a warm worker thread with time and memory limits, the
+ * code's `get`/`post`/`patch` answered through `callApi`, its output streamed to the log, and the answer.
  * Type 1 is served at `/api/<name>` (GET, POST) and `/api/_invoke/<name>` (GET, POST); type 2 only at
  * `/api/_invoke/<name>` (GET, POST, PUT, DELETE). A disabled function is not served (404).
  */
@@ -14,7 +15,9 @@ import type { Logger } from '../log.js';
 import { callerOf, requireRole, type Caller } from '../auth/caller.js';
 import { validationFailed } from '../data/input.js';
 import { compileFunctionInputs, type FunctionInputChecker } from '../functions/input-checker.js';
-import type { FunctionCaller, FunctionJob, FunctionRequest } from '../functions/context.js';
+import type { FunctionCaller, FunctionRequest } from '../functions/context.js';
+import type { FunctionJob } from '../functions/protocol.js';
+import type { CallApi } from '../functions/call-api.js';
 import { WorkerPool } from '../functions/worker-pool.js';
 import { StartupError } from '../load-manifest.js';
 
@@ -26,6 +29,11 @@ export interface FunctionRoutesOptions {
   /** `secrets.<NAME>` from `SVC_SECRET_<NAME>` (see `secretsFromEnv`). */
   secrets: Record<string, string>;
   pool: WorkerPool;
+  /**
+   * Answers the code's `get`/`post`/`patch` as the caller (see `CallApi`); its signal aborts when the call
+   * ends. The server gives the in-process API client (`apiClientFor`).
+   */
+  callApi: CallApi;
 }
 
 /** A request whose raw JSON body was kept by `captureRawBody`. */
@@ -114,10 +122,18 @@ function functionHandler(f: FunctionDefinition, modulePath: string, inputs: Func
       api: { name: manifest.name, baseUrl: `${req.protocol}://${req.get('host') ?? 'localhost'}/api` },
       secrets: options.secrets,
       allowFetch: manifest.settings.functions.allowFetch,
-      loopback: { baseUrl: loopbackUrl(req), headers: forwardedHeaders(req, res) },
       readable, writable,
     };
-    const outcome = await options.pool.run(job, manifest.settings.functions.timeoutMs, f.name);
+    const reqId = String(res.locals.reqId);
+    const outcome = await options.pool.run(job, {
+      name: f.name,
+      timeoutMs: manifest.settings.functions.timeoutMs,
+      callApi: (request, signal) => options.callApi(caller, request, signal, String(res.locals.reqId)),
+      output: (stream, text, capped) => {
+        if (capped) options.logger.warn({ reqId, function: f.name, stream }, text);
+        else options.logger.info({ reqId, function: f.name, stream }, text.endsWith('\n') ? text.slice(0, -1) : text);
+      },
+    });
     if (outcome.kind === 'threw') {
       // Logged by the error middleware with the request id; the caller sees only the generic 500 body.
       const err = new Error(`function ${f.name} threw ${outcome.name}: ${outcome.message}`);
@@ -142,20 +158,4 @@ function visibleHeaders(req: Request): Record<string, string | string[]> {
 
 function meOf(caller: Caller): FunctionCaller | null {
   return caller.kind === 'anonymous' || caller.id === null ? null : { id: caller.id, username: caller.username, roles: [...caller.roles] };
-}
-
-/** This server as reached from itself: the local address the request came in on (never through a proxy). */
-function loopbackUrl(req: Request): string {
-  let host = req.socket.localAddress ?? '127.0.0.1';
-  if (host.startsWith('::ffff:')) host = host.slice('::ffff:'.length);
-  if (host.includes(':')) host = `[${host}]`;
-  return `http://${host}:${req.socket.localPort}/api`;
-}
-
-/** The caller's credentials (`Authorization`, `Cookie`; never `Origin`) and the request id, for calls to the app's own API. */
-function forwardedHeaders(req: Request, res: Response): Record<string, string> {
-  const out: Record<string, string> = { 'x-request-id': String(res.locals.reqId) };
-  if (req.headers.authorization) out.authorization = req.headers.authorization;
-  if (req.headers.cookie) out.cookie = req.headers.cookie;
-  return out;
 }

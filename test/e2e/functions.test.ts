@@ -15,11 +15,14 @@ import { backends, type Backend } from '../support/backends.js';
 import { prepareApp, ROOT, runCli, serve, type PreparedApp, type TestServer } from '../support/cli.js';
 import { call, runScenario, type Scenario } from '../support/scenario.js';
 import { waitFor } from '../support/wait.js';
-import { userIdentity } from '../support/auth.js';
+import { adminIdentity, userIdentity } from '../support/auth.js';
 
 const FIXTURE = join(ROOT, 'test/fixtures/apps/functions');
 const SECRETS = { SVC_SECRET_API_KEY: 'key-123', SVC_SECRET_OTHER: 'other' };
 const GUID = '0190aaaa-0000-7000-8000-00000000000a';
+
+/** Waits a fixed time: only to prove that something does NOT happen later. */
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Log lines (pino JSON) the server printed, parsed. */
 function logLines(server: TestServer): Record<string, any>[] {
@@ -205,7 +208,8 @@ function functionSuite(backend: Backend): void {
       expect(Object.keys(r.json).sort()).toEqual(['code', 'error']);
       const logged = await waitFor(() => logLines(server).find((l) => l.reqId === reqId && l.level === 50));
       expect(logged.err.message).toBe('function boom threw Error: kaboom: internal detail 42');
-      expect(logged.err.stack).toMatch(/kaboom: internal detail 42\n\s+at .*functions\/boom\.js:\d+/);
+      // Mapped through the source map to the original file and line.
+      expect(logged.err.stack).toMatch(/kaboom: internal detail 42\n\s+at .*functions\/boom\.ts:8:\d+/);
       expect(JSON.stringify(logged)).not.toContain('key-123');
       // An exception thrown after the function answered ends only its own thread.
       await runScenario(base, { name: 'late throw', url: '/boom?later=1', status: 200, json: { answered: true } });
@@ -217,6 +221,29 @@ function functionSuite(backend: Backend): void {
       await runScenario(base, { name: 'endless loop', url: '/_invoke/spin', status: 504, json: { code: 'FUNCTION_TIMEOUT' }, contains: ['spin'] });
       await runScenario(base, { name: 'collections still answer', url: '/Note?count=only', status: 200 });
       await runScenario(base, { name: 'functions still answer', url: '/echo?tag=after', status: 200, json: { tag: 'after' } });
+    });
+
+    it('writes nothing after a 504: the API calls of a timed-out call are aborted or refused', async () => {
+      const admin = await adminIdentity(app, base);
+      const titles = async (marker: string): Promise<string[]> => {
+        const r = await call(base, 'GET', `/Note?filter=${encodeURIComponent(`title sw "${marker}-"`)}&pageSize=1000`, undefined, admin.headers);
+        expect(r.status).toBe(200);
+        return r.json.data.map((n: { title: string }) => n.title);
+      };
+      // A write due after the time limit (1500 ms) never happens.
+      const late = `late-${backend}-${Date.now()}`;
+      const started = Date.now();
+      await runScenario(base, { name: 'late write', url: `/lateWrite?marker=${late}&delayMs=2000`, status: 504, json: { code: 'FUNCTION_TIMEOUT' } });
+      await pause(started + 2000 + 1000 - Date.now());
+      expect(await titles(late)).toEqual([`${late}-first`]);
+      // A call writing in a loop: once the 504 is sent, the rows stop (the write in flight is aborted).
+      const loop = `loop-${backend}-${Date.now()}`;
+      await runScenario(base, { name: 'write loop', url: `/writeLoop?marker=${loop}`, status: 504, json: { code: 'FUNCTION_TIMEOUT' } });
+      await pause(200);
+      const atTimeout = await titles(loop);
+      expect(atTimeout.length).toBeGreaterThan(0);
+      await pause(1000);
+      expect((await titles(loop)).sort()).toEqual(atTimeout.sort());
     });
 
     it('keeps the globals of concurrent script-form calls apart', async () => {
@@ -263,6 +290,80 @@ describe('functions with fetch allowed', () => {
   it('lets ctx.fetch and the global fetch reach an external server', async () => {
     await runScenario(server.url, { name: 'ctx.fetch', url: `/callOut?url=${encodeURIComponent(`${outsideUrl}/a`)}`, status: 200, json: { status: 200, text: 'hello from outside /a' } });
     await runScenario(server.url, { name: 'global', url: `/callOut?global=1&url=${encodeURIComponent(`${outsideUrl}/b`)}`, status: 200, json: { status: 200, text: 'hello from outside /b' } });
+  });
+});
+
+describe('function limits and isolation (functions.maxMemoryMb 128)', () => {
+  let app: PreparedApp;
+  let server: TestServer;
+  let base: string;
+
+  beforeAll(async () => {
+    app = await prepareApp(FIXTURE, 'sqlite');
+    server = await serve(app.dir, app.env);
+    base = server.url;
+  });
+  afterAll(async () => {
+    await server?.close();
+    await app?.cleanup();
+  });
+
+  /** Peak resident memory of the server process so far, in MiB (Linux). */
+  const peakRssMb = (): number => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.child.pid}/status`, 'utf8'))![1]) / 1024;
+
+  it('reuses a warm thread: the module is imported once and serves call after call', async () => {
+    const counts: number[] = [];
+    for (let i = 0; i < 6; i++) counts.push((await call(base, 'GET', '/warm')).json.calls);
+    // Sequential calls land on idle threads that already imported the module: some count above 1.
+    expect(Math.max(...counts)).toBeGreaterThan(1);
+  });
+
+  it('stops a call holding 2 GB of Buffers (synchronously, or yielding) with a logged reason; the server stays bounded and serving', async () => {
+    const before = peakRssMb();
+    for (const [name, url] of [['sync', '/hog?mb=2048'], ['yielding', '/hog?mb=2048&yield=1']]) {
+      const reqId = `hog-${name}`;
+      await runScenario(base, { name, url, headers: { 'x-request-id': reqId }, status: 500, json: { code: 'INTERNAL' } });
+      const logged = await waitFor(() => logLines(server).find((l) => l.reqId === reqId && l.level === 50));
+      expect(logged.err.message).toMatch(name === 'sync'
+        ? /^function hog threw FunctionLimitError: function hog stopped reporting its memory while the server's memory \(\d+ MiB\) passed the bound for functions\.maxMemoryMb \(128 MiB\) per call; its thread was stopped$/
+        : /^function hog threw FunctionLimitError: function hog used \d+ MiB of memory, over functions\.maxMemoryMb \(128 MiB\); its thread was stopped$/);
+      await runScenario(base, { name: 'still serving', url: '/echo?tag=after-hog', status: 200, json: { tag: 'after-hog' } });
+    }
+    // Far below the 2 GB the calls asked for: the bound is 128 MiB per call plus slack and one sampling period.
+    expect(peakRssMb() - before).toBeLessThan(1024);
+  });
+
+  it('turns process.kill, process.exit and process.abort into errors of the call; the server keeps serving', async () => {
+    for (const how of ['kill', 'exit', 'abort']) {
+      const reqId = `exits-${how}`;
+      await runScenario(base, { name: how, url: `/exits?how=${how}`, headers: { 'x-request-id': reqId }, status: 500, json: { code: 'INTERNAL' } });
+      const logged = await waitFor(() => logLines(server).find((l) => l.reqId === reqId && l.level === 50));
+      expect(logged.err.message).toBe(`function exits threw FunctionUsageError: process.${how} is not available to functions: return a response or throw an error instead`);
+      expect(logged.err.stack).toMatch(/functions\/exits\.ts:\d+/);
+    }
+    expect(server.child.exitCode).toBeNull();
+    await runScenario(base, { name: 'still serving', url: '/Note?count=only', status: 200 });
+  });
+
+  it('streams function output to the log with the request id and function name, capped at 2 MiB per call with a note', async () => {
+    // 1500 lines of 1000 bytes: 1.5 MB, all of it logged.
+    await runScenario(base, { name: 'chatty', url: '/chatty?lines=1500', headers: { 'x-request-id': 'chatty-1' }, status: 200, json: { printed: 1500 } });
+    const lines = await waitFor(() => {
+      const mine = logLines(server).filter((l) => l.reqId === 'chatty-1' && l.function === 'chatty');
+      return mine.length >= 1501 && mine;
+    });
+    const stdout = lines.filter((l) => l.stream === 'stdout').map((l) => String(l.msg));
+    expect(stdout).toHaveLength(1500);
+    stdout.forEach((text, i) => expect(text).toBe(`line ${i} ${'x'.repeat(990)}`));
+    expect(lines.filter((l) => l.stream === 'stderr').map((l) => l.msg)).toEqual(['a line on stderr']);
+    // 3000 lines: 3 MB, of which the first 2 MiB are logged, then one note.
+    await runScenario(base, { name: 'too chatty', url: '/chatty?lines=3000', headers: { 'x-request-id': 'chatty-2' }, status: 200 });
+    const note = await waitFor(() => logLines(server).find((l) => l.reqId === 'chatty-2' && l.level === 40));
+    expect(note).toMatchObject({ function: 'chatty', msg: 'function output passed 2097152 bytes in this call; the rest of it is dropped' });
+    const logged = logLines(server).filter((l) => l.reqId === 'chatty-2' && l.level === 30 && l.function === 'chatty');
+    const bytes = logged.reduce((n, l) => n + Buffer.byteLength(String(l.msg)) + 1, 0);
+    expect(bytes).toBeGreaterThan(2_000_000);
+    expect(bytes).toBeLessThanOrEqual(2 * 1024 * 1024 + 1);
   });
 });
 

@@ -1,0 +1,51 @@
+/**
+ * @module The messages between the server (worker-pool.ts) and a function worker thread (worker.ts),
+ * all structured-clone safe (DESIGN §4 "Function details"). A worker runs one invocation at a time.
+ *
+ * server → worker: `run` (an invocation), `api-reply` (the answer to one `api` request).
+ * worker → server: `api` (get/post/patch), `output` (console/stdout/stderr text, capped per call),
+ * `memory` (heap + external bytes, every `MEMORY_REPORT_MS` while a call runs), `done` (the outcome).
+ */
+import type { ErrorDetail } from '../errors.js';
+import type { ApiReply, ApiRequest } from './call-api.js';
+import type { FunctionCaller, FunctionRequest } from './context.js';
+
+/** How often a busy worker reports its memory, in ms. */
+export const MEMORY_REPORT_MS = 25;
+
+/** What the server sends the worker for one invocation. */
+export interface FunctionJob {
+  /** Absolute path of the compiled module. */
+  modulePath: string;
+  req: FunctionRequest;
+  me: FunctionCaller | null;
+  api: { name: string; baseUrl: string };
+  secrets: Record<string, string>;
+  allowFetch: boolean;
+  /** Names `get` may read (collections, views, queries) and `post`/`patch` may write (collections, views). */
+  readable: string[];
+  writable: string[];
+}
+
+/** What the worker answers: the response to send, or what the code threw. */
+export type FunctionOutcome =
+  | { kind: 'done'; status: number; bodyText?: string; validationErrors: ErrorDetail[] }
+  | { kind: 'threw'; name: string; message: string; stack?: string };
+
+/** Settings of every worker, given as `workerData`. */
+export interface WorkerSettings {
+  /** Output bytes (UTF-8) forwarded per invocation; the rest is dropped after one note. */
+  maxOutputBytes: number;
+}
+
+export type ToWorker =
+  | { type: 'run'; id: number; job: FunctionJob }
+  | ({ type: 'api-reply'; call: number } & ({ reply: ApiReply } | { error: string }));
+
+export type FromWorker =
+  | { type: 'api'; id: number; call: number; request: ApiRequest }
+  /** `capped`: this is the one note that the call's output passed `maxOutputBytes` and the rest is dropped. */
+  | { type: 'output'; id: number; stream: 'stdout' | 'stderr'; text: string; capped?: true }
+  | { type: 'memory'; bytes: number }
+  /** `clean`: no timer, socket or other handle is left running, so the thread may take another call. */
+  | { type: 'done'; id: number; outcome: FunctionOutcome; clean: boolean; bytes: number };

@@ -1,0 +1,197 @@
+/**
+ * The warm worker pool (DESIGN §4 "Function details", SPEC §4.8) with real threads running code compiled by
+ * `compileFunctions`: modules imported once per thread, script-form calls with bindings of their own,
+ * `get`/`post`/`patch` as `ApiRequest`s answered by `callApi` in this thread (FunctionApiError for a non-2xx,
+ * FunctionUsageError for a bad name), signals aborted when a call ends or times out, threads left with
+ * running work retired, process.exit/kill/abort refused, memory and output limits. The pool runs from
+ * dist/ (its worker is a built file): run `npm run build` first.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { compileFunctions } from '../../../generator/compile/compile-functions.js';
+import type { RawApp } from '../../../generator/load/load-app.js';
+import { WorkerPool, type InvocationOptions } from '../../../dist/runtime/functions/worker-pool.js';
+import type { FunctionJob, FunctionOutcome } from '../../../runtime/functions/protocol.js';
+import type { ApiReply, ApiRequest } from '../../../runtime/functions/call-api.js';
+
+const CODE: Record<string, string> = {
+  'functions/api.ts': `
+    export default async ({ get, post, patch }: any) => {
+      const out: Record<string, unknown> = {};
+      out.list = await get('Note', { filter: 'count gt 1', pageSize: 5, count: true, select: undefined });
+      out.created = await post('OpenNotes', [{ title: 'a', on: new Date(Date.UTC(2024, 0, 31)) }]);
+      out.patched = await patch('Note', 'a/b', { count: 2 });
+      try { await patch('Note', 'missing', {}); } catch (e: any) { out.missing = { name: e.name, status: e.status, body: e.body, message: e.message }; }
+      try { await get('down'); } catch (e: any) { out.down = { name: e.name, message: e.message }; }
+      for (const bad of [() => get('someFunction'), () => post('NoteStats', {}), () => patch('Note', '', {})]) {
+        try { await bad(); } catch (e: any) { (out.usage ??= [] as string[]) && (out.usage as string[]).push(\`\${e.name}: \${e.message}\`); }
+      }
+      return out;
+    };`,
+  'functions/warm.ts': `
+    let calls = 0;
+    export default ({ req }: any) => {
+      if (req.query.leave) setTimeout(() => {}, 10_000);
+      return { calls: ++calls };
+    };`,
+  'functions/script.ts': `
+    declare let res: any; declare const req: any;
+    await new Promise((resolve) => setTimeout(resolve, Number(req.query.delayMs)));
+    res = { bodyJson: { tag: req.query.tag } };`,
+  'functions/waitApi.ts': `export default async ({ get }: any) => { await get('Note'); return { never: true }; };`,
+  'functions/afterwards.ts': `export default ({ get }: any) => { setTimeout(() => get('Note').catch(() => {}), 5); return { answered: true }; };`,
+  'functions/unawaited.ts': `export default ({ post }: any) => { post('Note', { title: 'unawaited' }).catch(() => {}); return { answered: true }; };`,
+  'functions/exits.ts': `export default ({ req }: any) => { (process as any)[req.query.how](req.query.how === 'kill' ? process.pid : 3); };`,
+  'functions/hog.ts': `
+    export default async ({ req }: any) => {
+      const held: unknown[] = [];
+      for (let i = 0; i < Number(req.query.mb); i++) {
+        held.push(req.query.heap ? Array.from({ length: 1 << 17 }, (_, j) => ({ j })) : Buffer.alloc(1 << 20, 1));
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      return { held: held.length };
+    };`,
+  'functions/chatty.ts': `export default () => { for (let i = 0; i < 30; i++) console.log('0123456789'.repeat(5)); console.error('oops'); return {}; };`,
+};
+
+let dir: string;
+const modulePath = (name: string) => join(dir, '.svc/functions', `${name}.js`);
+
+beforeAll(() => {
+  const raw: RawApp = {
+    appDir: '/nowhere', svc: null, collections: [], views: [], queries: [], externals: [], loadDiagnostics: [],
+    functions: Object.keys(CODE).map((file) => ({ file: file.replace(/\.ts$/, '.json'), data: {}, codeFile: file })),
+    codeFiles: Object.entries(CODE).map(([file, text]) => ({ file, text })),
+  };
+  const out = compileFunctions(raw);
+  expect(out.diagnostics).toEqual([]);
+  dir = mkdtempSync(join(tmpdir(), 'svc-pool-'));
+  for (const [file, text] of Object.entries(out.files)) {
+    mkdirSync(dirname(join(dir, '.svc', file)), { recursive: true });
+    writeFileSync(join(dir, '.svc', file), text);
+  }
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const job = (name: string, query: Record<string, string> = {}): FunctionJob => ({
+  modulePath: modulePath(name), req: { method: 'GET', headers: {}, query, bodyJson: null, bodyRaw: '' }, me: null,
+  api: { name: 'app', baseUrl: 'http://public.example/api' }, secrets: {}, allowFetch: false,
+  readable: ['Note', 'OpenNotes', 'NoteStats', 'down'], writable: ['Note', 'OpenNotes'],
+});
+
+/** Options with a callApi that records each request and answers with `answer`. */
+function recording(answer: (r: ApiRequest, signal: AbortSignal) => Promise<ApiReply> = async () => ({ status: 200, body: { ok: true } })) {
+  const seen: { request: ApiRequest; signal: AbortSignal }[] = [];
+  const output: string[] = [];
+  const options: InvocationOptions = {
+    name: 'f', timeoutMs: 3000,
+    callApi: (request, signal) => { seen.push({ request, signal }); return answer(request, signal); },
+    output: (stream, text, capped) => output.push(`${stream}${capped ? ' (capped)' : ''}: ${text}`),
+  };
+  return { seen, output, options };
+}
+
+const body = (o: FunctionOutcome): any => (o.kind === 'done' && o.bodyText ? JSON.parse(o.bodyText) : o);
+
+describe('the worker pool', () => {
+  let pool: WorkerPool;
+  beforeAll(() => { pool = new WorkerPool({ spareThreads: 1, maxThreads: 3, maxMemoryMb: 64, maxOutputBytes: 1000 }); });
+  afterAll(() => pool.close());
+
+  test('get, post and patch become ApiRequests answered by callApi; non-2xx → FunctionApiError; bad names → FunctionUsageError', async () => {
+    const { seen, options } = recording(async (r) => {
+      if (r.path === '/Note/missing') return { status: 404, body: { error: 'Note "missing" was not found', code: 'NOT_FOUND' } };
+      if (r.path === '/down') throw new Error('the database is unavailable');
+      return { status: r.method === 'POST' ? 201 : 200, body: { data: [r.method] } };
+    });
+    const out = body(await pool.run(job('api'), options));
+    expect(seen.map((s) => s.request)).toEqual([
+      { method: 'GET', path: '/Note', query: { filter: 'count gt 1', pageSize: '5', count: 'true' } },
+      { method: 'POST', path: '/OpenNotes', body: [{ title: 'a', on: '2024-01-31T00:00:00.000Z' }] },
+      { method: 'PATCH', path: '/Note/a%2Fb', body: { count: 2 } },
+      { method: 'PATCH', path: '/Note/missing', body: {} },
+      { method: 'GET', path: '/down', query: {} },
+    ]);
+    expect(out).toMatchObject({ list: { data: ['GET'] }, created: { data: ['POST'] }, patched: { data: ['PATCH'] } });
+    expect(out.missing).toEqual({ name: 'FunctionApiError', status: 404, body: { error: 'Note "missing" was not found', code: 'NOT_FOUND' },
+      message: 'PATCH /api/Note/missing answered 404: Note "missing" was not found' });
+    expect(out.down).toEqual({ name: 'Error', message: 'the database is unavailable' });
+    expect(out.usage).toEqual([
+      'FunctionUsageError: get: "someFunction" is not a collection, view or query of this app',
+      'FunctionUsageError: post: "NoteStats" is not a collection or view of this app',
+      'FunctionUsageError: patch: the id must be a non-empty string',
+    ]);
+    // Every signal handed to callApi is aborted once the call has ended.
+    expect(seen.every((s) => s.signal.aborted)).toBe(true);
+  });
+
+  test('imports a module once per thread; a thread left with a running timer is retired, not reused', async () => {
+    const { options } = recording();
+    const counts = [];
+    for (let i = 0; i < 3; i++) counts.push(body(await pool.run(job('warm'), options)).calls);
+    expect(counts).toEqual([1, 2, 3]);
+    expect(body(await pool.run(job('warm', { leave: '1' }), options)).calls).toBe(4);
+    // That thread is gone; the next call runs on a fresh thread with a fresh module.
+    expect(body(await pool.run(job('warm'), options)).calls).toBe(1);
+  });
+
+  test('runs the script form once per call with bindings of its own, calls overlapping on several threads', async () => {
+    const { options } = recording();
+    const tags = Array.from({ length: 6 }, (_, i) => `t${i}`);
+    const replies = await Promise.all(tags.map((tag, i) => pool.run(job('script', { tag, delayMs: String((6 - i) * 20) }), options)));
+    expect(replies.map((r) => body(r).tag)).toEqual(tags);
+  });
+
+  test('a timed-out call answers FUNCTION_TIMEOUT and aborts the signal of its API call in flight', async () => {
+    const { seen, options } = recording((_r, signal) => new Promise((_ok, fail) => signal.addEventListener('abort', () => fail(new Error('aborted')))));
+    const started = Date.now();
+    const err = await pool.run(job('waitApi'), { ...options, name: 'waitApi', timeoutMs: 300 }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'FUNCTION_TIMEOUT', message: 'function waitApi did not finish within 300 ms' });
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(seen).toHaveLength(1);
+    expect(seen[0].signal.aborted).toBe(true);
+  });
+
+  test('API calls a function starts and leaves are aborted when it answers; calls after it answered never reach callApi', async () => {
+    const unawaited = recording();
+    expect(body(await pool.run(job('unawaited'), unawaited.options))).toEqual({ answered: true });
+    expect(unawaited.seen.map((s) => [s.request.method, s.signal.aborted])).toEqual([['POST', true]]);
+    const later = recording();
+    expect(body(await pool.run(job('afterwards'), later.options))).toEqual({ answered: true });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(later.seen).toEqual([]);
+  });
+
+  test('process.exit, process.kill and process.abort throw inside the function', async () => {
+    const { options } = recording();
+    for (const how of ['exit', 'kill', 'abort']) {
+      expect(await pool.run(job('exits', { how }), options)).toMatchObject({
+        kind: 'threw', name: 'FunctionUsageError', message: `process.${how} is not available to functions: return a response or throw an error instead`,
+      });
+    }
+    expect(body(await pool.run(job('warm'), options)).calls).toBeGreaterThan(0);
+  });
+
+  test('stops a call over maxMemoryMb, in Buffers or in its heap, and keeps serving', async () => {
+    const { options } = recording();
+    expect(await pool.run(job('hog', { mb: '200' }), { ...options, name: 'hog' })).toMatchObject({
+      kind: 'threw', name: 'FunctionLimitError', message: expect.stringMatching(/^function hog used \d+ MiB of memory, over functions\.maxMemoryMb \(64 MiB\); its thread was stopped$/),
+    });
+    expect(await pool.run(job('hog', { mb: '200', heap: '1' }), { ...options, name: 'hog' })).toMatchObject({
+      kind: 'threw', name: 'FunctionLimitError', message: expect.stringMatching(/^function hog (used \d+ MiB of memory, over functions\.maxMemoryMb \(64 MiB\)|its heap reached functions\.maxMemoryMb \(64 MiB\)); its thread was stopped$/),
+    });
+    expect(body(await pool.run(job('hog', { mb: '4' }), options))).toEqual({ held: 4 });
+  });
+
+  test('streams stdout and stderr as they come, up to maxOutputBytes per call, then one note', async () => {
+    const { output, options } = recording();
+    await pool.run(job('chatty'), options);
+    const line = `stdout: ${'0123456789'.repeat(5)}\n`;
+    // 19 lines of 51 bytes fit in 1000 bytes; the 20th is cut at the limit; then the note.
+    expect(output.slice(0, 19)).toEqual(Array(19).fill(line));
+    expect(output[19]).toBe(`stdout: ${'0123456789'.repeat(5).slice(0, 1000 - 19 * 51)}`);
+    expect(output.slice(20)).toEqual(['stdout (capped): function output passed 1000 bytes in this call; the rest of it is dropped']);
+  });
+});
