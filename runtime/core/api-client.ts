@@ -67,7 +67,9 @@ export function apiClientFor(app: AppRuntime, caller: Caller, options: ApiClient
         if (status >= 500) app.logger.error({ reqId, err }, 'in-process API call failed');
         answer = { status, body };
       }
-      options.meter?.(call, answer, performance.now() - started);
+      const durationMs = performance.now() - started;
+      app.logger.info({ reqId, method: call.method, url: `/api${call.path}`, status: answer.status, durationMs: Math.round(durationMs * 10) / 10 }, 'api call');
+      options.meter?.(call, answer, durationMs);
       return answer;
     },
   };

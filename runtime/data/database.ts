@@ -6,7 +6,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import type { DatabaseProvider } from '../manifest.js';
 import { renderSql, type Sql } from '../query/sql.js';
-import type { SqlDriver, SqlTransaction, TransactionOptions } from './driver.js';
+import type { QueryOptions, SqlDriver, SqlTransaction, TransactionOptions } from './driver.js';
 import { encodeValues } from './values.js';
 import { createPgDriver } from './pg-driver.js';
 import { createSqliteDriver } from './sqlite-driver.js';
@@ -18,8 +18,11 @@ export interface Tx {
 
 export interface Database {
   provider: DatabaseProvider;
-  /** Runs a compiled statement, inside `tx` when given. Values are encoded for the provider. */
-  query<T = Record<string, unknown>>(statement: Sql, tx?: Tx): Promise<T[]>;
+  /**
+   * Runs a compiled statement, inside `tx` when given. Values are encoded for the provider. `point`:
+   * it reads rows by primary key (see `SqlDriver.query`).
+   */
+  query<T = Record<string, unknown>>(statement: Sql, tx?: Tx, options?: QueryOptions): Promise<T[]>;
   /** Runs `fn` in one transaction (see `SqlDriver.transaction`). */
   transaction<T>(fn: (tx: Tx) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /** Resolves when the database answers. @throws an error with `unavailable: true` otherwise */
@@ -57,9 +60,10 @@ export async function openDatabase(provider: DatabaseProvider, url: string, opti
     : createPgDriver(url, { statementTimeoutMs: options.statementTimeoutMs });
   return {
     provider,
-    query: async <T>(statement: Sql, tx?: Tx) => {
+    query: async <T>(statement: Sql, tx?: Tx, options?: QueryOptions) => {
       const { text, values } = renderSql(statement, provider);
-      return (await (tx ? tx.sql : driver).query(text, encodeValues(values, provider))) as T[];
+      const encoded = encodeValues(values, provider);
+      return (await (tx ? tx.sql.query(text, encoded) : driver.query(text, encoded, options))) as T[];
     },
     transaction: (fn, opts) => driver.transaction((sqlTx) => fn({ sql: sqlTx }), opts),
     ping: () => driver.ping(),

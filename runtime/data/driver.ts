@@ -18,6 +18,11 @@ export interface SqlTransaction {
   query(text: string, values: readonly unknown[]): Promise<SqlRow[]>;
 }
 
+/** Options of `SqlDriver.query`. */
+export interface QueryOptions {
+  point?: boolean;
+}
+
 /** Options of `SqlDriver.transaction`. */
 export interface TransactionOptions {
   /** When aborted before the commit, the transaction rolls back and the call rejects with the reason. */
@@ -33,8 +38,11 @@ export interface TransactionOptions {
  */
 export interface SqlDriver {
   readonly provider: DatabaseProvider;
-  /** Runs one statement outside any transaction (autocommit). */
-  query(text: string, values: readonly unknown[]): Promise<SqlRow[]>;
+  /**
+   * Runs one statement outside any transaction (autocommit). `point`: the statement reads a few rows
+   * by primary key; a driver may run it apart from scans (SQLite gives it a reader of its own).
+   */
+  query(text: string, values: readonly unknown[], options?: QueryOptions): Promise<SqlRow[]>;
   /**
    * Runs `fn` between BEGIN and COMMIT on one connection; ROLLBACK when `fn` throws or the signal
    * aborts before the commit. Resolves with what `fn` returned, after the commit.

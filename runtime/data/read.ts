@@ -126,7 +126,7 @@ export async function expandLookups(scope: ReadScope, items: Item[], selection?:
     if (readable === null) continue; // the caller may not read the target: lookups stay { id }
     const rows = await scope.db.query(
       sql`SELECT ${selectList(columnsOf(target, nested))} FROM ${ident(target.name)} AS "${raw(ALIAS)}" WHERE ${ID} IN (${join(ids.map((id) => sql`${id}`), ', ')})${andAll(readable)}`,
-      scope.tx,
+      scope.tx, { point: !readable?.length },
     );
     const byId = new Map(rows.map((r) => [String(r.id), decodeRow(target, r)]));
     for (const item of items) {
@@ -203,7 +203,9 @@ export async function findItem(scope: ReadScope, id: string, options: ItemOption
   const where = whereClause(scope, { withOwner: false });
   const columns = columnsOf(scope.collection, options.selection?.fields, !scope.rows);
   const from = sql`FROM ${source(scope)} WHERE ${where} AND ${ID} = ${id}`;
-  const rows = await scope.db.query(sql`SELECT ${selectList(columns, scope)} ${from}`, scope.tx);
+  // By primary key: a point read, unless conditions (policies, a view, a query's joins) may scan.
+  const point = !scope.rows && !scope.conditions?.length;
+  const rows = await scope.db.query(sql`SELECT ${selectList(columns, scope)} ${from}`, scope.tx, { point });
   if (rows.length === 0) return null;
   if (scope.owner && (await scope.db.query(sql`SELECT ${ID} ${from} AND ${scope.owner}`, scope.tx)).length === 0) {
     throw new HttpError('FORBIDDEN', `${scope.collection.name} ${JSON.stringify(id)} belongs to another caller`);

@@ -86,13 +86,16 @@ export async function createSqliteDriver(path: string, options: SqliteDriverOpti
   // The writer first: it switches the file to WAL before the readers open it.
   const writer = new SqliteLane({ path: file, role: 'writer', busyTimeoutMs }, timeoutMs);
   const readers: SqliteLane[] = [];
-  const lanes = () => [writer, ...readers];
+  let pointReader: SqliteLane | undefined;
+  const lanes = () => [writer, ...readers, ...(pointReader ? [pointReader] : [])];
   try {
     await writer.ready;
     // An in-memory database exists once per connection: everything then runs on the writer.
     const readerCount = file === ':memory:' ? 0 : options.readers ?? 2;
     for (let k = 0; k < readerCount; k++) readers.push(new SqliteLane({ path: file, role: 'reader', busyTimeoutMs }, timeoutMs, () => pump()));
-    await Promise.all(readers.map((r) => r.ready));
+    // Point reads (rows by primary key) get a reader of their own, so they never wait behind a scan.
+    if (readerCount > 0) pointReader = new SqliteLane({ path: file, role: 'reader', busyTimeoutMs }, timeoutMs);
+    await Promise.all([...readers, ...(pointReader ? [pointReader] : [])].map((r) => r.ready));
   } catch (err) {
     await Promise.all(lanes().map((l) => l.close()));
     throw (err as { unavailable?: boolean }).unavailable ? err : unavailable(err);
@@ -123,9 +126,13 @@ export async function createSqliteDriver(path: string, options: SqliteDriverOpti
   const driver: SqlDriver = {
     provider: 'sqlite',
 
-    query(text, values) {
+    query(text, values, options) {
       if (closed) return Promise.reject(unavailable(new Error('closed'), 'the database is closed'));
       if (PLAIN_WRITE.test(text) || readers.length === 0) return autocommitWrite(text, values);
+      if (options?.point && pointReader) {
+        // The lane's worker runs its messages one after another; point reads are short.
+        return pointReader.run(text, values).then((rows) => (rows === FORWARD ? autocommitWrite(text, values) : rows as SqlRow[]));
+      }
       return new Promise<SqlRow[]>((resolve, reject) => {
         readQueue.push({ text, values, resolve, reject });
         pump();

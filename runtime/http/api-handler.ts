@@ -50,8 +50,7 @@ export function sendError(app: AppRuntime, req: IncomingMessage, res: ServerResp
     return;
   }
   const headers = err instanceof HttpError && err.headers ? err.headers : {};
-  // A refused body may still be arriving: close the connection rather than read it.
-  if (!req.complete) res.setHeader('connection', 'close');
+  // A refused body that is still arriving is discarded unparsed by node:http once the answer ends.
   send(req, res, status, JSON.stringify(body), headers);
 }
 

@@ -185,13 +185,14 @@ function functionSuite(backend: Backend): void {
         notACollection: 'get: "echo" is not a collection, view or query of this app',
       });
       await runScenario(base, { name: 'the row exists', url: `/Note/${id}`, status: 200, json: { id, title: 'from a function', count: 5 } });
-      // The calls went to this server over HTTP, carrying the caller's request id.
+      // The calls ran in-process (no loopback HTTP), each logged with the caller's request id.
       const inner = await waitFor(() => {
-        const lines = logLines(server).filter((l) => l.reqId === `notes-${backend}` && l.msg === 'request');
+        const lines = logLines(server).filter((l) => l.reqId === `notes-${backend}` && (l.msg === 'request' || l.msg === 'api call'));
         return lines.length >= 6 && lines;
       });
-      expect(inner.map((l) => `${l.method} ${String(l.url).split('?')[0].replace(/[0-9a-f-]{36}/, ':id')} ${l.status}`).sort()).toEqual([
-        'GET /api/Note 200', 'PATCH /api/Note/:id 200', 'PATCH /api/Note/:id 404', 'POST /api/Note 201', 'POST /api/Note 400', 'POST /api/notes 200',
+      expect(inner.map((l) => `${l.msg === 'api call' ? 'in-process' : 'http'} ${l.method} ${String(l.url).split('?')[0].replace(/[0-9a-f-]{36}/, ':id')} ${l.status}`).sort()).toEqual([
+        'http POST /api/notes 200',
+        'in-process GET /api/Note 200', 'in-process PATCH /api/Note/:id 200', 'in-process PATCH /api/Note/:id 404', 'in-process POST /api/Note 201', 'in-process POST /api/Note 400',
       ]);
     });
 
