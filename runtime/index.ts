@@ -1,9 +1,9 @@
 /**
  * @module The runtime's public entry point: the only module generated code and the CLI import.
  */
-export * from './manifest.js';
-export { HttpError, ERROR_STATUS, toErrorBody } from './errors.js';
-export type { ErrorCode, ErrorBody, ErrorDetail } from './errors.js';
+export * from './contract/index.js';
+export { HttpError, toErrorBody } from './errors.js';
+export type { ErrorBody, ErrorDetail } from './errors.js';
 export { defineCollectionRoutes, defineViewRoutes, type CollectionRoutesDefinition, type ViewRoutesDefinition, type RoutesDefinition } from './http/collection-routes.js';
 export { defineQueryRoutes, type QueryRoutesDefinition } from './http/query-routes.js';
 export { startServer, migrateApp, databaseUrlFor, type ServeOptions, type RunningServer } from './server.js';

@@ -3,10 +3,8 @@
  * keys apply only to their types, ranges are ordered, and a `default` fits the property's type.
  */
 import type { RawPropertyDefinition } from '../model/definitions.js';
+import { isSystemField, SYSTEM_FIELD_NAMES } from '../../runtime/contract/index.js';
 import { pointer, type Diagnostic } from './diagnostics.js';
-
-/** Read-only fields of every row (DESIGN §3); mirrors `SYSTEM_FIELDS` of the runtime's manifest. */
-export const SYSTEM_FIELD_NAMES: readonly string[] = ['id', 'createdAt', 'updatedAt', 'createdBy'];
 
 /** Which property types each type-specific key applies to. */
 const KEY_TYPES: Record<string, readonly string[]> = {
@@ -33,7 +31,7 @@ export function checkProperty(file: string, name: string, p: RawPropertyDefiniti
   const at = (code: string, message: string, ...rest: string[]): void => {
     out.push({ code, message, file, path: pointer('properties', name, ...rest) });
   };
-  if (SYSTEM_FIELD_NAMES.includes(name)) {
+  if (isSystemField(name)) {
     at('DEF_RESERVED_PROPERTY_NAME', `property "${name}" uses a system field name (${SYSTEM_FIELD_NAMES.join(', ')} are on every row)`);
   }
   for (const [key, types] of Object.entries(KEY_TYPES)) {
