@@ -89,7 +89,9 @@ describe('a valid app', () => {
     expect(manifest.settings).toEqual({
       database: 'file:./data/shop.db', port: 3000,
       auth: { accessTokenTtlSeconds: 3600, refreshTokenTtlDays: 70, secureCookies: false },
-      realtime: {}, functions: { allowFetch: false, timeoutMs: 30000 }, agent: {}, credits: {},
+      realtime: {}, functions: { allowFetch: false, timeoutMs: 30000 },
+      agent: { providers: {}, rungs: {}, mcpServers: {}, idleTimeoutSeconds: 900, maxStepsPerTurn: 25 },
+      credits: { mode: 'business', initialBalance: 0, monthlyCap: null },
     });
     expect(manifest.collections.map((c) => c.name)).toEqual(['Customer', 'Order', 'OrderLine', 'Product']);
     const [customer, order, orderLine, product] = manifest.collections;
