@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { AppManifest } from '../manifest.js';
+import { MAX_BODY_BYTES } from '../contract/limits.js';
 import { HttpError, toErrorBody } from '../errors.js';
 import type { Database } from '../data/database.js';
 import type { Logger } from '../log.js';
@@ -37,7 +38,7 @@ export interface AppOptions {
 }
 
 /** Largest accepted JSON body: 10 MiB. */
-const MAX_BODY = '10mb';
+const MAX_BODY = MAX_BODY_BYTES;
 
 /**
  * Builds the HTTP application of an app.

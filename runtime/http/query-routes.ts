@@ -7,6 +7,7 @@
 import { Router, type Response } from 'express';
 import type { AppManifest, Collection, Query } from '../manifest.js';
 import { HttpError } from '../errors.js';
+import { SYSTEM_COLUMN_NAMES } from '../contract/system-fields.js';
 import type { Database } from '../data/database.js';
 import { getItem, listItems, notFound, type ReadScope } from '../data/read.js';
 import { querySource, queryRowCollection } from '../data/query-source.js';
@@ -32,7 +33,7 @@ export function defineQueryRoutes(definition: Omit<QueryRoutesDefinition, 'kind'
   return { kind: 'query', ...definition };
 }
 
-const SYSTEM_ONLY = new Set(['createdAt', 'updatedAt', 'createdBy']);
+const SYSTEM_ONLY = new Set<string>(SYSTEM_COLUMN_NAMES);
 
 function parseQueryParams(req: Record<string, unknown>, query: Query, rowCollection: Collection, manifest: AppManifest) {
   const { lookups: _ignored, ...rest } = req;

@@ -3,9 +3,9 @@
  */
 import type { Response } from 'express';
 import { HttpError } from '../errors.js';
+import { MAX_RESULT_BYTES } from '../contract/limits.js';
 
-/** 5 MiB of JSON per page (DESIGN §4 result-size limit). */
-export const MAX_RESULT_BYTES = 5 * 1024 * 1024;
+export { MAX_RESULT_BYTES };
 
 /**
  * Sends `body` as JSON with `status`.

@@ -157,6 +157,20 @@ describe('a valid app', () => {
     expect(JSON.stringify(manifest)).not.toContain('secret');
     expect(manifest.settings.port).toBe(8080);
   });
+
+  test('the agent and credits settings of DESIGN §7 validate and reach the manifest typed, defaults filled', async () => {
+    const agent = {
+      providers: { global: { baseURL: 'https://llm.example/v1', apiKey: '${env.LLM_KEY}' } },
+      rungs: { base: { provider: 'global', model: 'small-1', inputPer1k: 15, cachedInputPer1k: 4, outputPer1k: 60 } },
+      instructions: 'You are the assistant of the shop app.',
+      mcpServers: { docs: { url: 'http://127.0.0.1:7070/mcp', headers: { authorization: 'Bearer ${secrets.DOCS}' } }, files: { command: 'node', args: ['mcp/files.mjs'] } },
+      maxStepsPerTurn: 10,
+    };
+    const dir = writeApp({ ...shop, 'svc.json': { name: 'shop', agent, credits: { mode: 'self-serve', initialBalance: 500000 } } });
+    const { manifest } = await loadAndValidate(dir, {});
+    expect(manifest.settings.agent).toEqual({ ...agent, idleTimeoutSeconds: 900 });
+    expect(manifest.settings.credits).toEqual({ mode: 'self-serve', initialBalance: 500000, monthlyCap: null });
+  });
 });
 
 /** Formatted diagnostics of an app folder. */
@@ -265,6 +279,18 @@ describe('single problems', () => {
       want: ['functions/orphan.ts: code without a definition: add functions/orphan.json, or move a shared module into a subfolder such as functions/lib/'] }],
     ['external with an unknown connection type', { given: { 'external/E.json': { name: 'E', url: 'https://x.example', connection: { type: 'basic' } } },
       want: ['external/E.json: /connection/type: connection type must be one of: none, oauth2, apiKey (got "basic")'] }],
+    ['agent and credits settings of the wrong shape', { given: { 'svc.json': { name: 'shop', agent: { rungs: { huge: { provider: 'p', model: 'm', inputPer1k: 1, outputPer1k: 1 } }, mcpServers: { docs: { port: 7070 } } }, credits: { mode: 'free', monthlyCap: -1 } } },
+      want: [
+        'svc.json: /agent/rungs/huge: key "huge" must be equal to one of the allowed values',
+        'svc.json: /agent/mcpServers/docs: missing required key "url"',
+        'svc.json: /agent/mcpServers/docs/port: unknown key "port"; allowed keys: url, headers',
+        'svc.json: /agent/mcpServers/docs: missing required key "command"',
+        'svc.json: /agent/mcpServers/docs/port: unknown key "port"; allowed keys: command, args, env',
+        'svc.json: /credits/mode: mode must be one of: business, self-serve (got "free")',
+        'svc.json: /credits/monthlyCap: monthlyCap must be at least 0 (got -1)',
+      ] }],
+    ['an oauth2 connection with a scope', { given: { 'external/E.json': { name: 'E', url: 'https://x.example', connection: { type: 'oauth2', tokenUrl: 'https://x.example/token', clientId: 'c', clientSecret: 's', scope: 'read' } } },
+      want: [] }],
     ['unsupported DATABASE_URL (never echoed)', { given: {}, env: { DATABASE_URL: 'mysql://u:secret@h/db' },
       want: ['svc.json: environment variable DATABASE_URL must start with file: (SQLite), postgres:// or postgresql:// (PostgreSQL); got "mysql:"'] }],
     ['names differing only in case', { given: { 'views/order.json': { name: 'order', collection: 'Order', filter: 'paid eq true' } },
