@@ -245,6 +245,12 @@ describe('single problems', () => {
       want: ['collections/Thing.json: /properties/n/default: default 1.5 must be an integer for an integer property'] }],
     ['date-time default', { given: col({ t: { type: 'date-time', default: 'yesterday' } }),
       want: ['collections/Thing.json: /properties/t/default: default "yesterday" must be "now()" or an ISO date-time with a time zone such as "2024-01-31T10:00:00Z" for a date-time property'] }],
+    ['defaults the database would refuse: NUL, year 0, 36 integer digits', { given: col({ s: { type: 'string', default: 'a\u0000' }, d: { type: 'date-time', default: '0000-01-01T00:00:00Z' }, n: { type: 'decimal', default: 1e40 } }),
+      want: [
+        'collections/Thing.json: /properties/s/default: default "a\\u0000" must be text without NUL characters (\\u0000)',
+        'collections/Thing.json: /properties/d/default: default "0000-01-01T00:00:00Z" must be "now()" or an ISO date-time with a time zone such as "2024-01-31T10:00:00Z" for a date-time property',
+        'collections/Thing.json: /properties/n/default: default 1e+40 has more than 35 digits before the point',
+      ] }],
     ['enum default', { given: col({ s: { type: 'string', enum: ['a'], default: 'b' } }),
       want: ['collections/Thing.json: /properties/s/default: default "b" is not one of the enum values: a'] }],
     ['maxLength on an integer', { given: col({ n: { type: 'integer', maxLength: 3 } }),
