@@ -10,7 +10,9 @@ import { DefinitionError, formatDiagnostic, generate, initApp } from '../generat
 import { createServiceAccountInApp, createUserInApp, deleteIdentityInApp, diffDatamodels, disableIdentityInApp, filterProblems, migrateApp, setIdentityRolesInApp, startServer } from '../runtime/index.js';
 
 function fail(err: unknown): never {
-  if (err instanceof DefinitionError) {
+  if (err instanceof DefinitionError && err.diagnostics.length === 1 && err.diagnostics[0].code === 'DEF_MISSING_SVC_JSON') {
+    process.stderr.write(`svc: ${err.diagnostics[0].message}\n`); // not an app folder: one line, no count
+  } else if (err instanceof DefinitionError) {
     for (const d of err.diagnostics) process.stderr.write(`${formatDiagnostic(d)}\n`);
     process.stderr.write(`svc: ${err.message}\n`);
   } else {

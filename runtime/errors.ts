@@ -3,28 +3,10 @@
  * Handlers throw `HttpError`; only the HTTP error middleware turns errors into responses.
  */
 
-/** Every error code the runtime answers with, and its HTTP status (one table decides status). */
-export const ERROR_STATUS = {
-  VALIDATION_FAILED: 400,
-  INVALID_JSON: 400,
-  INVALID_FILTER: 400,
-  INVALID_PARAMETER: 400,
-  RESULT_TOO_LARGE: 400,
-  UNAUTHORIZED: 401,
-  FORBIDDEN: 403,
-  NOT_FOUND: 404,
-  METHOD_NOT_ALLOWED: 405,
-  CONFLICT: 409,
-  PAYLOAD_TOO_LARGE: 413,
-  UNSUPPORTED_MEDIA_TYPE: 415,
-  RATE_LIMITED: 429,
-  INTERNAL: 500,
-  SERVICE_UNAVAILABLE: 503,
-  FUNCTION_TIMEOUT: 504,
-  STATEMENT_TIMEOUT: 504,
-} as const;
+import { ERROR_STATUS, type ErrorCode } from './contract/errors.js';
 
-export type ErrorCode = keyof typeof ERROR_STATUS;
+/** The code table lives in the contract (`runtime/contract/errors.ts`); re-exported for existing imports. */
+export { ERROR_STATUS, type ErrorCode };
 
 /** One entry of `details`: a JSON Pointer into the request part (`/title`, `/2/price`) and a message. */
 export interface ErrorDetail {

@@ -1,9 +1,9 @@
 /**
  * @module The runtime's public entry point: the only module generated code and the CLI import.
  */
-export * from './manifest.js';
-export { HttpError, ERROR_STATUS, toErrorBody } from './errors.js';
-export type { ErrorCode, ErrorBody, ErrorDetail } from './errors.js';
+export * from './contract/index.js';
+export { HttpError, toErrorBody } from './errors.js';
+export type { ErrorBody, ErrorDetail } from './errors.js';
 export { startServer, migrateApp, databaseUrlFor, createAppRuntime, type ServeOptions, type RunningServer } from './server.js';
 export type { AppRuntime, RequestContext } from './core/context.js';
 export { apiClientFor, type ApiClient, type ApiCall, type ApiAnswer, type ApiClientOptions } from './core/api-client.js';

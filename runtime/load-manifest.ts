@@ -4,7 +4,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PROPERTY_TYPES, type AppManifest } from './manifest.js';
+import { PROPERTY_TYPES, type AppManifest } from './contract/manifest.js';
 
 /** Start-up failure with a one-line reason (the CLI prints it and exits non-zero). */
 export class StartupError extends Error {
@@ -46,6 +46,12 @@ export function loadManifest(svcDir: string): AppManifest {
     for (const [name, f] of Object.entries(q.fields ?? {})) {
       if (!PROPERTY_TYPES.includes(f.type)) problems.push(`query ${q.name}.${name} has no known type (got ${JSON.stringify(f.type)})`);
     }
+  }
+  const settings = m.settings as Partial<AppManifest['settings']> | undefined;
+  if (typeof settings?.agent !== 'object' || settings.agent === null || typeof settings.agent.providers !== 'object') problems.push('settings.agent is not typed agent settings');
+  if (settings?.credits?.mode !== 'business' && settings?.credits?.mode !== 'self-serve') problems.push('settings.credits.mode is not business or self-serve');
+  for (const e of isArray(m.externals) ? m.externals : []) {
+    if (!['none', 'apiKey', 'oauth2'].includes(e.connection?.type)) problems.push(`external ${e.name} has no known connection type`);
   }
   for (const f of isArray(m.functions) ? m.functions : []) {
     if (typeof f.module !== 'string') problems.push(`function ${f.name} has no compiled module`);

@@ -1,8 +1,10 @@
 /**
  * The dependency rules of DESIGN §2 / STYLE §2, read from every import in the repo (TypeScript's
  * `preProcessFile`): the runtime never imports the generator, templates or schemas; the generator
- * imports the runtime type-only and through `runtime/index.ts`; the CLI uses public entries only;
- * generated route modules import nothing but the runtime's public entry.
+ * imports the runtime type-only through `runtime/index.ts`, or by value from `runtime/contract/index.ts`
+ * (the generator↔runtime contract, which imports nothing outside its own folder — no packages, no
+ * `node:` modules — so using its values pulls no server code into the generator); the CLI uses public
+ * entries only; generated route modules import nothing but the runtime's public entry.
  */
 import { describe, expect, it } from 'vitest';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -50,8 +52,15 @@ describe('architecture', () => {
     expect(bad).toEqual([]);
   });
 
-  it('generator imports runtime type-only, through runtime/index.ts', () => {
-    const bad = from('generator').filter((i) => i.target?.startsWith('runtime/') && (!i.typeOnly || i.target !== 'runtime/index.ts'));
+  it('runtime/contract imports only its own files (no packages, no node: modules)', () => {
+    expect(from('runtime/contract').length).toBeGreaterThan(0);
+    const bad = from('runtime/contract').filter((i) => !i.target?.startsWith('runtime/contract/'));
+    expect(bad).toEqual([]);
+  });
+
+  it('generator imports runtime type-only through runtime/index.ts, or by value from runtime/contract/index.ts', () => {
+    const allowed = (i: Import) => i.target === 'runtime/contract/index.ts' || (i.typeOnly && i.target === 'runtime/index.ts');
+    const bad = from('generator').filter((i) => i.target?.startsWith('runtime/') && !allowed(i));
     expect(bad).toEqual([]);
     expect(from('generator').filter((i) => i.target?.startsWith('cli/'))).toEqual([]);
   });

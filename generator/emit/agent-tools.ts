@@ -10,31 +10,9 @@
  * Tool names are the operationIds, made to fit `^[a-zA-Z0-9_-]{1,64}$` (OpenAI-style function names).
  */
 import { createHash } from 'node:crypto';
-import type { JsonSchema } from '../../runtime/index.js';
+import type { AgentTool, AgentToolsFile, ArgumentLocation, JsonSchema } from '../../runtime/index.js';
 
-/** Where a tool argument goes in the HTTP request. */
-export type ArgumentLocation = 'path' | 'query' | 'body-field' | 'body';
-
-/** One tool of `all`. */
-export interface AgentTool {
-  name: string;
-  description: string;
-  method: string;
-  /** Relative to `/api`, with `{param}` placeholders. */
-  path: string;
-  operationId: string;
-  /** JSON Schema of the arguments object. */
-  parameters: JsonSchema;
-  /** Argument name → where it goes; `body` carries the whole request body. */
-  argumentLocations: Record<string, ArgumentLocation>;
-}
-
-export interface AgentToolsFile {
-  $comment: string;
-  all: AgentTool[];
-  dynamic: { name: string; description: string; parameters: JsonSchema }[];
-  explicit: Record<string, string[]>;
-}
+export type { AgentTool, AgentToolsFile, ArgumentLocation };
 
 const NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;

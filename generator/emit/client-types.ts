@@ -72,7 +72,7 @@ export function emitClientTypes(manifest: AppManifest, openapi: object): string 
   }));
   const has = (name: string) => name in doc.components.schemas;
   const aliases = [
-    ...manifest.collections.flatMap((c) => [{ alias: c.name, name: c.name }, { alias: `${c.name}Input`, name: `${c.name}Input` }]),
+    ...manifest.collections.flatMap((c) => [{ alias: c.name, name: c.name }, { alias: `${c.name}Input`, name: `${c.name}Input` }, { alias: `${c.name}Patch`, name: `${c.name}Patch` }]),
     ...manifest.queries.filter((q) => has(q.name)).map((q) => ({ alias: q.name, name: q.name })),
   ].filter((a) => IDENTIFIER.test(a.alias) && !RESERVED.has(a.alias) && has(a.name));
   const functions = manifest.functions
@@ -82,8 +82,8 @@ export function emitClientTypes(manifest: AppManifest, openapi: object): string 
   return renderTemplate('client.ts.hbs', {
     appName: manifest.name,
     schemas, aliases, functions,
-    collections: manifest.collections.map((c) => ({ key: propertyKey(c.name), row: c.name, input: `${c.name}Input`, path: `/${c.name}` })),
-    views: manifest.views.map((v) => ({ key: propertyKey(v.name), row: v.collection, input: `${v.collection}Input`, path: `/${v.name}` })),
+    collections: manifest.collections.map((c) => ({ key: propertyKey(c.name), row: c.name, input: `${c.name}Input`, patch: `${c.name}Patch`, path: `/${c.name}` })),
+    views: manifest.views.map((v) => ({ key: propertyKey(v.name), row: v.collection, input: `${v.collection}Input`, patch: `${v.collection}Patch`, path: `/${v.name}` })),
     queries: manifest.queries.filter((q) => has(q.name)).map((q) => ({ key: propertyKey(q.name), row: q.name, path: `/${q.name}` })),
   });
 }

@@ -4,53 +4,28 @@
  * A view has its base collection's operations and schemas under its own name.
  */
 import type { OpenApiBuilder, OperationObject, SchemaObject } from 'openapi3-ts/oas31';
-import type { AccessRule, AppManifest, Collection, Property } from '../../runtime/index.js';
+import type { AccessRule, AppManifest, Collection } from '../../runtime/index.js';
+import { collectionInputSchema, MAX_BULK_ROWS, propertyJsonSchema, SYSTEM_FIELDS } from '../../runtime/contract/index.js';
 import { errorResponses, ID_PARAMETER, json, LIST_PARAMETERS, ref, securityFor, type SvcOperationExtensions } from './openapi-shared.js';
 
-/** JSON Schema of one property as it is read (`lookup` is the looked-up row or `{ id }`). */
-export function propertySchema(p: Property, forInput: boolean): SchemaObject {
-  const base: SchemaObject = (() => {
-    switch (p.type) {
-      case 'string': return { type: 'string', ...(p.maxLength !== undefined && { maxLength: p.maxLength }), ...(p.enum && { enum: p.enum }) };
-      case 'text': return { type: 'string' };
-      case 'integer': return { type: 'integer', format: 'int32' };
-      case 'decimal': return { type: 'number' };
-      case 'boolean': return { type: 'boolean' };
-      case 'date': return { type: 'string', format: 'date' };
-      case 'date-time': return { type: 'string', format: 'date-time' };
-      case 'guid': return { type: 'string', format: 'uuid' };
-      case 'lookup': return forInput
-        ? { type: 'object', properties: { id: { type: 'string', format: 'uuid' } }, required: ['id'] }
-        : { type: 'object', description: `A ${p.collection} row (lookups=full) or only its id (lookups=id)`, properties: { id: { type: 'string', format: 'uuid' } }, required: ['id'], additionalProperties: true };
-      case 'blob': return { type: 'object', description: 'Blob metadata', additionalProperties: true };
-    }
-  })();
-  const schema: SchemaObject = p.required && !forInput ? base : { ...base, type: [base.type as string, 'null'] as SchemaObject['type'] };
-  if (p.description) schema.description = p.description;
-  return schema;
-}
-
+/** A row as read: `id`, the properties in declaration order, then the read-only bookkeeping fields. */
 function rowSchema(c: Collection): SchemaObject {
-  const properties: Record<string, SchemaObject> = { id: { type: 'string', format: 'uuid', readOnly: true } };
-  for (const p of c.properties) properties[p.name] = propertySchema(p, false);
-  properties.createdAt = { type: 'string', format: 'date-time', readOnly: true };
-  properties.updatedAt = { type: 'string', format: 'date-time', readOnly: true };
-  properties.createdBy = { type: ['string', 'null'], readOnly: true };
+  const system = (name: string): SchemaObject => {
+    const f = SYSTEM_FIELDS.find((x) => x.name === name)!;
+    const schema = propertyJsonSchema({ name: f.name, type: f.type, required: !f.nullable }, { forInput: false }) as SchemaObject;
+    return { ...schema, readOnly: true, description: f.description };
+  };
+  const properties: Record<string, SchemaObject> = { id: system('id') };
+  for (const p of c.properties) properties[p.name] = propertyJsonSchema(p, { forInput: false }) as SchemaObject;
+  for (const f of SYSTEM_FIELDS) if (f.name !== 'id') properties[f.name] = system(f.name);
   return { type: 'object', ...(c.description && { description: c.description }), properties, required: ['id'] };
-}
-
-function inputSchema(c: Collection): SchemaObject {
-  const properties: Record<string, SchemaObject> = {};
-  for (const p of c.properties) if (p.type !== 'blob') properties[p.name] = propertySchema(p, true);
-  const required = c.properties.filter((p) => p.required && p.type !== 'blob' && p.default === undefined).map((p) => p.name);
-  return { type: 'object', properties, ...(required.length > 0 && { required }) };
 }
 
 /**
  * Paths of a collection, or of a view (`name` = the view, `c` = its base collection): the same
  * operations; a view's rows and inputs are its base collection's schemas.
  */
-function collectionPaths(builder: OpenApiBuilder, c: Collection, access: AccessRule[], name = c.name): void {
+function collectionPaths(builder: OpenApiBuilder, children: Collection[], c: Collection, access: AccessRule[], name = c.name): void {
   const n = name;
   const roles = (method: string) => access.find((r) => r.method === method)?.roleNames;
   const op = (method: string, o: OperationObject): OperationObject => {
@@ -59,7 +34,12 @@ function collectionPaths(builder: OpenApiBuilder, c: Collection, access: AccessR
   };
   const rowRef = ref(c.name);
   const inputRef = ref(`${c.name}Input`);
-  if (name === c.name) builder.addSchema(n, rowSchema(c)).addSchema(`${n}Input`, inputSchema(c));
+  const patchRef = ref(`${c.name}Patch`);
+  if (name === c.name) {
+    builder.addSchema(n, rowSchema(c))
+      .addSchema(`${n}Input`, collectionInputSchema(c, { mode: 'create', children }) as SchemaObject)
+      .addSchema(`${n}Patch`, collectionInputSchema(c, { mode: 'merge', children }) as SchemaObject);
+  }
   builder.addPath(`/${n}`, {
     get: op('GET', {
       operationId: `list${n}`, summary: `List ${n} rows`, parameters: LIST_PARAMETERS.filter((p) => p.name !== 'search' || c.search),
@@ -67,12 +47,12 @@ function collectionPaths(builder: OpenApiBuilder, c: Collection, access: AccessR
     }),
     post: op('POST', {
       operationId: `create${n}`, summary: `Create one ${n} row or an array of rows (atomic)`,
-      requestBody: { required: true, content: json({ oneOf: [inputRef, { type: 'array', items: inputRef, minItems: 1 }] }) },
+      requestBody: { required: true, content: json({ oneOf: [inputRef, { type: 'array', items: inputRef, minItems: 1, maxItems: MAX_BULK_ROWS }] }) },
       responses: { 201: { description: 'Ids of the new rows, in request order', content: json(ref('CreatedIds')) }, ...errorResponses(400, 401, 403) },
     }),
     delete: op('DELETE', {
       operationId: `deleteMany${n}`, summary: `Delete several ${n} rows by id (atomic)`,
-      requestBody: { required: true, content: json({ type: 'array', items: { type: 'string', format: 'uuid' }, minItems: 1 }) },
+      requestBody: { required: true, content: json({ type: 'array', items: { type: 'string', format: 'uuid' }, minItems: 1, maxItems: MAX_BULK_ROWS }) },
       responses: { 204: { description: 'Deleted' }, ...errorResponses(400, 401, 403, 404, 409) },
     }),
   });
@@ -89,7 +69,7 @@ function collectionPaths(builder: OpenApiBuilder, c: Collection, access: AccessR
     }),
     patch: op('PATCH', {
       operationId: `update${n}`, summary: `Change some properties of a ${n} row`,
-      requestBody: { required: true, content: json({ ...inputSchema(c), required: undefined }) },
+      requestBody: { required: true, content: json(patchRef) },
       responses: { 200: { description: 'The row as it now stands', content: json(rowRef) }, ...errorResponses(400, 401, 403, 404) },
     }),
     delete: op('DELETE', {
@@ -99,11 +79,11 @@ function collectionPaths(builder: OpenApiBuilder, c: Collection, access: AccessR
   });
 }
 
-/** Every collection: tag, row schema `<Name>`, input schema `<Name>Input`, paths `/<Name>` and `/<Name>/{id}`. */
+/** Every collection: tag, row schema `<Name>`, input schemas `<Name>Input` (POST, PUT) and `<Name>Patch` (PATCH), paths `/<Name>` and `/<Name>/{id}`. */
 export function collectionsOpenApi(builder: OpenApiBuilder, manifest: AppManifest): void {
   for (const c of manifest.collections) {
     builder.addTag({ name: c.name, ...(c.description && { description: c.description }) });
-    collectionPaths(builder, c, c.access);
+    collectionPaths(builder, manifest.collections, c, c.access);
   }
 }
 
@@ -112,6 +92,6 @@ export function viewsOpenApi(builder: OpenApiBuilder, manifest: AppManifest): vo
   for (const v of manifest.views) {
     const base = manifest.collections.find((c) => c.name === v.collection)!;
     builder.addTag({ name: v.name, description: v.description ?? `View of ${v.collection}: rows where ${v.filter}` });
-    collectionPaths(builder, base, v.access ?? base.access, v.name);
+    collectionPaths(builder, manifest.collections, base, v.access ?? base.access, v.name);
   }
 }

@@ -6,6 +6,7 @@
  */
 import type { OpenApiBuilder, ParameterObject, ReferenceObject, SchemaObject, SecurityRequirementObject } from 'openapi3-ts/oas31';
 import type { AppManifest } from '../../runtime/index.js';
+import { DEFAULT_PAGE_SIZE, errorStatusDescriptions, MAX_PAGE_SIZE, type ErrorStatus } from '../../runtime/contract/index.js';
 
 /** Adds one kind's paths, tags and component schemas to the document. */
 export type PathBuilder = (builder: OpenApiBuilder, manifest: AppManifest) => void;
@@ -13,14 +14,11 @@ export type PathBuilder = (builder: OpenApiBuilder, manifest: AppManifest) => vo
 export const ref = (name: string): ReferenceObject => ({ $ref: `#/components/schemas/${name}` });
 export const json = (schema: SchemaObject | ReferenceObject) => ({ 'application/json': { schema } });
 
-/** Statuses with a shared `Error<status>` response component (the DESIGN §4 body). */
-export const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: 'Invalid request (validation, filter or parameter error)', 401: 'Authentication required',
-  403: 'Not allowed for the caller', 404: 'Not found', 409: 'Conflict with existing rows',
-  500: 'Server fault (the cause is logged with the request id, never sent)', 504: 'The function ran past functions.timeoutMs',
-};
+/** Every status of the contract's error table, with a shared `Error<status>` response component (the DESIGN §4 body). */
+export const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = errorStatusDescriptions();
 
-export const errorResponses = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [
+/** References to the shared error responses of `statuses`. */
+export const errorResponses = (...statuses: ErrorStatus[]) => Object.fromEntries(statuses.map((s) => [
   String(s), { $ref: `#/components/responses/Error${s}` },
 ]));
 
@@ -56,7 +54,7 @@ export const LIST_PARAMETERS: ParameterObject[] = [
   { name: 'sortBy', in: 'query', description: 'One property; a trailing `-` sorts descending', schema: { type: 'string' } },
   { name: 'select', in: 'query', description: 'Comma-separated properties (dot paths into lookups); `id` is always included', schema: { type: 'string' } },
   { name: 'pageNo', in: 'query', description: '1-based page number', schema: { type: 'integer', minimum: 1, default: 1 } },
-  { name: 'pageSize', in: 'query', description: 'Rows per page', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 10 } },
+  { name: 'pageSize', in: 'query', description: 'Rows per page', schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE } },
   { name: 'count', in: 'query', description: '`true` adds `meta.count`; `only` answers only the count', schema: { type: 'string', enum: ['true', 'only'] } },
   { name: 'lastKey', in: 'query', description: 'Keyset cursor: the id of the last row of the previous page (orders by id, exclusive)', schema: { type: 'string', format: 'uuid' } },
   { name: 'lookups', in: 'query', description: '`full` (default) returns looked-up rows, `id` returns `{ id }`', schema: { type: 'string', enum: ['id', 'full'] } },

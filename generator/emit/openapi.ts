@@ -12,7 +12,6 @@ import { functionsOpenApi } from './openapi-functions.js';
 import { queriesOpenApi } from './openapi-queries.js';
 import { ERROR_DESCRIPTIONS, json, ref, SECURITY_SCHEMES, type PathBuilder } from './openapi-shared.js';
 
-export { propertySchema } from './openapi-collections.js';
 export { errorResponses, ID_PARAMETER, json, LIST_PARAMETERS, ref, securityFor, type PathBuilder } from './openapi-shared.js';
 
 /**

@@ -3,7 +3,8 @@
  * system fields, exact decimals, dates, uuids on PostgreSQL, one foreign key and index per lookup,
  * followed by the system models (users, service accounts, tokens, keys, `_log`) of `system-models.ts`.
  */
-import type { AppManifest, Collection, Property } from '../../runtime/index.js';
+import type { AppManifest, Collection, Property, SystemField, SystemFieldName } from '../../runtime/index.js';
+import { DECIMAL_PRECISION, DECIMAL_SCALE, SYSTEM_FIELDS } from '../../runtime/contract/index.js';
 import { renderTemplate } from '../render/render-template.js';
 import { SYSTEM_MODELS } from './system-models.js';
 
@@ -29,13 +30,21 @@ function scalarType(p: Property, pg: boolean): { type: string; native: string } 
     case 'string': return { type: 'String', native: '' };
     case 'text': return { type: 'String', native: pg ? '@db.Text' : '' };
     case 'integer': return { type: 'Int', native: '' };
-    case 'decimal': return { type: 'Decimal', native: pg ? '@db.Decimal(65, 30)' : '' };
+    case 'decimal': return { type: 'Decimal', native: pg ? `@db.Decimal(${DECIMAL_PRECISION}, ${DECIMAL_SCALE})` : '' };
     case 'boolean': return { type: 'Boolean', native: '' };
     case 'date': return { type: 'DateTime', native: pg ? '@db.Date' : '' };
     case 'date-time': return { type: 'DateTime', native: pg ? '@db.Timestamptz(3)' : '' };
     case 'guid': case 'lookup': return { type: 'String', native: pg ? '@db.Uuid' : '' };
     case 'blob': return { type: 'String', native: pg ? '@db.Text' : '' };
   }
+}
+
+/** Prisma attributes of the system fields besides their native type. */
+const SYSTEM_ATTRIBUTES: Record<SystemFieldName, string> = { id: '@id', createdAt: '@default(now())', updatedAt: '@updatedAt', createdBy: '' };
+
+function systemField(f: SystemField, pg: boolean): FieldView {
+  const { type, native } = scalarType({ name: f.name, type: f.type, required: !f.nullable }, pg);
+  return { name: f.name, type: type + (f.nullable ? '?' : ''), attributes: [SYSTEM_ATTRIBUTES[f.name], native].filter(Boolean).join(' ') };
 }
 
 function defaultAttribute(p: Property): string {
@@ -74,13 +83,8 @@ function propertyFields(c: Collection, p: Property, pg: boolean): FieldView[] {
 export function emitPrismaSchema(manifest: AppManifest): string {
   const pg = manifest.provider === 'postgresql';
   const models = manifest.collections.map((c) => {
-    const fields: FieldView[] = [
-      { name: 'id', type: 'String', attributes: pg ? '@id @db.Uuid' : '@id' },
-      ...c.properties.flatMap((p) => propertyFields(c, p, pg)),
-      { name: 'createdAt', type: 'DateTime', attributes: pg ? '@default(now()) @db.Timestamptz(3)' : '@default(now())' },
-      { name: 'updatedAt', type: 'DateTime', attributes: pg ? '@updatedAt @db.Timestamptz(3)' : '@updatedAt' },
-      { name: 'createdBy', type: 'String?', attributes: '' },
-    ];
+    const [id, ...bookkeeping] = SYSTEM_FIELDS.map((f) => systemField(f, pg));
+    const fields: FieldView[] = [id, ...c.properties.flatMap((p) => propertyFields(c, p, pg)), ...bookkeeping];
     for (const other of manifest.collections) {
       for (const p of other.properties) {
         if (p.type === 'lookup' && p.collection === c.name) {

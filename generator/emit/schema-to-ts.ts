@@ -20,7 +20,24 @@ export function docComment(text: unknown, indent: string): string {
   return lines.length === 1 ? `${indent}/** ${lines[0]} */\n` : `${indent}/**\n${lines.map((l) => `${indent} * ${l}`).join('\n')}\n${indent} */\n`;
 }
 
-const wrap = (t: string) => (/[|&]/.test(t) && !/^[{(]/.test(t) ? `(${t})` : t);
+/** True when `t` has a `|` or `&` outside brackets and string literals (so `T[]` needs `(T)[]`). */
+function isComposite(t: string): boolean {
+  let depth = 0;
+  let quote: string | null = null;
+  for (let i = 0; i < t.length; i++) {
+    const c = t[i];
+    if (quote) {
+      if (c === '\\') i++;
+      else if (c === quote) quote = null;
+    } else if (c === '"' || c === "'") quote = c;
+    else if ('{([<'.includes(c)) depth++;
+    else if ('})]>'.includes(c)) depth--;
+    else if (depth === 0 && (c === '|' || c === '&')) return true;
+  }
+  return false;
+}
+
+const wrap = (t: string) => (isComposite(t) ? `(${t})` : t);
 const union = (parts: string[]) => [...new Set(parts)].join(' | ');
 
 /**
@@ -33,7 +50,7 @@ export function schemaToTs(schema: unknown, indent = ''): string {
   const s = schema as Schema;
   if (typeof s.$ref === 'string') return `Schemas[${JSON.stringify(s.$ref.replace('#/components/schemas/', ''))}]`;
   if (Array.isArray(s.oneOf) || Array.isArray(s.anyOf)) {
-    return union(((s.oneOf ?? s.anyOf) as unknown[]).map((m) => wrap(schemaToTs(m, indent))));
+    return union(((s.oneOf ?? s.anyOf) as unknown[]).map((m) => schemaToTs(m, indent)));
   }
   if (Array.isArray(s.allOf)) return (s.allOf as unknown[]).map((m) => wrap(schemaToTs(m, indent))).join(' & ');
   const types = Array.isArray(s.type) ? (s.type as string[]) : typeof s.type === 'string' ? [s.type] : [];

@@ -68,11 +68,14 @@ export async function loadApp(appDir: string): Promise<RawApp> {
   const diagnostics: Diagnostic[] = [];
   const svcText = await readText(root, 'svc.json', diagnostics);
   if (svcText === undefined && !diagnostics.length) {
+    const folderExists = await stat(root).then((s) => s.isDirectory(), () => false);
     diagnostics.push({
       code: 'DEF_MISSING_SVC_JSON',
       file: 'svc.json',
       path: '',
-      message: `svc.json not found: ${root} is not an app folder (svc.json with at least "name" is required)`,
+      message: folderExists
+        ? `svc.json not found: ${root} is not an app folder (svc.json with at least "name" is required)`
+        : `${root} does not exist: an app folder holds svc.json with at least "name" (svc init <dir> writes one)`,
     });
   }
   const svc = svcText === undefined ? null : parseFile('svc.json', svcText, diagnostics);

@@ -3,7 +3,9 @@
  * DESIGN §3). Only schema-valid data may be cast to these; optional keys are as written by the author,
  * before `normaliseModel` fills defaults.
  */
-import type { AccessMethod, AggregateFunction, Property, TypedField } from '../../runtime/index.js';
+import type {
+  AccessMethod, AgentSettings, AggregateFunction, CreditsSettings, ExternalConnection, Property, TypedField,
+} from '../../runtime/index.js';
 
 export interface RawAccessRule {
   method: AccessMethod;
@@ -22,8 +24,8 @@ export interface RawSvcDefinition {
   auth?: { accessTokenTtlSeconds?: number; refreshTokenTtlDays?: number; secureCookies?: boolean };
   realtime?: { redis?: string };
   functions?: { allowFetch?: boolean; timeoutMs?: number; maxMemoryMb?: number };
-  agent?: Record<string, unknown>;
-  credits?: Record<string, unknown>;
+  agent?: Partial<AgentSettings>;
+  credits?: Partial<CreditsSettings>;
 }
 
 /** A property as written in a collection file: the manifest's `Property` before defaults and naming. */
@@ -75,7 +77,7 @@ export interface RawExternalDefinition {
   name: string;
   description?: string;
   url: string;
-  connection?: Record<string, unknown>;
+  connection?: ExternalConnection;
   access?: RawAccessRule[];
 }
 

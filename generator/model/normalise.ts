@@ -9,7 +9,7 @@ import type {
   FunctionDefinition, Policy, Property, PropertyType, Query, QueryField, TypedField, View,
 } from '../../runtime/index.js';
 import type { RawApp, RawFile } from '../load/load-app.js';
-import { SYSTEM_FIELD_TYPES } from '../validate/check-queries.js';
+import { AGENT_DEFAULTS, CREDITS_DEFAULTS, SYSTEM_FIELD_TYPES } from '../../runtime/contract/index.js';
 import { compiledPathOf } from '../compile/compile-functions.js';
 import { DefinitionError } from '../validate/diagnostics.js';
 import {
@@ -77,8 +77,8 @@ function settingsOf(svc: RawSvcDefinition): AppSettings {
     },
     realtime: redis === undefined ? {} : { redis },
     functions: { allowFetch: svc.functions?.allowFetch ?? false, timeoutMs: svc.functions?.timeoutMs ?? 30000, maxMemoryMb: svc.functions?.maxMemoryMb ?? 256 },
-    agent: structuredClone(svc.agent ?? {}),
-    credits: structuredClone(svc.credits ?? {}),
+    agent: { ...structuredClone(AGENT_DEFAULTS), ...structuredClone(svc.agent ?? {}) },
+    credits: { ...CREDITS_DEFAULTS, ...structuredClone(svc.credits ?? {}) },
   };
 }
 
@@ -132,7 +132,7 @@ function propertyAt(collections: Collection[], from: string, path: string): Pick
   for (let i = 0; ; i++) {
     const seg = segments[i];
     const p = current.properties.find((x) => x.name === seg);
-    if (i === segments.length - 1) return p ? { type: p.type, ...pick(p, ['collection']) } : { type: SYSTEM_FIELD_TYPES[seg] };
+    if (i === segments.length - 1) return p ? { type: p.type, ...pick(p, ['collection']) } : { type: SYSTEM_FIELD_TYPES[seg as keyof typeof SYSTEM_FIELD_TYPES] };
     current = collections.find((c) => c.name === p!.collection)!;
   }
 }
@@ -183,7 +183,7 @@ function codeFileOf(raw: RawApp, name: string): string {
 function externalOf(e: RawExternalDefinition): ExternalCollection {
   return {
     name: e.name, ...pick(e, ['description']), url: e.url,
-    connection: structuredClone(e.connection ?? { type: 'none' }), access: accessRules(e.access),
+    connection: structuredClone(e.connection ?? { type: 'none' as const }), access: accessRules(e.access),
   };
 }
 

@@ -3,10 +3,8 @@
  * keys apply only to their types, ranges are ordered, and a `default` fits the property's type.
  */
 import type { RawPropertyDefinition } from '../model/definitions.js';
+import { DECIMAL_INTEGER_DIGITS, DECIMAL_STRING_PATTERN, isSystemField, propertyValueProblem, SYSTEM_FIELD_NAMES } from '../../runtime/contract/index.js';
 import { pointer, type Diagnostic } from './diagnostics.js';
-
-/** Read-only fields of every row (DESIGN §3); mirrors `SYSTEM_FIELDS` of the runtime's manifest. */
-export const SYSTEM_FIELD_NAMES: readonly string[] = ['id', 'createdAt', 'updatedAt', 'createdBy'];
 
 /** Which property types each type-specific key applies to. */
 const KEY_TYPES: Record<string, readonly string[]> = {
@@ -21,7 +19,7 @@ const KEY_TYPES: Record<string, readonly string[]> = {
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/;
 const GUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
-const DECIMAL = /^-?\d+(\.\d+)?$/;
+const DECIMAL = new RegExp(DECIMAL_STRING_PATTERN);
 
 /**
  * Checks one property of a collection file.
@@ -33,7 +31,7 @@ export function checkProperty(file: string, name: string, p: RawPropertyDefiniti
   const at = (code: string, message: string, ...rest: string[]): void => {
     out.push({ code, message, file, path: pointer('properties', name, ...rest) });
   };
-  if (SYSTEM_FIELD_NAMES.includes(name)) {
+  if (isSystemField(name)) {
     at('DEF_RESERVED_PROPERTY_NAME', `property "${name}" uses a system field name (${SYSTEM_FIELD_NAMES.join(', ')} are on every row)`);
   }
   for (const [key, types] of Object.entries(KEY_TYPES)) {
@@ -48,7 +46,8 @@ export function checkProperty(file: string, name: string, p: RawPropertyDefiniti
     at('DEF_INVALID_RANGE', `minimum ${p.minimum} is greater than maximum ${p.maximum}`, 'minimum');
   }
   if (p.default !== undefined) {
-    const problem = defaultProblem(p, p.default);
+    const valueProblem = p.default === 'now()' ? undefined : propertyValueProblem({ ...p, name, required: false }, p.default);
+    const problem = defaultProblem(p, p.default) ?? (valueProblem && `must be ${valueProblem}`);
     if (problem) at('DEF_INVALID_DEFAULT', `default ${JSON.stringify(p.default)} ${problem}`, 'default');
   }
   return out;
@@ -80,7 +79,7 @@ function defaultProblem(p: RawPropertyDefinition, v: string | number | boolean):
     case 'integer':
       return Number.isInteger(v) ? rangeProblem(p, v as number) : 'must be an integer for an integer property';
     case 'decimal':
-      if (typeof v === 'number') return rangeProblem(p, v);
+      if (typeof v === 'number') return Math.abs(v) < 10 ** DECIMAL_INTEGER_DIGITS ? rangeProblem(p, v) : `has more than ${DECIMAL_INTEGER_DIGITS} digits before the point`;
       if (typeof v === 'string' && DECIMAL.test(v)) return rangeProblem(p, Number(v));
       return 'must be a number (or a decimal string such as "12.50") for a decimal property';
     case 'boolean':

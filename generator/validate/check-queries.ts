@@ -5,14 +5,9 @@
  */
 import type { PropertyType } from '../../runtime/index.js';
 import { splitQueryField, type RawQueryDefinition } from '../model/definitions.js';
-import { SYSTEM_FIELD_NAMES } from './check-properties.js';
+import { isSystemField, SYSTEM_FIELD_TYPES } from '../../runtime/contract/index.js';
 import { pointer, type Diagnostic } from './diagnostics.js';
 import { collectionRefProblem, type ModelIndex } from './model-index.js';
-
-/** Types of the system fields as paths see them (the runtime's filter compiler agrees). */
-export const SYSTEM_FIELD_TYPES: Record<string, PropertyType> = {
-  id: 'guid', createdAt: 'date-time', updatedAt: 'date-time', createdBy: 'string',
-};
 
 /** Result of walking a dot path: the last segment's type (undefined when unknown), or a problem. */
 type PathResult = { type?: PropertyType; problem?: { code: string; message: string } };
@@ -28,7 +23,7 @@ function resolvePath(index: ModelIndex, from: string, path: string): PathResult 
     const isLast = i === segments.length - 1;
     // hasOwn: a path segment such as `constructor` must not find Object.prototype members
     const prop = Object.hasOwn(current.properties, seg) ? current.properties[seg] : undefined;
-    const type = prop?.type ?? (SYSTEM_FIELD_NAMES.includes(seg) ? SYSTEM_FIELD_TYPES[seg] : undefined);
+    const type = prop?.type ?? (isSystemField(seg) ? SYSTEM_FIELD_TYPES[seg] : undefined);
     if (!type) {
       return { problem: { code: 'DEF_UNKNOWN_QUERY_PATH', message: `path "${path}": "${seg}" is not a property of ${currentName}` } };
     }

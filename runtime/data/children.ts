@@ -15,7 +15,7 @@ import type { Database, Tx } from './database.js';
 import type { InputChecker } from './input.js';
 import { insertRows, lookupValues, rowValues, setList, type Row } from './row-sql.js';
 import type { UnitOfWork } from './unit-of-work.js';
-import { MAX_CHILDREN_PER_PARENT } from './limits.js';
+import { MAX_CHILDREN_PER_PARENT } from '../contract/limits.js';
 
 const PLACEHOLDER_ID = '00000000-0000-4000-8000-000000000000';
 

@@ -4,9 +4,10 @@
  * as `{ id }` until expanded), keys in a fixed order: `id`, properties, system fields.
  */
 import type { Collection, Property } from '../manifest.js';
+import { SYSTEM_COLUMN_NAMES } from '../contract/system-fields.js';
 
 export type Item = Record<string, unknown>;
-export const SYSTEM_COLUMNS = ['createdAt', 'updatedAt', 'createdBy'] as const;
+export const SYSTEM_COLUMNS = SYSTEM_COLUMN_NAMES;
 
 function toDate(v: unknown): Date {
   return v instanceof Date ? v : new Date(String(v));

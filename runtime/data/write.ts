@@ -22,7 +22,7 @@ import { insertRows, lookupValues, rowValues, setList, type Row } from './row-sq
 import { isForeignKeyViolation, mapDatabaseError } from './db-errors.js';
 import { runUnitOfWork, type UnitOfWork, type WorkOptions } from './unit-of-work.js';
 import type { Change, ChangeSink } from './changes.js';
-import { MAX_BULK_ROWS } from './limits.js';
+import { MAX_BULK_ROWS } from '../contract/limits.js';
 
 /** What a write needs: the database, the collection, its checker, the caller and the change sink. */
 export interface WriteScope {

@@ -16,11 +16,8 @@ import type { AppRuntime } from '../core/context.js';
 import { requestContext } from '../core/context.js';
 import { runOperation, type ApiResponse } from '../core/operations.js';
 import { readJsonBody } from './body.js';
+import { MAX_BODY_BYTES, MAX_RESULT_BYTES } from '../contract/limits.js';
 
-/** Largest JSON body a data route accepts: 10 MiB. */
-export const MAX_BODY_BYTES = 10 * 1024 * 1024;
-/** 5 MiB of JSON per page (DESIGN §4 result-size limit). */
-export const MAX_RESULT_BYTES = 5 * 1024 * 1024;
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' };
 

@@ -8,11 +8,11 @@
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { AppManifest } from '../manifest.js';
+import { MAX_BODY_BYTES } from '../contract/limits.js';
 import { HttpError, toErrorBody } from '../errors.js';
 import type { Database } from '../data/database.js';
 import type { Logger } from '../log.js';
 import { mapInfrastructureError } from '../data/db-errors.js';
-import { MAX_BODY_BYTES } from './api-handler.js';
 import { captureRawBody, functionRouter, type FunctionRoutesOptions } from './function-routes.js';
 import type { AuthService } from '../auth/auth-service.js';
 import { authenticate, authRouter, loginRouter, oauthErrors, tokenRouter } from './auth-routes.js';

@@ -10,6 +10,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import express, { Router, type Request, type RequestHandler, type Response } from 'express';
 import type { AppManifest, FunctionDefinition } from '../manifest.js';
+import { MAX_BODY_BYTES } from '../contract/limits.js';
 import { HttpError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { callerOf, requireRole, type Caller } from '../auth/caller.js';
@@ -40,7 +41,7 @@ export interface FunctionRoutesOptions {
 type RawBodyRequest = Request & { rawBody?: Buffer };
 
 /** Largest body a function accepts: 10 MiB, as for JSON. */
-const MAX_BODY = '10mb';
+const MAX_BODY = MAX_BODY_BYTES;
 const HTTP_METHODS = ['GET', 'POST'];
 const INVOKE_METHODS = ['GET', 'POST', 'PUT', 'DELETE'];
 const HIDDEN_HEADERS = new Set(['cookie', 'authorization', 'proxy-authorization']);

@@ -8,6 +8,8 @@
  * by `registerSqliteFunctions`), the bound value lower-cased in JS.
  */
 import type { AppManifest, Collection, PropertyType } from '../manifest.js';
+import { SYSTEM_FIELD_TYPES } from '../contract/system-fields.js';
+import { MAX_LOOKUP_HOPS } from '../contract/limits.js';
 import type { Comparison, ExpValue, FilterNode, FilterOperator, Literal } from './filter-ast.js';
 import { filterError, quoteSource } from './filter-lexer.js';
 import { evaluateExpression, type ExpContext } from './exp-eval.js';
@@ -50,12 +52,7 @@ export interface ResolvedPath {
   type: PropertyType;
 }
 
-/** Most lookups one dot path may walk: `a.b.c.d` walks three (`a.b.c.d.id` too, as `.id` is `d`). */
-export const MAX_LOOKUP_HOPS = 3;
-
-const SYSTEM_TYPES: Record<string, PropertyType> = {
-  id: 'guid', createdAt: 'date-time', updatedAt: 'date-time', createdBy: 'string',
-};
+const SYSTEM_TYPES: Readonly<Record<string, PropertyType>> = SYSTEM_FIELD_TYPES;
 const STRING_OPS: FilterOperator[] = ['con', 'ncon', 'sw', 'ew'];
 const ORDER_OPS: Record<string, string> = { gt: '>', ge: '>=', lt: '<', le: '<=' };
 

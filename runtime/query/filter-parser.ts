@@ -17,13 +17,12 @@ import {
 } from './filter-ast.js';
 import { filterError, quoteSource, tokenizeFilter, type Token } from './filter-lexer.js';
 import { parseExpression } from './exp-parser.js';
+import { MAX_FILTER_PREDICATES } from '../contract/limits.js';
 
 /** Longest filter text accepted, in characters. */
 export const MAX_FILTER_LENGTH = 4000;
 /** Deepest parenthesis nesting accepted. */
 export const MAX_FILTER_DEPTH = 50;
-/** Most comparisons (predicates) in one filter text; a view's or policy's filter counts apart. */
-export const MAX_FILTER_PREDICATES = 100;
 
 const OPERATOR_LIST = `an operator (${FILTER_OPERATORS.join(', ')})`;
 

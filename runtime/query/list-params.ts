@@ -4,11 +4,12 @@
  */
 import type { ChildRelation, Collection } from '../manifest.js';
 import { HttpError } from '../errors.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../contract/limits.js';
+import { isSystemField } from '../contract/system-fields.js';
 import { parseSelect, type Selection } from './select.js';
 import { searchWords } from '../data/search.js';
 
-export const DEFAULT_PAGE_SIZE = 10;
-export const MAX_PAGE_SIZE = 1000;
+export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE };
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface SortSpec { property: string; descending: boolean }
@@ -54,7 +55,7 @@ function integer(query: Query, name: string, min: number, max: number, fallback:
 
 /** Names usable in `sortBy`: properties except blobs, plus the system fields. */
 function sortable(c: Collection, name: string): boolean {
-  if (['id', 'createdAt', 'updatedAt', 'createdBy'].includes(name)) return true;
+  if (isSystemField(name)) return true;
   const p = c.properties.find((x) => x.name === name);
   return p !== undefined && p.type !== 'blob';
 }

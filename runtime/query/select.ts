@@ -4,6 +4,7 @@
  */
 import type { Collection } from '../manifest.js';
 import { HttpError } from '../errors.js';
+import { isSystemField } from '../contract/system-fields.js';
 
 /**
  * The properties to return. `fields` holds top-level names; `nested` maps a lookup property to the
@@ -14,10 +15,8 @@ export interface Selection {
   nested: Map<string, Set<string>>;
 }
 
-const SYSTEM = new Set(['id', 'createdAt', 'updatedAt', 'createdBy']);
-
 function has(c: Collection, name: string): boolean {
-  return SYSTEM.has(name) || c.properties.some((p) => p.name === name);
+  return isSystemField(name) || c.properties.some((p) => p.name === name);
 }
 
 const bad = (message: string) =>

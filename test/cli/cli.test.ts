@@ -163,6 +163,19 @@ describe('svc CLI', () => {
     expect(existsSync(join(dir, '.svc'))).toBe(false);
   });
 
+  it.each([
+    ['a missing folder', 'nowhere', false, /^svc: .*nowhere does not exist: an app folder holds svc\.json/],
+    ['a folder without svc.json', 'no-svc-json', true, /^svc: svc\.json not found: .*no-svc-json is not an app folder/],
+  ])('generate on %s prints one line and exits 1, writing nothing', async (_title, name, create, line) => {
+    const dir = join(work, name);
+    if (create) mkdirSync(dir, { recursive: true });
+    const r = await runCli(['generate', dir]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(line)]);
+    expect(existsSync(join(dir, '.svc'))).toBe(false);
+  });
+
   it('refuses to serve without generated output, with a one-line reason', async () => {
     const dir = join(work, 'empty');
     mkdirSync(dir, { recursive: true });

@@ -89,7 +89,9 @@ describe('a valid app', () => {
     expect(manifest.settings).toEqual({
       database: 'file:./data/shop.db', port: 3000,
       auth: { accessTokenTtlSeconds: 3600, refreshTokenTtlDays: 70, secureCookies: false },
-      realtime: {}, functions: { allowFetch: false, timeoutMs: 30000, maxMemoryMb: 256 }, agent: {}, credits: {},
+      realtime: {}, functions: { allowFetch: false, timeoutMs: 30000, maxMemoryMb: 256 },
+      agent: { providers: {}, rungs: {}, mcpServers: {}, idleTimeoutSeconds: 900, maxStepsPerTurn: 25 },
+      credits: { mode: 'business', initialBalance: 0, monthlyCap: null },
     });
     expect(manifest.collections.map((c) => c.name)).toEqual(['Customer', 'Order', 'OrderLine', 'Product']);
     const [customer, order, orderLine, product] = manifest.collections;
@@ -154,6 +156,20 @@ describe('a valid app', () => {
     expect(manifest.settings.realtime).toEqual({ redis: 'redis://a:6379' });
     expect(JSON.stringify(manifest)).not.toContain('secret');
     expect(manifest.settings.port).toBe(8080);
+  });
+
+  test('the agent and credits settings of DESIGN §7 validate and reach the manifest typed, defaults filled', async () => {
+    const agent = {
+      providers: { global: { baseURL: 'https://llm.example/v1', apiKey: '${env.LLM_KEY}' } },
+      rungs: { base: { provider: 'global', model: 'small-1', inputPer1k: 15, cachedInputPer1k: 4, outputPer1k: 60 } },
+      instructions: 'You are the assistant of the shop app.',
+      mcpServers: { docs: { url: 'http://127.0.0.1:7070/mcp', headers: { authorization: 'Bearer ${secrets.DOCS}' } }, files: { command: 'node', args: ['mcp/files.mjs'] } },
+      maxStepsPerTurn: 10,
+    };
+    const dir = writeApp({ ...shop, 'svc.json': { name: 'shop', agent, credits: { mode: 'self-serve', initialBalance: 500000 } } });
+    const { manifest } = await loadAndValidate(dir, {});
+    expect(manifest.settings.agent).toEqual({ ...agent, idleTimeoutSeconds: 900 });
+    expect(manifest.settings.credits).toEqual({ mode: 'self-serve', initialBalance: 500000, monthlyCap: null });
   });
 });
 
@@ -229,6 +245,12 @@ describe('single problems', () => {
       want: ['collections/Thing.json: /properties/n/default: default 1.5 must be an integer for an integer property'] }],
     ['date-time default', { given: col({ t: { type: 'date-time', default: 'yesterday' } }),
       want: ['collections/Thing.json: /properties/t/default: default "yesterday" must be "now()" or an ISO date-time with a time zone such as "2024-01-31T10:00:00Z" for a date-time property'] }],
+    ['defaults the database would refuse: NUL, year 0, 36 integer digits', { given: col({ s: { type: 'string', default: 'a\u0000' }, d: { type: 'date-time', default: '0000-01-01T00:00:00Z' }, n: { type: 'decimal', default: 1e40 } }),
+      want: [
+        'collections/Thing.json: /properties/s/default: default "a\\u0000" must be text without NUL characters (\\u0000)',
+        'collections/Thing.json: /properties/d/default: default "0000-01-01T00:00:00Z" must be "now()" or an ISO date-time with a time zone such as "2024-01-31T10:00:00Z" for a date-time property',
+        'collections/Thing.json: /properties/n/default: default 1e+40 has more than 35 digits before the point',
+      ] }],
     ['enum default', { given: col({ s: { type: 'string', enum: ['a'], default: 'b' } }),
       want: ['collections/Thing.json: /properties/s/default: default "b" is not one of the enum values: a'] }],
     ['maxLength on an integer', { given: col({ n: { type: 'integer', maxLength: 3 } }),
@@ -263,6 +285,18 @@ describe('single problems', () => {
       want: ['functions/orphan.ts: code without a definition: add functions/orphan.json, or move a shared module into a subfolder such as functions/lib/'] }],
     ['external with an unknown connection type', { given: { 'external/E.json': { name: 'E', url: 'https://x.example', connection: { type: 'basic' } } },
       want: ['external/E.json: /connection/type: connection type must be one of: none, oauth2, apiKey (got "basic")'] }],
+    ['agent and credits settings of the wrong shape', { given: { 'svc.json': { name: 'shop', agent: { rungs: { huge: { provider: 'p', model: 'm', inputPer1k: 1, outputPer1k: 1 } }, mcpServers: { docs: { port: 7070 } } }, credits: { mode: 'free', monthlyCap: -1 } } },
+      want: [
+        'svc.json: /agent/rungs/huge: key "huge" must be equal to one of the allowed values',
+        'svc.json: /agent/mcpServers/docs: missing required key "url"',
+        'svc.json: /agent/mcpServers/docs/port: unknown key "port"; allowed keys: url, headers',
+        'svc.json: /agent/mcpServers/docs: missing required key "command"',
+        'svc.json: /agent/mcpServers/docs/port: unknown key "port"; allowed keys: command, args, env',
+        'svc.json: /credits/mode: mode must be one of: business, self-serve (got "free")',
+        'svc.json: /credits/monthlyCap: monthlyCap must be at least 0 (got -1)',
+      ] }],
+    ['an oauth2 connection with a scope', { given: { 'external/E.json': { name: 'E', url: 'https://x.example', connection: { type: 'oauth2', tokenUrl: 'https://x.example/token', clientId: 'c', clientSecret: 's', scope: 'read' } } },
+      want: [] }],
     ['unsupported DATABASE_URL (never echoed)', { given: {}, env: { DATABASE_URL: 'mysql://u:secret@h/db' },
       want: ['svc.json: environment variable DATABASE_URL must start with file: (SQLite), postgres:// or postgresql:// (PostgreSQL); got "mysql:"'] }],
     ['names differing only in case', { given: { 'views/order.json': { name: 'order', collection: 'Order', filter: 'paid eq true' } },

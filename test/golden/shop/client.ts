@@ -25,6 +25,7 @@ export interface Schemas {
   };
   /** A person or company that places orders */
   "Customer": {
+    /** The row id (a GUID, lower-case) */
     readonly id: string;
     /** Full name */
     name?: string;
@@ -38,13 +39,16 @@ export interface Schemas {
     since?: string | null;
     /** Internal notes */
     notes?: string | null;
+    /** When the row was created */
     readonly createdAt?: string;
+    /** When the row was last written */
     readonly updatedAt?: string;
+    /** Id of the identity that created the row (null for anonymous writes) */
     readonly createdBy?: string | null;
   };
   "CustomerInput": {
     /** Full name */
-    name: string | null;
+    name: string;
     /** Contact e-mail address */
     email?: string | null;
     /** ISO 3166-1 alpha-2 country code */
@@ -55,9 +59,90 @@ export interface Schemas {
     since?: string | null;
     /** Internal notes */
     notes?: string | null;
+    /** Order rows whose customer is this row: an item with id updates that child (only the given properties), one without creates it; on PUT and PATCH, existing children missing from the array are deleted */
+    "Order.customer"?: ({
+      /** Short description */
+      title: string;
+      /** Where the order is */
+      status?: "new" | "paid" | "shipped" | "cancelled" | null;
+      /** Order total in EUR */
+      total?: number | string | null;
+      /** Whether payment arrived */
+      paid?: boolean | null;
+      /** When the order was placed (UTC) */
+      placedAt?: string | null;
+      /** Promised delivery date */
+      dueOn?: string | null;
+      /** Reference in the payment system */
+      ref?: string | null;
+    } | {
+      id: string;
+      /** Short description */
+      title?: string;
+      /** Where the order is */
+      status?: "new" | "paid" | "shipped" | "cancelled" | null;
+      /** Order total in EUR */
+      total?: number | string | null;
+      /** Whether payment arrived */
+      paid?: boolean | null;
+      /** When the order was placed (UTC) */
+      placedAt?: string | null;
+      /** Promised delivery date */
+      dueOn?: string | null;
+      /** Reference in the payment system */
+      ref?: string | null;
+    })[];
+  };
+  "CustomerPatch": {
+    /** Full name */
+    name?: string;
+    /** Contact e-mail address */
+    email?: string | null;
+    /** ISO 3166-1 alpha-2 country code */
+    country?: string | null;
+    /** Gets priority handling */
+    vip?: boolean | null;
+    /** Customer since */
+    since?: string | null;
+    /** Internal notes */
+    notes?: string | null;
+    /** Order rows whose customer is this row: an item with id updates that child (only the given properties), one without creates it; on PUT and PATCH, existing children missing from the array are deleted */
+    "Order.customer"?: ({
+      /** Short description */
+      title: string;
+      /** Where the order is */
+      status?: "new" | "paid" | "shipped" | "cancelled" | null;
+      /** Order total in EUR */
+      total?: number | string | null;
+      /** Whether payment arrived */
+      paid?: boolean | null;
+      /** When the order was placed (UTC) */
+      placedAt?: string | null;
+      /** Promised delivery date */
+      dueOn?: string | null;
+      /** Reference in the payment system */
+      ref?: string | null;
+    } | {
+      id: string;
+      /** Short description */
+      title?: string;
+      /** Where the order is */
+      status?: "new" | "paid" | "shipped" | "cancelled" | null;
+      /** Order total in EUR */
+      total?: number | string | null;
+      /** Whether payment arrived */
+      paid?: boolean | null;
+      /** When the order was placed (UTC) */
+      placedAt?: string | null;
+      /** Promised delivery date */
+      dueOn?: string | null;
+      /** Reference in the payment system */
+      ref?: string | null;
+    })[];
   };
   /** An order placed by a customer; its lines are OrderLine child rows */
   "Order": {
+    /** The row id (a GUID, lower-case) */
     readonly id: string;
     /** Short description */
     title?: string;
@@ -82,21 +167,24 @@ export interface Schemas {
     invoice?: {
       [key: string]: unknown;
     } | null;
+    /** When the row was created */
     readonly createdAt?: string;
+    /** When the row was last written */
     readonly updatedAt?: string;
+    /** Id of the identity that created the row (null for anonymous writes) */
     readonly createdBy?: string | null;
   };
   "OrderInput": {
     /** Short description */
-    title: string | null;
+    title: string;
     /** Who placed the order */
     customer: {
       id: string;
-    } | null;
+    } | string;
     /** Where the order is */
     status?: "new" | "paid" | "shipped" | "cancelled" | null;
     /** Order total in EUR */
-    total?: number | null;
+    total?: number | string | null;
     /** Whether payment arrived */
     paid?: boolean | null;
     /** When the order was placed (UTC) */
@@ -105,9 +193,72 @@ export interface Schemas {
     dueOn?: string | null;
     /** Reference in the payment system */
     ref?: string | null;
+    /** OrderLine rows whose order is this row: an item with id updates that child (only the given properties), one without creates it; on PUT and PATCH, existing children missing from the array are deleted */
+    "OrderLine.order"?: ({
+      /** The product ordered */
+      product: {
+        id: string;
+      } | string;
+      /** Units ordered */
+      quantity: number;
+      /** Price per unit at the time of the order, EUR */
+      unitPrice: number | string;
+    } | {
+      id: string;
+      /** The product ordered */
+      product?: {
+        id: string;
+      } | string;
+      /** Units ordered */
+      quantity?: number;
+      /** Price per unit at the time of the order, EUR */
+      unitPrice?: number | string;
+    })[];
+  };
+  "OrderPatch": {
+    /** Short description */
+    title?: string;
+    /** Who placed the order */
+    customer?: {
+      id: string;
+    } | string;
+    /** Where the order is */
+    status?: "new" | "paid" | "shipped" | "cancelled" | null;
+    /** Order total in EUR */
+    total?: number | string | null;
+    /** Whether payment arrived */
+    paid?: boolean | null;
+    /** When the order was placed (UTC) */
+    placedAt?: string | null;
+    /** Promised delivery date */
+    dueOn?: string | null;
+    /** Reference in the payment system */
+    ref?: string | null;
+    /** OrderLine rows whose order is this row: an item with id updates that child (only the given properties), one without creates it; on PUT and PATCH, existing children missing from the array are deleted */
+    "OrderLine.order"?: ({
+      /** The product ordered */
+      product: {
+        id: string;
+      } | string;
+      /** Units ordered */
+      quantity: number;
+      /** Price per unit at the time of the order, EUR */
+      unitPrice: number | string;
+    } | {
+      id: string;
+      /** The product ordered */
+      product?: {
+        id: string;
+      } | string;
+      /** Units ordered */
+      quantity?: number;
+      /** Price per unit at the time of the order, EUR */
+      unitPrice?: number | string;
+    })[];
   };
   /** One line of an order: a product and a quantity (child row of Order) */
   "OrderLine": {
+    /** The row id (a GUID, lower-case) */
     readonly id: string;
     /** The order this line belongs to */
     order?: {
@@ -123,26 +274,44 @@ export interface Schemas {
     quantity?: number;
     /** Price per unit at the time of the order, EUR */
     unitPrice?: number;
+    /** When the row was created */
     readonly createdAt?: string;
+    /** When the row was last written */
     readonly updatedAt?: string;
+    /** Id of the identity that created the row (null for anonymous writes) */
     readonly createdBy?: string | null;
   };
   "OrderLineInput": {
     /** The order this line belongs to */
     order: {
       id: string;
-    } | null;
+    } | string;
     /** The product ordered */
     product: {
       id: string;
-    } | null;
+    } | string;
     /** Units ordered */
-    quantity: number | null;
+    quantity: number;
     /** Price per unit at the time of the order, EUR */
-    unitPrice: number | null;
+    unitPrice: number | string;
+  };
+  "OrderLinePatch": {
+    /** The order this line belongs to */
+    order?: {
+      id: string;
+    } | string;
+    /** The product ordered */
+    product?: {
+      id: string;
+    } | string;
+    /** Units ordered */
+    quantity?: number;
+    /** Price per unit at the time of the order, EUR */
+    unitPrice?: number | string;
   };
   /** Something the shop sells */
   "Product": {
+    /** The row id (a GUID, lower-case) */
     readonly id: string;
     /** Stock-keeping unit */
     sku?: string;
@@ -158,25 +327,86 @@ export interface Schemas {
     category?: "books" | "games" | "garden" | "kitchen" | "tools" | null;
     /** Shown in the shop */
     active?: boolean | null;
+    /** When the row was created */
     readonly createdAt?: string;
+    /** When the row was last written */
     readonly updatedAt?: string;
+    /** Id of the identity that created the row (null for anonymous writes) */
     readonly createdBy?: string | null;
   };
   "ProductInput": {
     /** Stock-keeping unit */
-    sku: string | null;
+    sku: string;
     /** Product name */
-    name: string | null;
+    name: string;
     /** Long description */
     description?: string | null;
     /** Unit price in EUR */
-    price: number | null;
+    price: number | string;
     /** Units in stock */
     stock?: number | null;
     /** Shop category */
     category?: "books" | "games" | "garden" | "kitchen" | "tools" | null;
     /** Shown in the shop */
     active?: boolean | null;
+    /** OrderLine rows whose product is this row: an item with id updates that child (only the given properties), one without creates it; on PUT and PATCH, existing children missing from the array are deleted */
+    "OrderLine.product"?: ({
+      /** The order this line belongs to */
+      order: {
+        id: string;
+      } | string;
+      /** Units ordered */
+      quantity: number;
+      /** Price per unit at the time of the order, EUR */
+      unitPrice: number | string;
+    } | {
+      id: string;
+      /** The order this line belongs to */
+      order?: {
+        id: string;
+      } | string;
+      /** Units ordered */
+      quantity?: number;
+      /** Price per unit at the time of the order, EUR */
+      unitPrice?: number | string;
+    })[];
+  };
+  "ProductPatch": {
+    /** Stock-keeping unit */
+    sku?: string;
+    /** Product name */
+    name?: string;
+    /** Long description */
+    description?: string | null;
+    /** Unit price in EUR */
+    price?: number | string;
+    /** Units in stock */
+    stock?: number | null;
+    /** Shop category */
+    category?: "books" | "games" | "garden" | "kitchen" | "tools" | null;
+    /** Shown in the shop */
+    active?: boolean | null;
+    /** OrderLine rows whose product is this row: an item with id updates that child (only the given properties), one without creates it; on PUT and PATCH, existing children missing from the array are deleted */
+    "OrderLine.product"?: ({
+      /** The order this line belongs to */
+      order: {
+        id: string;
+      } | string;
+      /** Units ordered */
+      quantity: number;
+      /** Price per unit at the time of the order, EUR */
+      unitPrice: number | string;
+    } | {
+      id: string;
+      /** The order this line belongs to */
+      order?: {
+        id: string;
+      } | string;
+      /** Units ordered */
+      quantity?: number;
+      /** Price per unit at the time of the order, EUR */
+      unitPrice?: number | string;
+    })[];
   };
   /** Paid orders per customer: how many, revenue and the latest order */
   "CustomerRevenue": {
@@ -285,12 +515,16 @@ export interface Schemas {
 
 export type Customer = Schemas["Customer"];
 export type CustomerInput = Schemas["CustomerInput"];
+export type CustomerPatch = Schemas["CustomerPatch"];
 export type Order = Schemas["Order"];
 export type OrderInput = Schemas["OrderInput"];
+export type OrderPatch = Schemas["OrderPatch"];
 export type OrderLine = Schemas["OrderLine"];
 export type OrderLineInput = Schemas["OrderLineInput"];
+export type OrderLinePatch = Schemas["OrderLinePatch"];
 export type Product = Schemas["Product"];
 export type ProductInput = Schemas["ProductInput"];
+export type ProductPatch = Schemas["ProductPatch"];
 export type CustomerRevenue = Schemas["CustomerRevenue"];
 export type OrderLines = Schemas["OrderLines"];
 
@@ -446,12 +680,12 @@ function requester(options: ClientOptions): Call {
 }
 
 /** The operations of a collection or view (SPEC §4.1); `update` replaces (PUT), `patch` merges. */
-export interface CollectionClient<Row, Input> {
+export interface CollectionClient<Row, Input, Patch = Partial<Input>> {
   list(params?: ListParams): Promise<ListResult<Row>>;
   get(id: string, params?: ReadParams): Promise<Row>;
   create(body: Input | Input[]): Promise<Schemas['CreatedIds']>;
   update(id: string, body: Input): Promise<Row>;
-  patch(id: string, body: Partial<Input>): Promise<Row>;
+  patch(id: string, body: Patch): Promise<Row>;
   delete(id: string): Promise<void>;
   deleteMany(ids: string[]): Promise<void>;
 }
@@ -462,7 +696,7 @@ export interface ReadClient<Row> {
   get(id: string, params?: ReadParams): Promise<Row>;
 }
 
-function collection<Row, Input>(call: Call, path: string): CollectionClient<Row, Input> {
+function collection<Row, Input, Patch>(call: Call, path: string): CollectionClient<Row, Input, Patch> {
   const one = (id: string) => `${path}/${encodeURIComponent(id)}`;
   return {
     list: (params) => call('GET', path, { query: params }),
@@ -492,13 +726,13 @@ export function createClient(options: ClientOptions = {}) {
   const call = requester(options);
   return {
     collections: {
-      Customer: collection<Schemas["Customer"], Schemas["CustomerInput"]>(call, "/Customer"),
-      Order: collection<Schemas["Order"], Schemas["OrderInput"]>(call, "/Order"),
-      OrderLine: collection<Schemas["OrderLine"], Schemas["OrderLineInput"]>(call, "/OrderLine"),
-      Product: collection<Schemas["Product"], Schemas["ProductInput"]>(call, "/Product"),
+      Customer: collection<Schemas["Customer"], Schemas["CustomerInput"], Schemas["CustomerPatch"]>(call, "/Customer"),
+      Order: collection<Schemas["Order"], Schemas["OrderInput"], Schemas["OrderPatch"]>(call, "/Order"),
+      OrderLine: collection<Schemas["OrderLine"], Schemas["OrderLineInput"], Schemas["OrderLinePatch"]>(call, "/OrderLine"),
+      Product: collection<Schemas["Product"], Schemas["ProductInput"], Schemas["ProductPatch"]>(call, "/Product"),
     },
     views: {
-      OpenOrders: collection<Schemas["Order"], Schemas["OrderInput"]>(call, "/OpenOrders"),
+      OpenOrders: collection<Schemas["Order"], Schemas["OrderInput"], Schemas["OrderPatch"]>(call, "/OpenOrders"),
     },
     queries: {
       CustomerRevenue: readOnly<Schemas["CustomerRevenue"]>(call, "/CustomerRevenue"),

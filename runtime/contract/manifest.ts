@@ -1,0 +1,177 @@
+/**
+ * @module The app model (`.svc/manifest.json`): the one contract between generator and runtime
+ * (DESIGN §2). Defined here, in `runtime/contract/` (no dependencies), exported from `runtime/index.ts`;
+ * the generator produces the manifest from these types, and the runtime validates the file when it
+ * loads it (`runtime/load-manifest.ts`). Settings shapes are in `./settings.ts`.
+ */
+import type { AppSettings, ExternalConnection } from './settings.js';
+
+/** Property types of collections (DESIGN §3). */
+export const PROPERTY_TYPES = [
+  'string', 'text', 'integer', 'decimal', 'boolean', 'date', 'date-time', 'guid', 'lookup', 'blob',
+] as const;
+export type PropertyType = (typeof PROPERTY_TYPES)[number];
+
+/** Methods an access rule may name (DESIGN §3). */
+export const ACCESS_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'LISTEN'] as const;
+export type AccessMethod = (typeof ACCESS_METHODS)[number];
+
+/** One property of a collection, normalised: every optional flag is explicit. */
+export interface Property {
+  name: string;
+  type: PropertyType;
+  /** true when a create (POST, PUT) must carry a non-null value. */
+  required: boolean;
+  /** Default for create and PUT; `"now()"` for date/date-time means the time of the write. */
+  default?: string | number | boolean;
+  description?: string;
+  /** string/text only: limits in characters. */
+  maxLength?: number;
+  minLength?: number;
+  /** integer/decimal only. */
+  minimum?: number;
+  maximum?: number;
+  /** string only: allowed values. */
+  enum?: string[];
+  /** lookup only: the target collection's name. */
+  collection?: string;
+}
+
+/** An access rule: which roles may use a method (SPEC §2 "Collection access rule"). */
+export interface AccessRule {
+  method: AccessMethod;
+  roleNames: string[];
+}
+
+/** A row visibility filter in the filter language of SPEC §4.3 (DESIGN §3 `policies`). */
+export interface Policy {
+  roleNames: string[];
+  filter: string;
+}
+
+/** A child relation: rows of `collection` whose lookup `field` points at this collection (SPEC §4.4). */
+export interface ChildRelation {
+  /** The body key, `<collection>.<field>`, e.g. `OrderLine.order`. */
+  key: string;
+  collection: string;
+  field: string;
+}
+
+/** A collection, normalised (DESIGN §3): properties in declaration order, every default filled. */
+export interface Collection {
+  name: string;
+  description?: string;
+  /** In declaration order. */
+  properties: Property[];
+  search: boolean;
+  access: AccessRule[];
+  policies: Policy[];
+  /** Collections whose lookups point here, sorted by key. */
+  children: ChildRelation[];
+}
+
+/** A collection with a built-in filter (DESIGN §3). `access: null` means the base collection's rules. */
+export interface View {
+  name: string;
+  description?: string;
+  collection: string;
+  filter: string;
+  access: AccessRule[] | null;
+}
+
+export type AggregateFunction = 'count' | 'sum' | 'avg' | 'min' | 'max';
+
+/**
+ * An output field of a query: a dot path, or one aggregate over a dot path. `type` is the output's
+ * type, resolved by the generator: the path's type for plain fields (`collection` names a lookup's
+ * target), `integer` for count, `decimal` for avg, the path's type for sum, min and max (`guid` for
+ * min/max over a lookup).
+ */
+export type QueryField =
+  | { path: string; type: PropertyType; collection?: string }
+  | { aggregate: AggregateFunction; path: string; type: PropertyType };
+
+/** A read-only join or aggregate (DESIGN §3). */
+export interface Query {
+  name: string;
+  description?: string;
+  from: string;
+  filter?: string;
+  /** Present (non-empty) for aggregate queries. */
+  groupBy?: string[];
+  /** Output field name → definition, in declaration order. */
+  fields: Record<string, QueryField>;
+  /**
+   * Type of a row's `id`: `guid` for join queries and for one lookup or guid group key; `string`
+   * (canonical text, see `runtime/data/query-source.ts`) for other group keys.
+   */
+  idType: 'guid' | 'string';
+  access: AccessRule[];
+}
+
+/** A typed field of a function definition (SPEC §2 "Function definition"). */
+export interface TypedField {
+  name: string;
+  type: string;
+  isRequired?: boolean;
+  spec?: { enum?: unknown[]; description?: string; properties?: Record<string, unknown> };
+}
+
+/** A JSON Schema (2020-12) object, as published in the OpenAPI document. */
+export type JsonSchema = Record<string, unknown>;
+
+/**
+ * Advisory types read from a default-export function's code by `svc generate` (SPEC §4.8 rule 7):
+ * request body, response body and narrowed query, each as JSON Schema. A side that could not be
+ * converted fully is the opaque `{ "type": "object" }`; a side with no type in code is absent.
+ * They never reject a request.
+ */
+export interface FunctionCodeTypes {
+  body?: JsonSchema;
+  response?: JsonSchema;
+  query?: JsonSchema;
+}
+
+/** A function definition, normalised (SPEC §2 "Function definition", §4.8). */
+export interface FunctionDefinition {
+  name: string;
+  description?: string;
+  enabled: boolean;
+  functionTypeId: 1 | 2;
+  endpoint: string;
+  queryParams: TypedField[];
+  requestBody: TypedField[];
+  responseFields: TypedField[];
+  access: Record<string, string[]>;
+  /** The compiled code, relative to `.svc/`, e.g. `functions/sendMail.js` (written by `svc generate`). */
+  module: string;
+  /** Present when the code is in default-export form and declares at least one type (SPEC §4.8 rule 7). */
+  codeTypes?: FunctionCodeTypes;
+}
+
+/** An external collection (SPEC §4.10, DESIGN §3): reads forwarded to `url`. */
+export interface ExternalCollection {
+  name: string;
+  description?: string;
+  url: string;
+  /** How to authenticate at the provider; `{ type: 'none' }` when the file has no `connection`. */
+  connection: ExternalConnection;
+  access: AccessRule[];
+}
+
+export type DatabaseProvider = 'sqlite' | 'postgresql';
+
+/** The normalised app model written to `.svc/manifest.json`. */
+export interface AppManifest {
+  manifestVersion: 1;
+  /** The api-name. */
+  name: string;
+  /** The provider the Prisma schema and client in `.svc/` were generated for. */
+  provider: DatabaseProvider;
+  settings: AppSettings;
+  collections: Collection[];
+  views: View[];
+  queries: Query[];
+  functions: FunctionDefinition[];
+  externals: ExternalCollection[];
+}

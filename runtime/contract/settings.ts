@@ -1,0 +1,86 @@
+/**
+ * @module Typed app settings of `svc.json` (DESIGN §3) as they stand in the manifest, defaults applied,
+ * including the agent and credits settings of DESIGN §7 and the connection of an external collection.
+ * Values may carry `${secrets.NAME}` / `${env.NAME}` references: they are resolved by the runtime at
+ * start and never written resolved into the manifest.
+ */
+
+/** An OpenAI-compatible chat-completions endpoint (DESIGN §7 `agent.providers.<name>`). */
+export interface AgentProvider {
+  /** Base URL of the API, e.g. `https://llm.example/v1`. */
+  baseURL: string;
+  /** Bearer key; usually `${env.NAME}` or `${secrets.NAME}`. */
+  apiKey?: string;
+}
+
+/**
+ * A model rung (DESIGN §7 `agent.rungs.<name>`, SPEC §4.11 "Model rungs"): which provider and model
+ * run it and its prices in credits per 1,000 tokens (100,000 credits = 1 USD).
+ */
+export interface AgentRung {
+  /** A key of `agent.providers`. */
+  provider: string;
+  model: string;
+  inputPer1k: number;
+  /** Price of cached input tokens; absent = `inputPer1k`. Never applied to `norway-*` rungs. */
+  cachedInputPer1k?: number;
+  outputPer1k: number;
+}
+
+/** An MCP server the agent connects (DESIGN §7 `agent.mcpServers.<name>`): over HTTP or as a child process. */
+export type McpServerSettings =
+  | { url: string; headers?: Record<string, string> }
+  | { command: string; args?: string[]; env?: Record<string, string> };
+
+/** The agent settings (DESIGN §7), defaults applied (see `AGENT_DEFAULTS`). */
+export interface AgentSettings {
+  providers: Record<string, AgentProvider>;
+  /** Rung name (`base`, `pro`, `max`, `norway-base`, `norway-pro`, `norway-max`) → its model and prices. */
+  rungs: Record<string, AgentRung>;
+  /** Sent to the model as a system message. */
+  instructions?: string;
+  mcpServers: Record<string, McpServerSettings>;
+  /** A session with no turn for this long stops (`idle-stopped`). */
+  idleTimeoutSeconds: number;
+  /** Most model calls in one turn. */
+  maxStepsPerTurn: number;
+}
+
+/** Credits metering (DESIGN §7 `credits`), defaults applied (see `CREDITS_DEFAULTS`). */
+export interface CreditsSettings {
+  /** `business`: cumulative consumption, never blocks; `self-serve`: a balance counting down, 0 refuses turns. */
+  mode: 'business' | 'self-serve';
+  /** Starting balance of `self-serve`, in credits. */
+  initialBalance: number;
+  /** Credits per Europe/Oslo calendar month before agent turns and `ask` pause; null = no cap. */
+  monthlyCap: number | null;
+}
+
+/** Defaults of the optional agent keys (DESIGN §7 gives them as the example's values). */
+export const AGENT_DEFAULTS: Omit<AgentSettings, 'instructions'> = {
+  providers: {}, rungs: {}, mcpServers: {}, idleTimeoutSeconds: 900, maxStepsPerTurn: 25,
+};
+
+/** Defaults of the credits keys (DESIGN §7: `business` is the default mode). */
+export const CREDITS_DEFAULTS: CreditsSettings = { mode: 'business', initialBalance: 0, monthlyCap: null };
+
+/**
+ * How an external collection authenticates at its provider (DESIGN §3, SPEC §4.10): nothing, a fixed
+ * key in a header, or OAuth 2 client credentials (token from `tokenUrl`, sent as a bearer token).
+ */
+export type ExternalConnection =
+  | { type: 'none' }
+  | { type: 'apiKey'; header: string; value: string }
+  | { type: 'oauth2'; tokenUrl: string; clientId: string; clientSecret: string; scope?: string };
+
+/** App settings from `svc.json`, with defaults applied (DESIGN §3). */
+export interface AppSettings {
+  /** The database URL written in svc.json (env `DATABASE_URL` overrides at run time). */
+  database: string;
+  port: number;
+  auth: { accessTokenTtlSeconds: number; refreshTokenTtlDays: number; secureCookies: boolean };
+  realtime: { redis?: string };
+  functions: { allowFetch: boolean; timeoutMs: number; /** Memory of one function thread (heap + external), MiB. */ maxMemoryMb: number };
+  agent: AgentSettings;
+  credits: CreditsSettings;
+}
