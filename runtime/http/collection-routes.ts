@@ -2,7 +2,7 @@
  * @module `defineCollectionRoutes`: what a generated `.svc/routes/<Name>.js` module calls, and the
  * generic handlers it binds (SPEC §4.1). Handlers throw `HttpError`; they never write error bodies.
  */
-import { Router, type Request, type Response } from 'express';
+import { Router, type Request } from 'express';
 import type { QueryRoutesDefinition } from './query-routes.js';
 import type { AccessMethod, AppManifest, Collection, View } from '../manifest.js';
 import { HttpError } from '../errors.js';
