@@ -16,7 +16,7 @@ import { v7 as uuidv7 } from 'uuid';
 export const BENCH = {
   listFilter: 'paid eq false',
   countFilter: 'total gt 500 and paid eq false',
-  search: 'lamp 1234',
+  search: 'lamp 12',
   statsSort: 'orders-',
 };
 
