@@ -7,7 +7,7 @@
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import type { Collection, Property } from '../manifest.js';
+import type { Collection } from '../manifest.js';
 import { collectionInputSchema, describeProperty, propertyValueProblem, writableProperties } from '../contract/property-schema.js';
 import { HttpError, pointerSegment, type ErrorDetail } from '../errors.js';
 

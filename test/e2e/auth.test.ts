@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { base64url, exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
+import { base64url, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
 import { backends, type Backend } from '../support/backends.js';
 import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
 import { adminIdentity, createServiceAccount, createUser, serviceAccountToken, userToken, type Identity } from '../support/auth.js';

@@ -1,7 +1,7 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { HttpError } from '../../../runtime/errors.js';
 import type { Collection } from '../../../runtime/manifest.js';
-import { compileFilter, resolvePath, type FilterScope } from '../../../runtime/query/filter-compile.js';
+import { compileFilter, resolvePath } from '../../../runtime/query/filter-compile.js';
 import { parseFilter } from '../../../runtime/query/filter-parser.js';
 import {
   customer, openFilterDatabases, order, scope, uid, type FilterDatabases, type Row,

@@ -1,0 +1,196 @@
+/**
+ * The database work of the two hand-written baselines (bench/baseline-server.mjs on `node:http`,
+ * bench/express-server.mjs on Express 5), shared so both do exactly the same work and differ only in
+ * their HTTP layer. It sends the SQL svc sends for the benchmark's requests (taken from PostgreSQL's
+ * statement log with `log_statement = 'all'`) and builds the same JSON bodies.
+ *
+ * Each handler takes plain inputs (a query object of strings, a parsed body) and resolves to
+ * `{ status, body }`; the server turns that into a response. The filter language is not parsed:
+ * only the filters and search the benchmark sends are accepted (400 otherwise), with their SQL
+ * hard-coded, as a hand-written endpoint would have it.
+ */
+import pg from 'pg';
+import { v7 as uuidv7 } from 'uuid';
+
+/** The requests the benchmark sends; bench/run.mjs passes the same values to svc. */
+export const BENCH = {
+  listFilter: 'paid eq false',
+  countFilter: 'total gt 500 and paid eq false',
+  search: 'lamp 12',
+  statsSort: 'orders-',
+};
+
+const ORDER_COLUMNS = ['id', 'title', 'total', 'quantity', 'paid', 'placedAt', 'status', 'customer', 'createdAt', 'updatedAt', 'createdBy'];
+const CUSTOMER_COLUMNS = ['id', 'name', 'country', 'email', 'tier', 'createdAt', 'updatedAt', 'createdBy'];
+const orderSelect = ORDER_COLUMNS.map((c) => `"t0"."${c}"`).join(', ');
+const customerSelect = CUSTOMER_COLUMNS.map((c) => `"t0"."${c}"`).join(', ');
+export const SEARCH_QUERY = BENCH.search
+  .toLowerCase()
+  .split(/[^\p{L}\p{N}]+/u)
+  .filter(Boolean)
+  .map((w) => `${w}:*`)
+  .join(' & ');
+
+/** The statements svc sends for these requests (svc's text, so the plans are the same). */
+export const SQL = {
+  one: `SELECT ${orderSelect} FROM "Order" AS "t0" WHERE 1=1 AND "t0"."id" = $1`,
+  list: `SELECT ${orderSelect} FROM "Order" AS "t0" WHERE ("t0"."paid" = $1) ORDER BY "t0"."id" LIMIT $2 OFFSET $3`,
+  count: 'SELECT COUNT(*) AS "n" FROM "Order" AS "t0" WHERE (("t0"."total" > $1 AND "t0"."paid" = $2))',
+  search: `SELECT ${orderSelect} FROM "Order" AS "t0" WHERE ("t0"."paid" = $1) AND ("t0"."__search" @@ to_tsquery('simple', $2)) ORDER BY "t0"."id" LIMIT $3 OFFSET $4`,
+  // What a hand-written endpoint would send: the GROUP BY with a join, without svc's outer query.
+  stats: `SELECT o."customer" AS "id", c."name" AS "customerName", COUNT(o."id") AS "orders", SUM(o."quantity") AS "units",
+    AVG(o."total") AS "averageTotal", MAX(o."placedAt") AS "lastOrder"
+    FROM "Order" o LEFT JOIN "Customer" c ON c."id" = o."customer"
+    GROUP BY o."customer", c."name" ORDER BY COUNT(o."id") DESC, o."customer" LIMIT $1`,
+  customers: (n) => `SELECT ${customerSelect} FROM "Customer" AS "t0" WHERE "t0"."id" IN (${Array.from({ length: n }, (_, i) => `$${i + 1}`).join(', ')})`,
+  checkCustomer: 'SELECT "t0"."id" FROM "Customer" AS "t0" WHERE "t0"."id" IN ($1)',
+  insert: `INSERT INTO "public"."Order" (${ORDER_COLUMNS.map((c) => `"${c}"`).join(',')}) VALUES (${ORDER_COLUMNS.map((_, i) => `$${i + 1}`).join(',')}) RETURNING ${ORDER_COLUMNS.map((c) => `"public"."Order"."${c}"`).join(', ')}`,
+};
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const STATUSES = new Set(['new', 'packed', 'shipped', 'delivered']);
+
+/** A pg row → the JSON order svc answers (numeric is a string in pg; dates serialise as ISO). */
+function orderOf(row) {
+  return {
+    id: row.id,
+    title: row.title,
+    total: Number(row.total),
+    quantity: row.quantity,
+    paid: row.paid,
+    placedAt: row.placedAt,
+    status: row.status,
+    customer: row.customer === null ? null : { id: row.customer },
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+    createdBy: row.createdBy,
+  };
+}
+
+function pageSizeOf(raw, fallback = 10) {
+  const n = Number(raw ?? fallback);
+  return Number.isInteger(n) && n >= 1 && n <= 1000 ? n : null;
+}
+
+const bad = (error) => ({ status: 400, body: { error } });
+
+/**
+ * The baselines' handlers over one `pg.Pool` of 10 connections, the size of svc's pool
+ * (@prisma/adapter-pg calls `new pg.Pool(config)` without `max`; pg-pool's default is 10).
+ * Returns `{ list, one, create, stats, end }`; each handler resolves to `{ status, body }`.
+ */
+export function createOrderStore(databaseUrl) {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
+
+  /** Replaces each `customer: { id }` with the Customer row: one `IN (...)` query per page, as svc. */
+  async function expandCustomers(orders) {
+    const ids = [...new Set(orders.map((o) => o.customer?.id).filter(Boolean))];
+    if (ids.length === 0) return;
+    const { rows } = await pool.query(SQL.customers(ids.length), ids);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    for (const order of orders) if (order.customer) order.customer = byId.get(order.customer.id) ?? order.customer;
+  }
+
+  /** GET /api/Order?filter=...&pageSize=N[&count=only][&search=...] */
+  async function list(query) {
+    if (query.count === 'only') {
+      if (query.filter !== BENCH.countFilter) return bad(`baseline only counts filter=${BENCH.countFilter}`);
+      const { rows } = await pool.query(SQL.count, [500, false]);
+      return { status: 200, body: { data: [], meta: { count: Number(rows[0].n) } } };
+    }
+    if (query.filter !== BENCH.listFilter) return bad(`baseline only serves filter=${BENCH.listFilter}`);
+    const pageSize = pageSizeOf(query.pageSize);
+    if (pageSize === null) return bad('bad pageSize');
+    let rows;
+    if (query.search !== undefined) {
+      if (query.search !== BENCH.search) return bad(`baseline only serves search=${BENCH.search}`);
+      ({ rows } = await pool.query(SQL.search, [false, SEARCH_QUERY, pageSize, 0]));
+    } else {
+      ({ rows } = await pool.query(SQL.list, [false, pageSize, 0]));
+    }
+    const data = rows.map(orderOf);
+    await expandCustomers(data);
+    return { status: 200, body: { data } };
+  }
+
+  /** GET /api/Order/:id */
+  async function one(id) {
+    if (!UUID.test(id)) return { status: 404, body: { error: 'not found' } };
+    const { rows } = await pool.query(SQL.one, [id.toLowerCase()]);
+    if (rows.length === 0) return { status: 404, body: { error: 'not found' } };
+    const order = orderOf(rows[0]);
+    await expandCustomers([order]);
+    return { status: 200, body: order };
+  }
+
+  /** POST /api/Order (one object): a few type checks, then one transaction: check the lookup, insert (as svc). */
+  async function create(body) {
+    const customer = typeof body?.customer === 'object' && body.customer !== null ? body.customer.id : body?.customer;
+    const ok =
+      body &&
+      typeof body === 'object' &&
+      !Array.isArray(body) &&
+      typeof body.title === 'string' &&
+      body.title.length <= 200 &&
+      typeof body.total === 'number' &&
+      body.total >= 0 &&
+      (body.quantity === undefined || (Number.isInteger(body.quantity) && body.quantity >= 1)) &&
+      (body.paid === undefined || typeof body.paid === 'boolean') &&
+      (body.status === undefined || body.status === null || STATUSES.has(body.status)) &&
+      (customer === undefined || customer === null || (typeof customer === 'string' && UUID.test(customer)));
+    if (!ok) return bad('validation failed');
+    const now = new Date();
+    const id = uuidv7();
+    const customerId = customer ? customer.toLowerCase() : null;
+    const values = [
+      id,
+      body.title,
+      body.total,
+      body.quantity ?? 1,
+      body.paid ?? false,
+      body.placedAt ? new Date(body.placedAt) : now,
+      body.status ?? null,
+      customerId,
+      now,
+      now,
+      null,
+    ];
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      if (customerId) {
+        const found = await client.query(SQL.checkCustomer, [customerId]);
+        if (found.rows.length === 0) {
+          await client.query('ROLLBACK');
+          return bad('no such customer');
+        }
+      }
+      await client.query(SQL.insert, values);
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      client.release();
+    }
+    return { status: 201, body: { data: [id] } };
+  }
+
+  /** GET /api/CustomerStats?sortBy=orders-&pageSize=N (the aggregate query of bench/app). */
+  async function stats(query) {
+    const pageSize = pageSizeOf(query.pageSize);
+    if (query.sortBy !== BENCH.statsSort || pageSize === null) return bad(`baseline only serves sortBy=${BENCH.statsSort}`);
+    const { rows } = await pool.query(SQL.stats, [pageSize]);
+    const data = rows.map((r) => ({
+      id: r.id,
+      customerName: r.customerName,
+      orders: Number(r.orders),
+      units: r.units === null ? null : Number(r.units),
+      averageTotal: r.averageTotal === null ? null : Number(r.averageTotal),
+      lastOrder: r.lastOrder === null ? null : r.lastOrder.toISOString(),
+    }));
+    return { status: 200, body: { data } };
+  }
+
+  return { list, one, create, stats, end: () => pool.end() };
+}

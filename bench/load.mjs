@@ -1,0 +1,147 @@
+/**
+ * Load and measurement for bench/run.mjs: the benchmarked endpoints, one autocannon run with the
+ * server's CPU time read around it, and the machine's idle check.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import autocannon from 'autocannon';
+import { BENCH } from './baseline-db.mjs';
+import { ADJECTIVES, NOUNS, STATUSES, pick } from './database.mjs';
+import { onStop } from './processes.mjs';
+
+export const PAGE_SIZE = 50;
+export const STATS_PAGE = 20;
+const q = encodeURIComponent;
+
+/** GET paths whose bodies must be the same on every server (checked before the runs). */
+export function comparablePaths(orderId) {
+  return [
+    `/Order/${orderId}`,
+    `/Order?filter=${q(BENCH.listFilter)}&pageSize=${PAGE_SIZE}`,
+    `/Order?filter=${q(BENCH.countFilter)}&count=only`,
+    `/Order?filter=${q(BENCH.listFilter)}&search=${q(BENCH.search)}&pageSize=${PAGE_SIZE}`,
+    `/CustomerStats?sortBy=${q(BENCH.statsSort)}&pageSize=${STATS_PAGE}`,
+  ];
+}
+
+/**
+ * The benchmarked endpoints, in run order (reads first, POST last, so every read sees the same table).
+ * `svcOnly` endpoints run on svc alone and are compared with svc's endpoint `relativeTo`.
+ */
+export function endpoints(orderIds, customerIds) {
+  const get = (path) => () => [{ method: 'GET', path }];
+  return [
+    {
+      key: 'one',
+      label: 'GET one by id',
+      requests: () => [{ method: 'GET', path: '/api/Order/x', setupRequest: (req) => ({ ...req, path: `/api/Order/${pick(orderIds)}` }) }],
+    },
+    { key: 'list', label: `GET ${PAGE_SIZE} unpaid + customer`, requests: get(`/api${comparablePaths('')[1]}`) },
+    { key: 'count', label: 'GET count=only (filter)', requests: get(`/api${comparablePaths('')[2]}`) },
+    { key: 'search', label: `GET filter + search "${BENCH.search}"`, requests: get(`/api${comparablePaths('')[3]}`) },
+    { key: 'aggregate', label: `GET aggregate query (top ${STATS_PAGE})`, requests: get(`/api${comparablePaths('')[4]}`) },
+    { key: 'function', label: 'GET trivial function', svcOnly: true, relativeTo: 'one', requests: get('/api/ping') },
+    {
+      key: 'post',
+      label: 'POST one row',
+      requests: () => [
+        {
+          method: 'POST',
+          path: '/api/Order',
+          headers: { 'content-type': 'application/json' },
+          setupRequest: (req) => ({
+            ...req,
+            body: JSON.stringify({
+              title: `${pick(ADJECTIVES)} ${pick(NOUNS)} bench`,
+              total: Math.floor(Math.random() * 100_000) / 100,
+              quantity: 1 + Math.floor(Math.random() * 10),
+              paid: Math.random() < 0.6,
+              status: pick(STATUSES),
+              customer: { id: pick(customerIds) },
+            }),
+          }),
+        },
+      ],
+    },
+  ];
+}
+
+const CLOCK_TICKS_PER_S = 100; // USER_HZ: 100 on every Linux architecture Node supports
+
+/**
+ * CPU time (user + system, all threads) the process `pid` has used so far, in µs, from
+ * /proc/<pid>/stat (fields 14 and 15, in clock ticks of 10 ms); null where /proc is missing.
+ */
+export function processCpuMicros(pid) {
+  const path = `/proc/${pid}/stat`;
+  if (!existsSync(path)) return null;
+  const stat = readFileSync(path, 'utf8');
+  // The command name (field 2) is in parentheses and may hold spaces: split after its closing one.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14, 15 of the full line)
+  return (ticks * 1_000_000) / CLOCK_TICKS_PER_S;
+}
+
+let running; // the autocannon instance under way, stopped first on cleanup
+onStop(() => running?.stop());
+
+/** One autocannon run of `durationS` seconds against `server`; resolves to autocannon's result. */
+export async function load(server, endpoint, durationS, connections) {
+  const origin = new URL(server.url).origin;
+  // timeout 30 s (autocannon's default is 10 s): svc's function time limit, so a queued call counts
+  // as slow rather than failed.
+  running = autocannon({ url: origin, connections, duration: durationS, timeout: 30, requests: endpoint.requests() });
+  try {
+    return await running;
+  } finally {
+    running = undefined;
+  }
+}
+
+/**
+ * A measured run: the server's CPU time is read just before and after, so `cpuUsPerReq` is the µs
+ * of server CPU (user + system) spent per completed request (null without /proc).
+ */
+export async function measure(server, endpoint, durationS, connections) {
+  const cpuBefore = processCpuMicros(server.pid);
+  const result = await load(server, endpoint, durationS, connections);
+  const cpuAfter = processCpuMicros(server.pid);
+  const summary = summarise(result);
+  summary.cpuUsPerReq = cpuBefore === null || cpuAfter === null || summary.requests === 0 ? null : Math.round((cpuAfter - cpuBefore) / summary.requests);
+  summary.cpuBusyShare = cpuBefore === null || cpuAfter === null ? null : Math.round(((cpuAfter - cpuBefore) / (result.duration * 1e6)) * 100) / 100;
+  return summary;
+}
+
+function summarise(result) {
+  const total = Object.values(result.statusCodeStats ?? {}).reduce((n, s) => n + Number(s.count), 0);
+  const bad = result.non2xx + result.errors;
+  return {
+    reqPerSec: Math.round((total / result.duration) * 10) / 10,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    maxMs: result.latency.max,
+    requests: total,
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    statusCodes: Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, s]) => [code, Number(s.count)])),
+    badShare: total + result.errors === 0 ? 1 : bad / (total + result.errors),
+  };
+}
+
+function cpuTimes() {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  return { idle: fields[3] + (fields[4] ?? 0), total: fields.reduce((a, b) => a + b, 0) };
+}
+
+/**
+ * Share of all CPUs busy over `ms` while nothing of ours is under load (Linux only; null elsewhere).
+ * Other work on the machine (test runs, builds) makes every figure noisy, so it is reported.
+ */
+export async function otherCpuBusy(ms = 1000) {
+  if (!existsSync('/proc/stat')) return null;
+  const a = cpuTimes();
+  await new Promise((done) => setTimeout(done, ms));
+  const b = cpuTimes();
+  const total = b.total - a.total;
+  return total > 0 ? Math.round((1 - (b.idle - a.idle) / total) * 100) / 100 : null;
+}
