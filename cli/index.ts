@@ -7,7 +7,17 @@ import { Command, InvalidArgumentError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DefinitionError, formatDiagnostic, generate, initApp } from '../generator/index.js';
-import { createServiceAccountInApp, createUserInApp, deleteIdentityInApp, diffDatamodels, disableIdentityInApp, filterProblems, migrateApp, setIdentityRolesInApp, startServer } from '../runtime/index.js';
+import {
+  createServiceAccountInApp,
+  createUserInApp,
+  deleteIdentityInApp,
+  diffDatamodels,
+  disableIdentityInApp,
+  filterProblems,
+  migrateApp,
+  setIdentityRolesInApp,
+  startServer,
+} from '../runtime/index.js';
 
 function fail(err: unknown): never {
   if (err instanceof DefinitionError && err.diagnostics.length === 1 && err.diagnostics[0].code === 'DEF_MISSING_SVC_JSON') {
@@ -33,7 +43,8 @@ const program = new Command('svc')
   .version(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version)
   .showHelpAfterError();
 
-program.command('init')
+program
+  .command('init')
   .description('write a working example app into <dir>')
   .argument('<dir>', 'folder to create (its name becomes the api-name)')
   .action((dir: string) => {
@@ -41,7 +52,8 @@ program.command('init')
     process.stdout.write(`svc: wrote ${files.length} files to ${dir}\nnext: svc generate ${dir} && svc serve ${dir}\n`);
   });
 
-program.command('generate')
+program
+  .command('generate')
   .description('validate every definition, emit .svc/, and write a migration when the model changed')
   .argument('[dir]', 'app folder', '.')
   .option('--name <migration>', 'name of the migration written if the model changed')
@@ -49,10 +61,13 @@ program.command('generate')
     const result = await generate({ appDir: dir, migrationName: opts.name, diffDatamodels, checkFilters: filterProblems });
     for (const w of result.warnings) process.stderr.write(`svc: warning: ${formatDiagnostic(w)}\n`);
     process.stdout.write(`svc: generated ${join(dir, '.svc')} (${result.manifest.collections.length} collections, ${result.manifest.provider})\n`);
-    process.stdout.write(result.migration ? `svc: new migration migrations/${result.manifest.provider}/${result.migration}\n` : 'svc: no model change, no new migration\n');
+    process.stdout.write(
+      result.migration ? `svc: new migration migrations/${result.manifest.provider}/${result.migration}\n` : 'svc: no model change, no new migration\n',
+    );
   });
 
-program.command('migrate')
+program
+  .command('migrate')
   .description('apply pending migrations (serve does this too at start)')
   .argument('[dir]', 'app folder', '.')
   .action(async (dir: string) => {
@@ -60,7 +75,8 @@ program.command('migrate')
     process.stdout.write(applied.length ? `svc: applied ${applied.join(', ')}\n` : 'svc: database is up to date\n');
   });
 
-program.command('serve')
+program
+  .command('serve')
   .description('serve the app (applies pending migrations first); SIGTERM drains and exits')
   .argument('[dir]', 'app folder', '.')
   .option('--port <n>', 'TCP port (0 picks a free one; default: PORT, then svc.json port)', port)
@@ -68,20 +84,29 @@ program.command('serve')
   .action(async (dir: string, opts: { port?: number; host?: string }) => {
     const server = await startServer({ appDir: resolve(dir), port: opts.port, host: opts.host });
     process.stdout.write(`svc: serving ${server.manifest.name} at ${server.url}\n`);
-    const stop = () => { server.close().then(() => process.exit(0), () => process.exit(1)); };
+    const stop = () => {
+      server.close().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    };
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
   });
 
 function roles(value: string): string[] {
-  return value.split(',').map((r) => r.trim()).filter(Boolean);
+  return value
+    .split(',')
+    .map((r) => r.trim())
+    .filter(Boolean);
 }
 
 const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`);
 const TAKES_EFFECT = 'running servers apply it within 5 seconds, also to access tokens already issued';
 
 const user = program.command('user').description('manage users (sign in with a password)');
-user.command('create')
+user
+  .command('create')
   .description('create a user (applies pending migrations first); prints {"id": ...}')
   .argument('[dir]', 'app folder', '.')
   .requiredOption('--username <name>', 'the sign-in name')
@@ -90,21 +115,24 @@ user.command('create')
   .action(async (dir: string, opts: { username: string; password: string; roles: string[] }) => {
     print(await createUserInApp(dir, opts));
   });
-user.command('delete')
+user
+  .command('delete')
   .description(`delete a user and its refresh tokens; prints {"id": ..., "deleted": true}; ${TAKES_EFFECT}`)
   .argument('[dir]', 'app folder', '.')
   .requiredOption('--username <name>', 'the user to delete')
   .action(async (dir: string, opts: { username: string }) => {
     print(await deleteIdentityInApp(dir, { kind: 'user', username: opts.username }));
   });
-user.command('disable')
+user
+  .command('disable')
   .description(`stop a user from signing in and using its tokens; prints {"id": ..., "disabled": true}; ${TAKES_EFFECT}`)
   .argument('[dir]', 'app folder', '.')
   .requiredOption('--username <name>', 'the user to disable')
   .action(async (dir: string, opts: { username: string }) => {
     print(await disableIdentityInApp(dir, { kind: 'user', username: opts.username }));
   });
-user.command('set-roles')
+user
+  .command('set-roles')
   .description(`replace a user's custom roles; prints {"id": ..., "roles": [...]}; ${TAKES_EFFECT}`)
   .argument('[dir]', 'app folder', '.')
   .requiredOption('--username <name>', 'the user to change')
@@ -114,7 +142,8 @@ user.command('set-roles')
   });
 
 const serviceAccount = program.command('service-account').description('manage service accounts (OAuth 2.0 clients)');
-serviceAccount.command('create')
+serviceAccount
+  .command('create')
   .description('create a service account (applies pending migrations first); prints {"clientId": ..., "clientSecret": ...} — the secret is shown only once')
   .argument('[dir]', 'app folder', '.')
   .requiredOption('--name <name>', 'a name for people (its username in _me)')
@@ -123,14 +152,16 @@ serviceAccount.command('create')
   .action(async (dir: string, opts: { name: string; roles: string[]; admin?: boolean }) => {
     print(await createServiceAccountInApp(dir, { name: opts.name, roles: opts.roles, admin: opts.admin === true }));
   });
-serviceAccount.command('delete')
+serviceAccount
+  .command('delete')
   .description(`delete a service account and its refresh tokens; prints {"id": ..., "deleted": true}; ${TAKES_EFFECT}`)
   .argument('[dir]', 'app folder', '.')
   .requiredOption('--client-id <id>', 'the client id of the account (names are not unique)')
   .action(async (dir: string, opts: { clientId: string }) => {
     print(await deleteIdentityInApp(dir, { kind: 'serviceAccount', clientId: opts.clientId }));
   });
-serviceAccount.command('disable')
+serviceAccount
+  .command('disable')
   .description(`stop a service account from signing in and using its tokens; prints {"id": ..., "disabled": true}; ${TAKES_EFFECT}`)
   .argument('[dir]', 'app folder', '.')
   .requiredOption('--client-id <id>', 'the client id of the account (names are not unique)')
@@ -138,7 +169,8 @@ serviceAccount.command('disable')
     print(await disableIdentityInApp(dir, { kind: 'serviceAccount', clientId: opts.clientId }));
   });
 
-program.command('openapi')
+program
+  .command('openapi')
   .description('print the OpenAPI document of the app (run svc generate first)')
   .argument('[dir]', 'app folder', '.')
   .action((dir: string) => {

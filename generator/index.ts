@@ -47,7 +47,7 @@ export interface GenerateResult {
 
 /** A database URL the schema engine may open for a diff: SQLite diffs in a throwaway file. */
 function diffUrl(manifest: AppManifest, env: NodeJS.ProcessEnv, scratch: string): string {
-  return manifest.provider === 'sqlite' ? `file:${join(scratch, 'diff.db')}` : (env.DATABASE_URL || manifest.settings.database);
+  return manifest.provider === 'sqlite' ? `file:${join(scratch, 'diff.db')}` : env.DATABASE_URL || manifest.settings.database;
 }
 
 /**
@@ -71,8 +71,12 @@ export async function generate(options: GenerateOptions): Promise<GenerateResult
   const scratch = mkdtempSync(join(tmpdir(), 'svc-diff-'));
   try {
     const migration = await planMigration({
-      appDir, provider: manifest.provider, url: diffUrl(manifest, env, scratch), schema: files['schema.prisma'],
-      name: options.migrationName, diffDatamodels: options.diffDatamodels,
+      appDir,
+      provider: manifest.provider,
+      url: diffUrl(manifest, env, scratch),
+      schema: files['schema.prisma'],
+      name: options.migrationName,
+      diffDatamodels: options.diffDatamodels,
     });
     return { manifest, written, migration, warnings };
   } finally {

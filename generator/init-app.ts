@@ -22,10 +22,15 @@ function templates(dir: string): string[] {
 export function initApp(dir: string): string[] {
   const appDir = resolve(dir);
   if (existsSync(join(appDir, 'svc.json'))) throw new Error(`${join(dir, 'svc.json')} already exists; nothing was written`);
-  const name = basename(appDir).replace(/[^A-Za-z0-9_]/g, '_').replace(/^[^A-Za-z]+/, '') || 'app';
+  const name =
+    basename(appDir)
+      .replace(/[^A-Za-z0-9_]/g, '_')
+      .replace(/^[^A-Za-z]+/, '') || 'app';
   const written: string[] = [];
   for (const file of templates(INIT_DIR).sort()) {
-    const rel = relative(INIT_DIR, file).replace(/\.hbs$/, '').replace(/^gitignore$/, '.gitignore');
+    const rel = relative(INIT_DIR, file)
+      .replace(/\.hbs$/, '')
+      .replace(/^gitignore$/, '.gitignore');
     const out = join(appDir, rel);
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(out, renderTemplate(`init/${relative(INIT_DIR, file).split('\\').join('/')}`, { name }));

@@ -14,7 +14,10 @@ import ts from 'typescript';
 const require = createRequire(import.meta.url);
 const run = promisify(execFile);
 /** The package root (holds package.json), from `dist/generator/` or `generator/`. */
-const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), existsSync(join(dirname(fileURLToPath(import.meta.url)), '../../package.json')) ? '../..' : '..');
+const PACKAGE_ROOT = resolve(
+  dirname(fileURLToPath(import.meta.url)),
+  existsSync(join(dirname(fileURLToPath(import.meta.url)), '../../package.json')) ? '../..' : '..',
+);
 
 function transpileTree(dir: string): void {
   for (const entry of readdirSync(dir)) {
@@ -37,7 +40,9 @@ function link(target: string, at: string): void {
   try {
     if (lstatSync(at).isSymbolicLink() && readlinkSync(at) === target) return;
     rmSync(at, { recursive: true, force: true });
-  } catch { /* absent */ }
+  } catch {
+    /* absent */
+  }
   symlinkSync(target, at, 'dir');
 }
 

@@ -33,11 +33,7 @@ export class HttpError extends Error {
   /** Response headers that belong to this error (`Retry-After`, `WWW-Authenticate`), lower-case names. */
   readonly headers?: Record<string, string>;
 
-  constructor(
-    code: ErrorCode,
-    message: string,
-    options: { details?: ErrorDetail[]; status?: number; cause?: unknown; headers?: Record<string, string> } = {},
-  ) {
+  constructor(code: ErrorCode, message: string, options: { details?: ErrorDetail[]; status?: number; cause?: unknown; headers?: Record<string, string> } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'HttpError';
     this.code = code;

@@ -29,7 +29,11 @@ async function withAppDatabase<T>(appDir: string, env: NodeJS.ProcessEnv, fn: (d
  * @returns `{ id }`
  * @throws HttpError VALIDATION_FAILED (bad username, password shorter than 8, bad role name), CONFLICT (username taken); StartupError (no `.svc/`, wrong database URL)
  */
-export async function createUserInApp(appDir: string, input: { username: string; password: string; roles?: string[] }, env: NodeJS.ProcessEnv = process.env): Promise<{ id: string }> {
+export async function createUserInApp(
+  appDir: string,
+  input: { username: string; password: string; roles?: string[] },
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ id: string }> {
   return withAppDatabase(appDir, env, async (db) => ({ id: await createUser(db, input) }));
 }
 
@@ -38,7 +42,11 @@ export async function createUserInApp(appDir: string, input: { username: string;
  * the secret is returned once and cannot be read back).
  * @returns `{ clientId, clientSecret }`
  */
-export async function createServiceAccountInApp(appDir: string, input: { name: string; roles?: string[]; admin?: boolean }, env: NodeJS.ProcessEnv = process.env): Promise<{ clientId: string; clientSecret: string }> {
+export async function createServiceAccountInApp(
+  appDir: string,
+  input: { name: string; roles?: string[]; admin?: boolean },
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ clientId: string; clientSecret: string }> {
   return withAppDatabase(appDir, env, async (db) => {
     const { clientId, clientSecret } = await createServiceAccount(db, input);
     return { clientId, clientSecret };
@@ -69,6 +77,11 @@ export async function disableIdentityInApp(appDir: string, ref: IdentityRef, env
  * @returns `{ id, roles }` with the roles stored (deduplicated, sorted)
  * @throws HttpError VALIDATION_FAILED for a bad role name; NOT_FOUND when no such identity exists
  */
-export async function setIdentityRolesInApp(appDir: string, ref: IdentityRef, roles: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ id: string; roles: string[] }> {
+export async function setIdentityRolesInApp(
+  appDir: string,
+  ref: IdentityRef,
+  roles: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ id: string; roles: string[] }> {
   return withAppDatabase(appDir, env, (db) => setIdentityRoles(db, ref, roles));
 }

@@ -48,7 +48,8 @@ export function loadManifest(svcDir: string): AppManifest {
     }
   }
   const settings = m.settings as Partial<AppManifest['settings']> | undefined;
-  if (typeof settings?.agent !== 'object' || settings.agent === null || typeof settings.agent.providers !== 'object') problems.push('settings.agent is not typed agent settings');
+  if (typeof settings?.agent !== 'object' || settings.agent === null || typeof settings.agent.providers !== 'object')
+    problems.push('settings.agent is not typed agent settings');
   if (settings?.credits?.mode !== 'business' && settings?.credits?.mode !== 'self-serve') problems.push('settings.credits.mode is not business or self-serve');
   for (const e of isArray(m.externals) ? m.externals : []) {
     if (!['none', 'apiKey', 'oauth2'].includes(e.connection?.type)) problems.push(`external ${e.name} has no known connection type`);

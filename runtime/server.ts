@@ -91,7 +91,10 @@ async function applyPending(appDir: string, manifest: AppManifest, url: string):
 export function createAppRuntime(options: { manifest: AppManifest; db: Database; logger: Logger; sink?: ChangeSink }): AppRuntime {
   const writers = new Map<string, CollectionWriter>(options.manifest.collections.map((c) => [c.name, { collection: c, checker: compileInputChecker(c) }]));
   return {
-    manifest: options.manifest, db: options.db, logger: options.logger, sink: options.sink ?? NO_CHANGE_SINK,
+    manifest: options.manifest,
+    db: options.db,
+    logger: options.logger,
+    sink: options.sink ?? NO_CHANGE_SINK,
     resources: buildResources(options.manifest),
     writerOf: (name) => writers.get(name)!,
   };
@@ -118,13 +121,20 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const runtime = createAppRuntime({ manifest, db, logger, sink: options.sink });
   const auth = await createAuthService(db, manifest, logger);
   const pool = new WorkerPool({
-    spareThreads: manifest.functions.some((f) => f.enabled) ? 2 : 0, maxMemoryMb: manifest.settings.functions.maxMemoryMb, logger,
+    spareThreads: manifest.functions.some((f) => f.enabled) ? 2 : 0,
+    maxMemoryMb: manifest.settings.functions.maxMemoryMb,
+    logger,
   });
   const app = createApp({
-    manifest, db, logger, auth,
+    manifest,
+    db,
+    logger,
+    auth,
     openapi: JSON.parse(readFileSync(join(svcDir, 'openapi.json'), 'utf8')),
     functions: {
-      svcDir, secrets: secretsFromEnv(env), pool,
+      svcDir,
+      secrets: secretsFromEnv(env),
+      pool,
       // Function code's get/post/patch: the in-process API client, as the function's caller.
       callApi: (caller, request, signal, reqId) => apiClientFor(runtime, caller, { signal, reqId }).request(request),
     },

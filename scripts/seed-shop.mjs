@@ -11,14 +11,68 @@ process.env.SVC_LOG_LEVEL ??= 'warn';
 
 const appDir = resolve(process.argv[2] ?? 'examples/shop');
 let seed = 20240131;
-const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+const rand = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
 const pick = (xs) => xs[Math.floor(rand() * xs.length)];
 const int = (lo, hi) => lo + Math.floor(rand() * (hi - lo + 1));
 
-const FIRST = ['Ada', 'Björn', 'Chloé', 'Dmitri', 'Elif', 'Farah', 'Goran', 'Hana', 'Ingrid', 'João', 'Kenji', 'Lena', 'Mateo', 'Nora', 'Olu', 'Priya', 'Quinn', 'Rosa', 'Søren', 'Tariq', 'Uma', 'Viktor', 'Wen', 'Ximena', 'Yusuf', 'Zoë'];
-const LAST = ['Andersen', 'Berg', 'Costa', 'Dubois', 'Eriksen', 'Fischer', 'García', 'Haugen', 'Ivanova', 'Johansen', 'Kowalski', 'Larsen', 'Müller', 'Nakamura', 'Okafor', 'Petrov', 'Rossi', 'Schmidt', 'Tanaka', 'Øvrebø'];
+const FIRST = [
+  'Ada',
+  'Björn',
+  'Chloé',
+  'Dmitri',
+  'Elif',
+  'Farah',
+  'Goran',
+  'Hana',
+  'Ingrid',
+  'João',
+  'Kenji',
+  'Lena',
+  'Mateo',
+  'Nora',
+  'Olu',
+  'Priya',
+  'Quinn',
+  'Rosa',
+  'Søren',
+  'Tariq',
+  'Uma',
+  'Viktor',
+  'Wen',
+  'Ximena',
+  'Yusuf',
+  'Zoë',
+];
+const LAST = [
+  'Andersen',
+  'Berg',
+  'Costa',
+  'Dubois',
+  'Eriksen',
+  'Fischer',
+  'García',
+  'Haugen',
+  'Ivanova',
+  'Johansen',
+  'Kowalski',
+  'Larsen',
+  'Müller',
+  'Nakamura',
+  'Okafor',
+  'Petrov',
+  'Rossi',
+  'Schmidt',
+  'Tanaka',
+  'Øvrebø',
+];
 const COUNTRIES = ['NO', 'SE', 'DK', 'DE', 'FR', 'ES', 'IT', 'PL', 'GB', 'US', 'JP', 'BR'];
-const CATEGORIES = { books: ['Atlas', 'Cookbook', 'Novel', 'Field Guide', 'Poetry Collection'], games: ['Chess Set', 'Puzzle', 'Card Game', 'Board Game', 'Dice Set'], garden: ['Rake', 'Watering Can', 'Seed Mix', 'Planter', 'Hose'], kitchen: ['Kettle', 'Chef Knife', 'Cast Iron Pan', 'Teapot', 'Cutting Board'], tools: ['Hammer', 'Screwdriver Set', 'Drill', 'Tape Measure', 'Spirit Level'] };
+const CATEGORIES = {
+  books: ['Atlas', 'Cookbook', 'Novel', 'Field Guide', 'Poetry Collection'],
+  games: ['Chess Set', 'Puzzle', 'Card Game', 'Board Game', 'Dice Set'],
+  garden: ['Rake', 'Watering Can', 'Seed Mix', 'Planter', 'Hose'],
+  kitchen: ['Kettle', 'Chef Knife', 'Cast Iron Pan', 'Teapot', 'Cutting Board'],
+  tools: ['Hammer', 'Screwdriver Set', 'Drill', 'Tape Measure', 'Spirit Level'],
+};
 const ADJ = ['Classic', 'Compact', 'Deluxe', 'Nordic', 'Sturdy', 'Vintage', 'Handmade', 'Everyday'];
 
 const DEMO = { username: 'demo', password: 'demo-password' };
@@ -27,7 +81,11 @@ let auth = {};
 async function post(base, collection, rows) {
   const ids = [];
   for (let i = 0; i < rows.length; i += 500) {
-    const res = await fetch(`${base}/${collection}`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify(rows.slice(i, i + 500)) });
+    const res = await fetch(`${base}/${collection}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...auth },
+      body: JSON.stringify(rows.slice(i, i + 500)),
+    });
     if (res.status !== 201) throw new Error(`POST ${collection}: ${res.status} ${await res.text()}`);
     ids.push(...(await res.json()).data);
   }
@@ -42,7 +100,11 @@ try {
 }
 const server = await startServer({ appDir, port: 0, env: { ...process.env, SVC_LOG_LEVEL: 'warn' } });
 try {
-  const signIn = await fetch(`${server.url}/_auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ authority: 'password', ...DEMO }) });
+  const signIn = await fetch(`${server.url}/_auth`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ authority: 'password', ...DEMO }),
+  });
   if (signIn.status !== 200) throw new Error(`sign-in as ${DEMO.username}: ${signIn.status} ${await signIn.text()}`);
   auth = { authorization: `Bearer ${(await signIn.json()).access_token}` };
   const existing = await (await fetch(`${server.url}/Customer?count=only`, { headers: auth })).json();
@@ -50,13 +112,28 @@ try {
     console.log(`seed: ${existing.meta.count} customers already there, nothing to do`);
   } else {
     const customers = Array.from({ length: 300 }, () => {
-      const first = pick(FIRST); const last = pick(LAST);
-      return { name: `${first} ${last}`, email: `${first}.${last}${int(1, 99)}@example.com`.toLowerCase(), country: pick(COUNTRIES), vip: rand() < 0.1, since: `20${int(15, 24)}-${String(int(1, 12)).padStart(2, '0')}-${String(int(1, 28)).padStart(2, '0')}` };
+      const first = pick(FIRST);
+      const last = pick(LAST);
+      return {
+        name: `${first} ${last}`,
+        email: `${first}.${last}${int(1, 99)}@example.com`.toLowerCase(),
+        country: pick(COUNTRIES),
+        vip: rand() < 0.1,
+        since: `20${int(15, 24)}-${String(int(1, 12)).padStart(2, '0')}-${String(int(1, 28)).padStart(2, '0')}`,
+      };
     });
     const customerIds = await post(server.url, 'Customer', customers);
     const products = Array.from({ length: 200 }, (_, i) => {
       const category = pick(Object.keys(CATEGORIES));
-      return { sku: `SKU-${String(i + 1).padStart(5, '0')}`, name: `${pick(ADJ)} ${pick(CATEGORIES[category])}`, category, price: int(199, 49999) / 100, stock: int(0, 500), active: rand() < 0.95, description: `A ${category} item from our ${pick(ADJ).toLowerCase()} range.` };
+      return {
+        sku: `SKU-${String(i + 1).padStart(5, '0')}`,
+        name: `${pick(ADJ)} ${pick(CATEGORIES[category])}`,
+        category,
+        price: int(199, 49999) / 100,
+        stock: int(0, 500),
+        active: rand() < 0.95,
+        description: `A ${category} item from our ${pick(ADJ).toLowerCase()} range.`,
+      };
     });
     const productIds = await post(server.url, 'Product', products);
     const orderLines = [];
@@ -70,7 +147,15 @@ try {
         cents += Math.round(quantity * products[p].price * 100);
         orderLines.push({ orderIndex: i, product: { id: productIds[p] }, quantity, unitPrice: products[p].price });
       }
-      return { title: `Order #${10000 + i}`, customer: { id: pick(customerIds) }, status, paid: status === 'paid' || status === 'shipped', total: cents / 100, placedAt: day.toISOString(), dueOn: new Date(day.getTime() + int(2, 14) * 86400000).toISOString().slice(0, 10) };
+      return {
+        title: `Order #${10000 + i}`,
+        customer: { id: pick(customerIds) },
+        status,
+        paid: status === 'paid' || status === 'shipped',
+        total: cents / 100,
+        placedAt: day.toISOString(),
+        dueOn: new Date(day.getTime() + int(2, 14) * 86400000).toISOString().slice(0, 10),
+      };
     });
     const orderIds = await post(server.url, 'Order', orders);
     const lines = orderLines.map(({ orderIndex, ...line }) => ({ order: { id: orderIds[orderIndex] }, ...line }));

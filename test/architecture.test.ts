@@ -20,7 +20,12 @@ function sources(dir: string): string[] {
   });
 }
 
-interface Import { file: string; spec: string; target?: string; typeOnly: boolean }
+interface Import {
+  file: string;
+  spec: string;
+  target?: string;
+  typeOnly: boolean;
+}
 
 function importsOf(file: string): Import[] {
   const text = readFileSync(join(ROOT, file), 'utf8');
@@ -44,7 +49,8 @@ function importsOf(file: string): Import[] {
 
 const all = ['runtime', 'generator', 'cli'].flatMap(sources).flatMap(importsOf);
 const from = (folder: string) => all.filter((i) => i.file.startsWith(`${folder}/`));
-const RUNTIME_PACKAGES = /^(node:|express$|pino$|jose$|cookie$|@node-rs\/argon2$|ajv$|ajv-formats$|uuid$|@prisma\/adapter-(better-sqlite3|pg)$|@prisma\/driver-adapter-utils$|@prisma\/schema-engine-wasm|pg$|better-sqlite3$)/;
+const RUNTIME_PACKAGES =
+  /^(node:|express$|pino$|jose$|cookie$|@node-rs\/argon2$|ajv$|ajv-formats$|uuid$|@prisma\/adapter-(better-sqlite3|pg)$|@prisma\/driver-adapter-utils$|@prisma\/schema-engine-wasm|pg$|better-sqlite3$)/;
 
 describe('architecture', () => {
   it('runtime imports only runtime files and its own packages', () => {

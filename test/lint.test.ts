@@ -1,11 +1,13 @@
 /**
- * ESLint as part of `npm test` (issue 9): the whole repo lints with zero errors and zero warnings under
+ * ESLint and Prettier as part of `npm test` (issue 9): every file is formatted, the whole repo lints with zero errors and zero warnings under
  * eslint.config.js, and the layer rules of DESIGN §2 / STYLE §2 really fire: each forbidden import,
  * linted as if it were a file in that folder, is reported by `no-restricted-imports` with its reason,
  * and each allowed one is not.
  */
 import { describe, expect, it } from 'vitest';
 import { ESLint } from 'eslint';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
 import { ROOT } from './support/cli.js';
 
 const eslint = new ESLint({ cwd: ROOT });
@@ -22,6 +24,20 @@ describe('lint', () => {
     const problems = results.flatMap((r) => r.messages.map((m) => `${r.filePath.slice(ROOT.length + 1)}:${m.line}:${m.column} ${m.ruleId}: ${m.message}`));
     expect(problems).toEqual([]);
     expect(results.length).toBeGreaterThan(100); // it did lint the sources, not an empty set
+  }, 60_000);
+
+  it('every file is formatted as .prettierrc.json says (npm run format)', () => {
+    // prettier --check exits non-zero and names the files when any is not formatted.
+    let out = '';
+    try {
+      out = execFileSync(process.execPath, [join(ROOT, 'node_modules/prettier/bin/prettier.cjs'), '--check', '.', '--log-level', 'warn'], {
+        cwd: ROOT,
+        encoding: 'utf8',
+      });
+    } catch (err) {
+      out = String((err as { stdout?: string }).stdout ?? '') + String((err as { stderr?: string }).stderr ?? '');
+    }
+    expect(out.trim()).toBe('');
   }, 60_000);
 
   it('runtime may not import the generator, templates, schemas or cli', async () => {

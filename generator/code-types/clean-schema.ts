@@ -6,9 +6,26 @@
 import type { JsonSchema } from '../../runtime/index.js';
 
 const KEEP = new Set([
-  'type', 'properties', 'required', 'items', 'enum', 'const', 'anyOf', 'oneOf', 'allOf',
-  'additionalProperties', 'format', 'description', 'minimum', 'maximum', 'minLength', 'maxLength',
-  'pattern', 'minItems', 'maxItems', 'title',
+  'type',
+  'properties',
+  'required',
+  'items',
+  'enum',
+  'const',
+  'anyOf',
+  'oneOf',
+  'allOf',
+  'additionalProperties',
+  'format',
+  'description',
+  'minimum',
+  'maximum',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'minItems',
+  'maxItems',
+  'title',
 ]);
 
 /** A copy of `schema` with only the keywords above, recursively (property maps keep every name). */

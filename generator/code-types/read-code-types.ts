@@ -85,9 +85,17 @@ export function readCodeTypes(appDir: string, functions: CodeFileRef[]): Map<str
   const project = new Project({
     skipAddingFilesFromTsConfig: true,
     compilerOptions: {
-      allowJs: true, strict: true, noEmit: true, skipLibCheck: true, allowImportingTsExtensions: true,
-      target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler,
-      jsx: ts.JsxEmit.Preserve, types: [], paths: { 'svc/runtime': [RUNTIME_TYPES] },
+      allowJs: true,
+      strict: true,
+      noEmit: true,
+      skipLibCheck: true,
+      allowImportingTsExtensions: true,
+      target: ts.ScriptTarget.ES2022,
+      module: ts.ModuleKind.ESNext,
+      moduleResolution: ts.ModuleResolutionKind.Bundler,
+      jsx: ts.JsxEmit.Preserve,
+      types: [],
+      paths: { 'svc/runtime': [RUNTIME_TYPES] },
     },
   });
   const handlers: { name: string; index: number; info: HandlerInfo }[] = [];
@@ -127,11 +135,11 @@ export function readCodeTypes(appDir: string, functions: CodeFileRef[]): Map<str
     if (Object.keys(sides).length > 0) chosen.set(name, sides);
   }
   if (chosen.size === 0) return result;
-  const generator = quietly(() => buildGenerator(
-    project.getProgram().compilerObject as never,
-    { required: true, ignoreErrors: true, ref: false, aliasRef: false, topRef: false },
-    [synthetic.getFilePath()],
-  ));
+  const generator = quietly(() =>
+    buildGenerator(project.getProgram().compilerObject as never, { required: true, ignoreErrors: true, ref: false, aliasRef: false, topRef: false }, [
+      synthetic.getFilePath(),
+    ]),
+  );
   for (const [name, sides] of chosen) {
     const types: FunctionCodeTypes = {};
     for (const side of SIDES) {

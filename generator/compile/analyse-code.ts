@@ -23,8 +23,7 @@ export function lineOf(sf: ts.SourceFile, pos: number): number {
   return sf.getLineAndCharacterOfPosition(pos).line + 1;
 }
 
-const hasModifier = (node: ts.Node, kind: ts.SyntaxKind): boolean =>
-  ts.canHaveModifiers(node) && (ts.getModifiers(node) ?? []).some((m) => m.kind === kind);
+const hasModifier = (node: ts.Node, kind: ts.SyntaxKind): boolean => ts.canHaveModifiers(node) && (ts.getModifiers(node) ?? []).some((m) => m.kind === kind);
 
 /** True when `expr` is `module.exports` or `exports.default`. */
 function isCommonJsExport(expr: ts.Expression): boolean {
@@ -43,8 +42,12 @@ export function hasDefaultExport(sf: ts.SourceFile): boolean {
     if (ts.isExportDeclaration(s) && s.exportClause && ts.isNamedExports(s.exportClause)) {
       return s.exportClause.elements.some((e) => e.name.text === 'default');
     }
-    return ts.isExpressionStatement(s) && ts.isBinaryExpression(s.expression)
-      && s.expression.operatorToken.kind === ts.SyntaxKind.EqualsToken && isCommonJsExport(s.expression.left);
+    return (
+      ts.isExpressionStatement(s) &&
+      ts.isBinaryExpression(s.expression) &&
+      s.expression.operatorToken.kind === ts.SyntaxKind.EqualsToken &&
+      isCommonJsExport(s.expression.left)
+    );
   });
 }
 
@@ -56,13 +59,23 @@ export function bareResAssignmentLine(sf: ts.SourceFile): number | undefined {
   let declared = false;
   let line: number | undefined;
   const visit = (node: ts.Node): void => {
-    if ((ts.isVariableDeclaration(node) || ts.isParameter(node) || ts.isBindingElement(node) || ts.isFunctionDeclaration(node)
-      || ts.isClassDeclaration(node) || ts.isImportSpecifier(node) || ts.isImportClause(node) || ts.isNamespaceImport(node))
-      && node.name && ts.isIdentifier(node.name) && node.name.text === 'res' && !isAmbient(node)) {
+    if (
+      (ts.isVariableDeclaration(node) ||
+        ts.isParameter(node) ||
+        ts.isBindingElement(node) ||
+        ts.isFunctionDeclaration(node) ||
+        ts.isClassDeclaration(node) ||
+        ts.isImportSpecifier(node) ||
+        ts.isImportClause(node) ||
+        ts.isNamespaceImport(node)) &&
+      node.name &&
+      ts.isIdentifier(node.name) &&
+      node.name.text === 'res' &&
+      !isAmbient(node)
+    ) {
       declared = true;
     }
-    if (ts.isBinaryExpression(node) && node.operatorToken.kind >= ts.SyntaxKind.FirstAssignment
-      && node.operatorToken.kind <= ts.SyntaxKind.LastAssignment) {
+    if (ts.isBinaryExpression(node) && node.operatorToken.kind >= ts.SyntaxKind.FirstAssignment && node.operatorToken.kind <= ts.SyntaxKind.LastAssignment) {
       let target: ts.Expression = node.left;
       while (ts.isPropertyAccessExpression(target) || ts.isElementAccessExpression(target) || ts.isParenthesizedExpression(target)) target = target.expression;
       if (ts.isIdentifier(target) && target.text === 'res') line ??= lineOf(sf, node.getStart(sf));

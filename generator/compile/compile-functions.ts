@@ -60,8 +60,12 @@ export function compileFunctions(raw: RawApp): CompiledFunctions {
     const out = compiledPathOf(code.file);
     const owner = owners.get(out);
     if (owner !== undefined) {
-      result.diagnostics.push({ code: 'DEF_DUPLICATE_FUNCTION_CODE', file: code.file, path: '',
-        message: `compiles to the same file as ${owner} (.svc/${out}); keep one of them` });
+      result.diagnostics.push({
+        code: 'DEF_DUPLICATE_FUNCTION_CODE',
+        file: code.file,
+        path: '',
+        message: `compiles to the same file as ${owner} (.svc/${out}); keep one of them`,
+      });
       continue;
     }
     owners.set(out, code.file);
@@ -81,11 +85,19 @@ function checkTopLevelCode(raw: RawApp): Diagnostic[] {
     if (file.split('/').length !== 2) continue; // functions/<sub>/…: shared modules
     const base = file.replace(/\.[^./]+$/, '');
     if (!defined.has(base)) {
-      out.push({ code: 'DEF_CODE_WITHOUT_DEFINITION', file, path: '',
-        message: `code without a definition: add ${base}.json, or move a shared module into a subfolder such as functions/lib/` });
+      out.push({
+        code: 'DEF_CODE_WITHOUT_DEFINITION',
+        file,
+        path: '',
+        message: `code without a definition: add ${base}.json, or move a shared module into a subfolder such as functions/lib/`,
+      });
     } else if (defined.get(base) !== file && compiledPathOf(file) !== compiledPathOf(defined.get(base) ?? '')) {
-      out.push({ code: 'DEF_DUPLICATE_FUNCTION_CODE', file, path: '',
-        message: `function ${posix.basename(base)} already has its code in ${defined.get(base)}; keep one code file` });
+      out.push({
+        code: 'DEF_DUPLICATE_FUNCTION_CODE',
+        file,
+        path: '',
+        message: `function ${posix.basename(base)} already has its code in ${defined.get(base)}; keep one code file`,
+      });
     }
   }
   return out;
@@ -98,16 +110,26 @@ function compileOne(code: RawCodeFile, known: Set<string>, result: CompiledFunct
   if (syntax) {
     const at = syntax.file && syntax.start !== undefined ? syntax.file.getLineAndCharacterOfPosition(syntax.start) : undefined;
     const where = at ? ` at line ${at.line + 1}, column ${at.character + 1}` : '';
-    result.diagnostics.push({ code: 'DEF_FUNCTION_SYNTAX', file, path: '', ...(at && { line: at.line + 1 }),
-      message: `syntax error${where}: ${ts.flattenDiagnosticMessageText(syntax.messageText, ' ')}` });
+    result.diagnostics.push({
+      code: 'DEF_FUNCTION_SYNTAX',
+      file,
+      path: '',
+      ...(at && { line: at.line + 1 }),
+      message: `syntax error${where}: ${ts.flattenDiagnosticMessageText(syntax.messageText, ' ')}`,
+    });
     return undefined;
   }
   const parsed = parseCode(file, text);
   const isDefaultForm = hasDefaultExport(parsed);
   const resLine = isDefaultForm ? bareResAssignmentLine(parsed) : undefined;
   if (resLine !== undefined) {
-    result.warnings.push({ code: 'DEF_GLOBAL_RES_IGNORED', file, path: '', line: resLine,
-      message: `line ${resLine} assigns the global res, which is ignored because the file has a default export; set ctx.res or return the value (SPEC §4.8 rule 4)` });
+    result.warnings.push({
+      code: 'DEF_GLOBAL_RES_IGNORED',
+      file,
+      path: '',
+      line: resLine,
+      message: `line ${resLine} assigns the global res, which is ignored because the file has a default export; set ctx.res or return the value (SPEC §4.8 rule 4)`,
+    });
   }
   const commonJs = file.endsWith('.cjs');
   const js = commonJs ? text : transpiled.outputText.replace(/\n?\/\/# sourceMappingURL=\S*\s*$/, '\n');
@@ -116,7 +138,7 @@ function compileOne(code: RawCodeFile, known: Set<string>, result: CompiledFunct
   if (!isDefaultForm && file.split('/').length === 2) body = wrapScript(body, commonJs);
   if (!body.endsWith('\n')) body += '\n';
   const out = compiledPathOf(file);
-  const tsMap = commonJs ? undefined : JSON.parse(transpiled.sourceMapText ?? '{}') as { mappings?: string; names?: string[] };
+  const tsMap = commonJs ? undefined : (JSON.parse(transpiled.sourceMapText ?? '{}') as { mappings?: string; names?: string[] });
   // One `;` for the header line; the transpiler's mappings (or identity ones for copied CommonJS) follow.
   const mappings = tsMap ? `;${tsMap.mappings ?? ''}` : identityMappings(text);
   const original = posix.relative(posix.dirname(`.svc/${out}`), file);
@@ -133,8 +155,13 @@ function rewriteImports(file: string, js: string, known: Set<string>, original: 
     if (target === undefined) {
       const at = original.indexOf(s.text);
       const line = at < 0 ? undefined : lineOf(parseCode(file, original), at);
-      result.diagnostics.push({ code: 'DEF_UNRESOLVED_IMPORT', file, path: '', ...(line && { line }),
-        message: `import "${s.text}"${line ? ` at line ${line}` : ''} names no code file under functions/ (relative imports may only reach .ts, .tsx, .js, .mjs, .cjs files there)` });
+      result.diagnostics.push({
+        code: 'DEF_UNRESOLVED_IMPORT',
+        file,
+        path: '',
+        ...(line && { line }),
+        message: `import "${s.text}"${line ? ` at line ${line}` : ''} names no code file under functions/ (relative imports may only reach .ts, .tsx, .js, .mjs, .cjs files there)`,
+      });
       continue;
     }
     let rel = posix.relative(posix.dirname(compiledPathOf(file)), compiledPathOf(target));

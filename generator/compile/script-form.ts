@@ -34,7 +34,10 @@ function blank(text: string, start: number, end: number): string {
 
 /** One import statement on one line: line breaks become spaces, `//` comments are dropped. */
 function oneLine(statement: string): string {
-  return statement.split('\n').map((l) => l.replace(/\/\/[^'"`]*$/, '').trim()).join(' ');
+  return statement
+    .split('\n')
+    .map((l) => l.replace(/\/\/[^'"`]*$/, '').trim())
+    .join(' ');
 }
 
 /**

@@ -27,9 +27,14 @@ export function toolName(operationId: string): string {
 type Doc = { paths: Record<string, Record<string, unknown>>; components?: { schemas?: Record<string, JsonSchema> } };
 type Parameter = { name: string; in: string; required?: boolean; description?: string; schema?: JsonSchema };
 type Operation = {
-  operationId: string; summary?: string; description?: string; parameters?: Parameter[];
+  operationId: string;
+  summary?: string;
+  description?: string;
+  parameters?: Parameter[];
   requestBody?: { required?: boolean; content: Record<string, { schema: JsonSchema }> };
-  'x-svc-resource'?: string; 'x-svc-alias-of'?: string; 'x-svc-agent'?: boolean;
+  'x-svc-resource'?: string;
+  'x-svc-alias-of'?: string;
+  'x-svc-agent'?: boolean;
 };
 
 /** Inlines `#/components/schemas/*` references (our documents have no cycles; depth-guarded anyway). */
@@ -56,10 +61,10 @@ function toolOf(path: string, method: string, op: Operation, pathParams: Paramet
   const content = op.requestBody?.content['application/json'];
   if (content) {
     const body = deref(content.schema, doc) as JsonSchema;
-    const fields = body.type === 'object' && typeof body.properties === 'object' ? body.properties as Record<string, unknown> : undefined;
+    const fields = body.type === 'object' && typeof body.properties === 'object' ? (body.properties as Record<string, unknown>) : undefined;
     const clash = fields && Object.keys(fields).some((k) => k in properties);
     if (fields && Object.keys(fields).length > 0 && !clash) {
-      const bodyRequired = Array.isArray(body.required) ? body.required as string[] : [];
+      const bodyRequired = Array.isArray(body.required) ? (body.required as string[]) : [];
       for (const [name, schema] of Object.entries(fields)) {
         properties[name] = schema;
         argumentLocations[name] = 'body-field';
@@ -74,7 +79,9 @@ function toolOf(path: string, method: string, op: Operation, pathParams: Paramet
   return {
     name: toolName(op.operationId),
     description: op.summary ?? op.description ?? `${method.toUpperCase()} ${path}`,
-    method: method.toUpperCase(), path, operationId: op.operationId,
+    method: method.toUpperCase(),
+    path,
+    operationId: op.operationId,
     parameters: { type: 'object', properties, ...(required.length > 0 && { required }), additionalProperties: false },
     argumentLocations,
   };
@@ -84,20 +91,33 @@ const DYNAMIC: AgentToolsFile['dynamic'] = [
   {
     name: 'list-api-endpoints',
     description: 'Lists the API endpoints you may call: tool name, method, path and what it does.',
-    parameters: { type: 'object', properties: { search: { type: 'string', description: 'Only endpoints whose name, path or description contains this text (case-insensitive)' } }, additionalProperties: false },
+    parameters: {
+      type: 'object',
+      properties: { search: { type: 'string', description: 'Only endpoints whose name, path or description contains this text (case-insensitive)' } },
+      additionalProperties: false,
+    },
   },
   {
     name: 'get-api-endpoint-schema',
     description: 'The JSON Schema of the arguments of one endpoint from list-api-endpoints.',
-    parameters: { type: 'object', properties: { name: { type: 'string', description: 'Tool name from list-api-endpoints' } }, required: ['name'], additionalProperties: false },
+    parameters: {
+      type: 'object',
+      properties: { name: { type: 'string', description: 'Tool name from list-api-endpoints' } },
+      required: ['name'],
+      additionalProperties: false,
+    },
   },
   {
     name: 'invoke-api-endpoint',
     description: 'Calls one endpoint from list-api-endpoints with arguments matching its schema, as the current user.',
     parameters: {
       type: 'object',
-      properties: { name: { type: 'string', description: 'Tool name from list-api-endpoints' }, arguments: { type: 'object', description: 'Arguments matching get-api-endpoint-schema' } },
-      required: ['name'], additionalProperties: false,
+      properties: {
+        name: { type: 'string', description: 'Tool name from list-api-endpoints' },
+        arguments: { type: 'object', description: 'Arguments matching get-api-endpoint-schema' },
+      },
+      required: ['name'],
+      additionalProperties: false,
     },
   },
 ];

@@ -13,21 +13,32 @@ const FORM = 'application/x-www-form-urlencoded';
 
 const SCHEMAS: Record<string, SchemaObject> = {
   'svc.AuthRequest': {
-    type: 'object', required: ['authority', 'clientId', 'clientSecret'],
+    type: 'object',
+    required: ['authority', 'clientId', 'clientSecret'],
     properties: {
       authority: { type: 'string', description: '`serviceaccount` for a service account' },
-      clientId: { type: 'string' }, clientSecret: { type: 'string' },
+      clientId: { type: 'string' },
+      clientSecret: { type: 'string' },
     },
   },
   'svc.TokenRequest': {
     description: 'OAuth 2.0 token request (RFC 6749 §4.4 client_credentials, §6 refresh_token)',
     oneOf: [
-      { type: 'object', required: ['grant_type', 'client_id', 'client_secret'], properties: { grant_type: { type: 'string', enum: ['client_credentials'] }, client_id: { type: 'string' }, client_secret: { type: 'string' } } },
-      { type: 'object', required: ['grant_type', 'client_id', 'refresh_token'], properties: { grant_type: { type: 'string', enum: ['refresh_token'] }, client_id: { type: 'string' }, refresh_token: { type: 'string' } } },
+      {
+        type: 'object',
+        required: ['grant_type', 'client_id', 'client_secret'],
+        properties: { grant_type: { type: 'string', enum: ['client_credentials'] }, client_id: { type: 'string' }, client_secret: { type: 'string' } },
+      },
+      {
+        type: 'object',
+        required: ['grant_type', 'client_id', 'refresh_token'],
+        properties: { grant_type: { type: 'string', enum: ['refresh_token'] }, client_id: { type: 'string' }, refresh_token: { type: 'string' } },
+      },
     ],
   },
   'svc.TokenResponse': {
-    type: 'object', required: ['access_token', 'token_type', 'expires_in', 'refresh_token'],
+    type: 'object',
+    required: ['access_token', 'token_type', 'expires_in', 'refresh_token'],
     properties: {
       access_token: { type: 'string', description: 'JWT; send as `Authorization: Bearer <access_token>`' },
       token_type: { type: 'string', enum: ['Bearer'] },
@@ -36,23 +47,37 @@ const SCHEMAS: Record<string, SchemaObject> = {
     },
   },
   'svc.OAuthError': {
-    type: 'object', required: ['error'], description: 'RFC 6749 §5.2 error body',
+    type: 'object',
+    required: ['error'],
+    description: 'RFC 6749 §5.2 error body',
     properties: {
       error: { type: 'string', enum: ['invalid_request', 'invalid_client', 'invalid_grant', 'unauthorized_client', 'unsupported_grant_type'] },
       error_description: { type: 'string' },
     },
   },
-  'svc.RefreshResponse': { type: 'object', required: ['expires_in'], properties: { expires_in: { type: 'integer', description: 'Seconds until the new access cookie expires' } } },
+  'svc.RefreshResponse': {
+    type: 'object',
+    required: ['expires_in'],
+    properties: { expires_in: { type: 'integer', description: 'Seconds until the new access cookie expires' } },
+  },
   'svc.Me': {
-    type: 'object', required: ['id', 'username', 'roles'],
-    properties: { id: { type: 'string', description: 'The identity id (`me()` in filters, `createdBy` of rows)' }, username: { type: 'string' }, roles: { type: 'array', items: { type: 'string' } } },
+    type: 'object',
+    required: ['id', 'username', 'roles'],
+    properties: {
+      id: { type: 'string', description: 'The identity id (`me()` in filters, `createdBy` of rows)' },
+      username: { type: 'string' },
+      roles: { type: 'array', items: { type: 'string' } },
+    },
   },
   'svc.WebAppConfig': {
-    type: 'object', required: ['loginUrl', 'loginMethods'], additionalProperties: true,
+    type: 'object',
+    required: ['loginUrl', 'loginMethods'],
+    additionalProperties: true,
     properties: { loginUrl: { type: 'string', description: 'The hosted login page (`/login`)' }, loginMethods: { type: 'array', items: { type: 'string' } } },
   },
   'svc.ClientLogEvent': {
-    type: 'object', required: ['message'],
+    type: 'object',
+    required: ['message'],
     properties: {
       message: { type: 'string', description: 'Log text' },
       severity: { type: 'integer', minimum: 0, maximum: 5, default: 3, description: '0 Fatal, 1 Error, 2 Warning, 3 Info, 4 Debug, 5 Trace' },
@@ -68,56 +93,100 @@ export function authOpenApi(builder: OpenApiBuilder): void {
   for (const [name, schema] of Object.entries(SCHEMAS)) builder.addSchema(name, schema);
   builder.addTag({ name: 'auth', description: 'Sign-in, tokens and the current user. The hosted login page is `/login`, outside `/api`.' });
   const tokenBody = { required: true, content: { [FORM]: { schema: ref('svc.TokenRequest') }, ...json(ref('svc.TokenRequest')) } };
-  builder.addPath('/_auth', { post: {
-    operationId: 'svc_auth', tags: ['auth'], summary: 'Sign in (browser-oriented): answers tokens and sets the access and refresh cookies',
-    security: NO_CREDENTIALS, requestBody: { required: true, content: json(ref('svc.AuthRequest')) },
-    responses: { 200: { description: 'Tokens (cookies are set too)', content: json(ref('svc.TokenResponse')) }, ...errorResponses(400, 401) },
-    ...ext('_auth'),
-  } });
-  builder.addPath('/_token', { post: {
-    operationId: 'svc_token', tags: ['auth'], summary: 'OAuth 2.0 token endpoint (form-encoded or JSON body); never sets cookies',
-    security: NO_CREDENTIALS, requestBody: tokenBody,
-    responses: { 200: { description: 'Tokens', content: json(ref('svc.TokenResponse')) }, 400: oauthError('Malformed request, unknown grant type or invalid refresh token'), 401: oauthError('Unknown client or wrong secret') },
-    ...ext('_token'),
-  } });
-  builder.addPath('/_refresh', { post: {
-    operationId: 'svc_refresh', tags: ['auth'], summary: 'Renews the access cookie from the refresh cookie',
-    security: NO_CREDENTIALS, responses: { 200: { description: 'Renewed', content: json(ref('svc.RefreshResponse')) }, ...errorResponses(401) },
-    ...ext('_refresh'),
-  } });
-  builder.addPath('/_logout', { post: {
-    operationId: 'svc_logout', tags: ['auth'], summary: 'Clears the session cookies',
-    security: NO_CREDENTIALS, responses: { 204: { description: 'Signed out' }, ...errorResponses(500) },
-    ...ext('_logout'),
-  } });
-  builder.addPath('/_me', { get: {
-    operationId: 'svc_me', tags: ['auth'], summary: 'The current user', security: AUTHENTICATED,
-    responses: { 200: { description: 'The current user', content: json(ref('svc.Me')) }, ...errorResponses(401) },
-    ...ext('_me', true),
-  } });
-  builder.addPath('/_webAppConfig', { get: {
-    operationId: 'svc_webAppConfig', tags: ['auth'], summary: 'Authentication configuration of the web app', security: NO_CREDENTIALS,
-    responses: { 200: { description: 'Login methods and the login URL', content: json(ref('svc.WebAppConfig')) }, ...errorResponses(500) },
-    ...ext('_webAppConfig'),
-  } });
+  builder.addPath('/_auth', {
+    post: {
+      operationId: 'svc_auth',
+      tags: ['auth'],
+      summary: 'Sign in (browser-oriented): answers tokens and sets the access and refresh cookies',
+      security: NO_CREDENTIALS,
+      requestBody: { required: true, content: json(ref('svc.AuthRequest')) },
+      responses: { 200: { description: 'Tokens (cookies are set too)', content: json(ref('svc.TokenResponse')) }, ...errorResponses(400, 401) },
+      ...ext('_auth'),
+    },
+  });
+  builder.addPath('/_token', {
+    post: {
+      operationId: 'svc_token',
+      tags: ['auth'],
+      summary: 'OAuth 2.0 token endpoint (form-encoded or JSON body); never sets cookies',
+      security: NO_CREDENTIALS,
+      requestBody: tokenBody,
+      responses: {
+        200: { description: 'Tokens', content: json(ref('svc.TokenResponse')) },
+        400: oauthError('Malformed request, unknown grant type or invalid refresh token'),
+        401: oauthError('Unknown client or wrong secret'),
+      },
+      ...ext('_token'),
+    },
+  });
+  builder.addPath('/_refresh', {
+    post: {
+      operationId: 'svc_refresh',
+      tags: ['auth'],
+      summary: 'Renews the access cookie from the refresh cookie',
+      security: NO_CREDENTIALS,
+      responses: { 200: { description: 'Renewed', content: json(ref('svc.RefreshResponse')) }, ...errorResponses(401) },
+      ...ext('_refresh'),
+    },
+  });
+  builder.addPath('/_logout', {
+    post: {
+      operationId: 'svc_logout',
+      tags: ['auth'],
+      summary: 'Clears the session cookies',
+      security: NO_CREDENTIALS,
+      responses: { 204: { description: 'Signed out' }, ...errorResponses(500) },
+      ...ext('_logout'),
+    },
+  });
+  builder.addPath('/_me', {
+    get: {
+      operationId: 'svc_me',
+      tags: ['auth'],
+      summary: 'The current user',
+      security: AUTHENTICATED,
+      responses: { 200: { description: 'The current user', content: json(ref('svc.Me')) }, ...errorResponses(401) },
+      ...ext('_me', true),
+    },
+  });
+  builder.addPath('/_webAppConfig', {
+    get: {
+      operationId: 'svc_webAppConfig',
+      tags: ['auth'],
+      summary: 'Authentication configuration of the web app',
+      security: NO_CREDENTIALS,
+      responses: { 200: { description: 'Login methods and the login URL', content: json(ref('svc.WebAppConfig')) }, ...errorResponses(500) },
+      ...ext('_webAppConfig'),
+    },
+  });
 }
 
 /** `POST /_log` (tag `meta`): a batch of client log events; always requires authentication (SPEC §5.6). */
 export function logOpenApi(builder: OpenApiBuilder): void {
-  builder.addPath('/_log', { post: {
-    operationId: 'svc_log', tags: ['meta'], summary: 'Writes client log events (the caller is attached to each)', security: AUTHENTICATED,
-    requestBody: { required: true, content: json({ type: 'array', items: ref('svc.ClientLogEvent') }) },
-    responses: { 200: { description: 'Logged' }, ...errorResponses(400, 401) },
-    ...ext('_log'),
-  } });
+  builder.addPath('/_log', {
+    post: {
+      operationId: 'svc_log',
+      tags: ['meta'],
+      summary: 'Writes client log events (the caller is attached to each)',
+      security: AUTHENTICATED,
+      requestBody: { required: true, content: json({ type: 'array', items: ref('svc.ClientLogEvent') }) },
+      responses: { 200: { description: 'Logged' }, ...errorResponses(400, 401) },
+      ...ext('_log'),
+    },
+  });
 }
 
 /** `GET /_openapi` (tag `meta`): this document. */
 export function metaOpenApi(builder: OpenApiBuilder): void {
   builder.addTag({ name: 'meta', description: 'Service endpoints' });
-  builder.addPath('/_openapi', { get: {
-    operationId: 'svc_openapi', tags: ['meta'], summary: 'This document', security: NO_CREDENTIALS,
-    responses: { 200: { description: 'The OpenAPI document', content: json({ type: 'object' }) }, ...errorResponses(500) },
-    ...ext('_openapi'),
-  } });
+  builder.addPath('/_openapi', {
+    get: {
+      operationId: 'svc_openapi',
+      tags: ['meta'],
+      summary: 'This document',
+      security: NO_CREDENTIALS,
+      responses: { 200: { description: 'The OpenAPI document', content: json({ type: 'object' }) }, ...errorResponses(500) },
+      ...ext('_openapi'),
+    },
+  });
 }

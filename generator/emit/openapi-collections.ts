@@ -36,22 +36,41 @@ function collectionPaths(builder: OpenApiBuilder, children: Collection[], c: Col
   const inputRef = ref(`${c.name}Input`);
   const patchRef = ref(`${c.name}Patch`);
   if (name === c.name) {
-    builder.addSchema(n, rowSchema(c))
+    builder
+      .addSchema(n, rowSchema(c))
       .addSchema(`${n}Input`, collectionInputSchema(c, { mode: 'create', children }) as SchemaObject)
       .addSchema(`${n}Patch`, collectionInputSchema(c, { mode: 'merge', children }) as SchemaObject);
   }
   builder.addPath(`/${n}`, {
     get: op('GET', {
-      operationId: `list${n}`, summary: `List ${n} rows`, parameters: LIST_PARAMETERS.filter((p) => p.name !== 'search' || c.search),
-      responses: { 200: { description: 'A page of rows', content: json({ type: 'object', required: ['data'], properties: { data: { type: 'array', items: rowRef }, items: { type: 'array', items: rowRef, description: 'The same rows, present with count=true' }, meta: ref('ListMeta') } }) }, ...errorResponses(400, 401, 403) },
+      operationId: `list${n}`,
+      summary: `List ${n} rows`,
+      parameters: LIST_PARAMETERS.filter((p) => p.name !== 'search' || c.search),
+      responses: {
+        200: {
+          description: 'A page of rows',
+          content: json({
+            type: 'object',
+            required: ['data'],
+            properties: {
+              data: { type: 'array', items: rowRef },
+              items: { type: 'array', items: rowRef, description: 'The same rows, present with count=true' },
+              meta: ref('ListMeta'),
+            },
+          }),
+        },
+        ...errorResponses(400, 401, 403),
+      },
     }),
     post: op('POST', {
-      operationId: `create${n}`, summary: `Create one ${n} row or an array of rows (atomic)`,
+      operationId: `create${n}`,
+      summary: `Create one ${n} row or an array of rows (atomic)`,
       requestBody: { required: true, content: json({ oneOf: [inputRef, { type: 'array', items: inputRef, minItems: 1, maxItems: MAX_BULK_ROWS }] }) },
       responses: { 201: { description: 'Ids of the new rows, in request order', content: json(ref('CreatedIds')) }, ...errorResponses(400, 401, 403) },
     }),
     delete: op('DELETE', {
-      operationId: `deleteMany${n}`, summary: `Delete several ${n} rows by id (atomic)`,
+      operationId: `deleteMany${n}`,
+      summary: `Delete several ${n} rows by id (atomic)`,
       requestBody: { required: true, content: json({ type: 'array', items: { type: 'string', format: 'uuid' }, minItems: 1, maxItems: MAX_BULK_ROWS }) },
       responses: { 204: { description: 'Deleted' }, ...errorResponses(400, 401, 403, 404, 409) },
     }),
@@ -59,21 +78,26 @@ function collectionPaths(builder: OpenApiBuilder, children: Collection[], c: Col
   builder.addPath(`/${n}/{id}`, {
     parameters: [ID_PARAMETER],
     get: op('GET', {
-      operationId: `get${n}`, summary: `Read one ${n} row`, parameters: LIST_PARAMETERS.filter((p) => ['select', 'lookups', 'include'].includes(p.name)),
+      operationId: `get${n}`,
+      summary: `Read one ${n} row`,
+      parameters: LIST_PARAMETERS.filter((p) => ['select', 'lookups', 'include'].includes(p.name)),
       responses: { 200: { description: 'The row', content: json(rowRef) }, ...errorResponses(400, 401, 403, 404) },
     }),
     put: op('PUT', {
-      operationId: `replace${n}`, summary: `Replace a ${n} row (omitted properties become their default or null)`,
+      operationId: `replace${n}`,
+      summary: `Replace a ${n} row (omitted properties become their default or null)`,
       requestBody: { required: true, content: json(inputRef) },
       responses: { 200: { description: 'The row as it now stands', content: json(rowRef) }, ...errorResponses(400, 401, 403, 404) },
     }),
     patch: op('PATCH', {
-      operationId: `update${n}`, summary: `Change some properties of a ${n} row`,
+      operationId: `update${n}`,
+      summary: `Change some properties of a ${n} row`,
       requestBody: { required: true, content: json(patchRef) },
       responses: { 200: { description: 'The row as it now stands', content: json(rowRef) }, ...errorResponses(400, 401, 403, 404) },
     }),
     delete: op('DELETE', {
-      operationId: `delete${n}`, summary: `Delete a ${n} row`,
+      operationId: `delete${n}`,
+      summary: `Delete a ${n} row`,
       responses: { 204: { description: 'Deleted' }, ...errorResponses(401, 403, 404, 409) },
     }),
   });

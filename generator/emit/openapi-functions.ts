@@ -24,15 +24,24 @@ export const FUNCTION_GET_PARAMETERS = ['filter', 'select', 'sortBy', 'pageNo', 
 export function typedFieldSchema(f: TypedField): SchemaObject {
   const base: SchemaObject = (() => {
     switch (f.type) {
-      case 'integer': return { type: 'integer' };
-      case 'decimal': return { type: 'number' };
-      case 'boolean': return { type: 'boolean' };
-      case 'guid': return { type: 'string', format: 'uuid' };
-      case 'date': return { type: 'string', format: 'date' };
-      case 'date-time': return { type: 'string', format: 'date-time' };
-      case 'object': return { type: 'object', additionalProperties: true };
-      case 'blob': return { type: 'object', description: 'Blob metadata', additionalProperties: true };
-      default: return { type: 'string' };
+      case 'integer':
+        return { type: 'integer' };
+      case 'decimal':
+        return { type: 'number' };
+      case 'boolean':
+        return { type: 'boolean' };
+      case 'guid':
+        return { type: 'string', format: 'uuid' };
+      case 'date':
+        return { type: 'string', format: 'date' };
+      case 'date-time':
+        return { type: 'string', format: 'date-time' };
+      case 'object':
+        return { type: 'object', additionalProperties: true };
+      case 'blob':
+        return { type: 'object', description: 'Blob metadata', additionalProperties: true };
+      default:
+        return { type: 'string' };
     }
   })();
   return { ...base, ...(f.spec?.enum && { enum: structuredClone(f.spec.enum) }), ...(f.spec?.description && { description: f.spec.description }) };
@@ -47,7 +56,7 @@ const isObjectSchema = (s: JsonSchema | undefined): s is JsonSchema & { properti
  * @returns undefined when neither says anything
  */
 export function mergeFields(declared: TypedField[], code: JsonSchema | undefined, what: string): SchemaObject | undefined {
-  if (declared.length === 0) return code === undefined ? undefined : structuredClone(code) as SchemaObject;
+  if (declared.length === 0) return code === undefined ? undefined : (structuredClone(code) as SchemaObject);
   const properties: Record<string, SchemaObject> = {};
   const required: string[] = declared.filter((f) => f.isRequired).map((f) => f.name);
   for (const f of declared) properties[f.name] = typedFieldSchema(f);
@@ -60,9 +69,10 @@ export function mergeFields(declared: TypedField[], code: JsonSchema | undefined
       if (Array.isArray(code.required) && code.required.includes(name)) required.push(name);
     }
   }
-  const description = advisory.length === 0
-    ? `Declared ${what}`
-    : `Declared ${what}; ${advisory.map((n) => `\`${n}\``).join(', ')} ${advisory.length === 1 ? 'comes' : 'come'} from the code's types (advisory, not enforced)`;
+  const description =
+    advisory.length === 0
+      ? `Declared ${what}`
+      : `Declared ${what}; ${advisory.map((n) => `\`${n}\``).join(', ')} ${advisory.length === 1 ? 'comes' : 'come'} from the code's types (advisory, not enforced)`;
   return { type: 'object', description, properties, ...(required.length > 0 && { required }) };
 }
 
@@ -78,7 +88,7 @@ function queryParameters(f: FunctionDefinition, method: string): ParameterObject
     for (const [name, schema] of Object.entries(code.properties)) {
       if (seen.has(name)) continue;
       seen.add(name);
-      params.push({ name, in: 'query', description: 'From the code\'s query type (advisory, not enforced)', schema: structuredClone(schema) as SchemaObject });
+      params.push({ name, in: 'query', description: "From the code's query type (advisory, not enforced)", schema: structuredClone(schema) as SchemaObject });
     }
   }
   if (method === 'GET') {
@@ -108,22 +118,26 @@ export function functionsOpenApi(builder: OpenApiBuilder, manifest: AppManifest)
     const operation = (method: string, operationId: string, aliasOf?: string): OperationObject => {
       const ext: SvcOperationExtensions = { 'x-svc-resource': f.name, ...(aliasOf && { 'x-svc-alias-of': aliasOf }) };
       return {
-        tags: [f.name], operationId, summary: `${method} ${f.name}${f.description ? `: ${f.description}` : ''}`,
+        tags: [f.name],
+        operationId,
+        summary: `${method} ${f.name}${f.description ? `: ${f.description}` : ''}`,
         parameters: queryParameters(f, method),
         ...(body && (method === 'POST' || method === 'PUT') && { requestBody: { required: bodyRequired, content: json(ref(`${f.name}.Body`)) } }),
         responses: {
           200: { description: 'What the function answers (status 200 unless the code sets another)', content: json(response ? ref(`${f.name}.Response`) : {}) },
           ...errorResponses(400, 401, 403, 500, 504),
         },
-        security: securityFor(f.access[method]), ...ext,
+        security: securityFor(f.access[method]),
+        ...ext,
       };
     };
     const primary = f.functionTypeId === 1 ? `/${f.name}` : `/_invoke/${f.name}`;
     builder.addPath(primary, Object.fromEntries(methods.map((m) => [lower(m), operation(m, `call_${f.name}_${lower(m)}`)])));
     if (f.functionTypeId === 1) {
-      builder.addPath(`/_invoke/${f.name}`, Object.fromEntries(methods.map((m) => [
-        lower(m), operation(m, `invoke_${f.name}_${lower(m)}`, `call_${f.name}_${lower(m)}`),
-      ])));
+      builder.addPath(
+        `/_invoke/${f.name}`,
+        Object.fromEntries(methods.map((m) => [lower(m), operation(m, `invoke_${f.name}_${lower(m)}`, `call_${f.name}_${lower(m)}`)])),
+      );
     }
   }
 }

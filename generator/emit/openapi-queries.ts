@@ -11,17 +11,27 @@ import { errorResponses as errors, json, LIST_PARAMETERS, ref, securityFor, type
 function fieldSchema(f: QueryField): SchemaObject {
   const nullable = (type: string, extra: SchemaObject = {}): SchemaObject => ({ type: [type, 'null'] as SchemaObject['type'], ...extra });
   switch (f.type) {
-    case 'integer': return nullable('integer');
-    case 'decimal': return nullable('number');
-    case 'boolean': return nullable('boolean');
-    case 'date': return nullable('string', { format: 'date' });
-    case 'date-time': return nullable('string', { format: 'date-time' });
-    case 'guid': return nullable('string', { format: 'uuid' });
-    case 'lookup': return {
-      type: ['object', 'null'] as SchemaObject['type'], description: `The ${'collection' in f ? f.collection : ''} row's id`,
-      properties: { id: { type: 'string', format: 'uuid' } }, required: ['id'],
-    };
-    default: return nullable('string');
+    case 'integer':
+      return nullable('integer');
+    case 'decimal':
+      return nullable('number');
+    case 'boolean':
+      return nullable('boolean');
+    case 'date':
+      return nullable('string', { format: 'date' });
+    case 'date-time':
+      return nullable('string', { format: 'date-time' });
+    case 'guid':
+      return nullable('string', { format: 'uuid' });
+    case 'lookup':
+      return {
+        type: ['object', 'null'] as SchemaObject['type'],
+        description: `The ${'collection' in f ? f.collection : ''} row's id`,
+        properties: { id: { type: 'string', format: 'uuid' } },
+        required: ['id'],
+      };
+    default:
+      return nullable('string');
   }
 }
 
@@ -34,7 +44,11 @@ export function queryRowSchema(q: Query): SchemaObject {
   const grouped = !!q.groupBy?.length;
   const properties: Record<string, SchemaObject> = {
     id: grouped
-      ? { type: ['string', 'null'] as SchemaObject['type'], description: `The group key (${q.groupBy!.join(', ')}; several keys are joined with "|")`, ...(q.idType === 'guid' && { format: 'uuid' }) }
+      ? {
+          type: ['string', 'null'] as SchemaObject['type'],
+          description: `The group key (${q.groupBy!.join(', ')}; several keys are joined with "|")`,
+          ...(q.idType === 'guid' && { format: 'uuid' }),
+        }
       : { type: 'string', format: 'uuid', description: `The ${q.from} row's id` },
   };
   for (const [name, f] of Object.entries(q.fields)) properties[name] = { ...fieldSchema(f), description: describeField(f) };
@@ -55,14 +69,40 @@ export function queriesOpenApi(builder: OpenApiBuilder, manifest: AppManifest): 
     builder.addSchema(n, queryRowSchema(q));
     builder.addPath(`/${n}`, {
       get: {
-        operationId: `list${n}`, tags: [n], summary: `List ${n} rows (read-only query)`, parameters: [...parameters], security, ...ext,
-        responses: { 200: { description: 'A page of rows', content: json({ type: 'object', required: ['data'], properties: { data: { type: 'array', items: ref(n) }, items: { type: 'array', items: ref(n), description: 'The same rows, present with count=true' }, meta: ref('ListMeta') } }) }, ...errors(400, 401, 403) },
+        operationId: `list${n}`,
+        tags: [n],
+        summary: `List ${n} rows (read-only query)`,
+        parameters: [...parameters],
+        security,
+        ...ext,
+        responses: {
+          200: {
+            description: 'A page of rows',
+            content: json({
+              type: 'object',
+              required: ['data'],
+              properties: {
+                data: { type: 'array', items: ref(n) },
+                items: { type: 'array', items: ref(n), description: 'The same rows, present with count=true' },
+                meta: ref('ListMeta'),
+              },
+            }),
+          },
+          ...errors(400, 401, 403),
+        },
       },
     });
     builder.addPath(`/${n}/{id}`, {
-      parameters: [{ name: 'id', in: 'path', required: true, description: q.groupBy?.length ? 'The group key' : `The ${q.from} row's id`, schema: { type: 'string' } }],
+      parameters: [
+        { name: 'id', in: 'path', required: true, description: q.groupBy?.length ? 'The group key' : `The ${q.from} row's id`, schema: { type: 'string' } },
+      ],
       get: {
-        operationId: `get${n}`, tags: [n], summary: `Read one ${n} row`, parameters: parameters.filter((p) => p.name === 'select'), security, ...ext,
+        operationId: `get${n}`,
+        tags: [n],
+        summary: `Read one ${n} row`,
+        parameters: parameters.filter((p) => p.name === 'select'),
+        security,
+        ...ext,
         responses: { 200: { description: 'The row', content: json(ref(n)) }, ...errors(400, 401, 403, 404) },
       },
     });

@@ -18,9 +18,8 @@ export const json = (schema: SchemaObject | ReferenceObject) => ({ 'application/
 export const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = errorStatusDescriptions();
 
 /** References to the shared error responses of `statuses`. */
-export const errorResponses = (...statuses: ErrorStatus[]) => Object.fromEntries(statuses.map((s) => [
-  String(s), { $ref: `#/components/responses/Error${s}` },
-]));
+export const errorResponses = (...statuses: ErrorStatus[]) =>
+  Object.fromEntries(statuses.map((s) => [String(s), { $ref: `#/components/responses/Error${s}` }]));
 
 /** Security schemes (DESIGN §4 "Auth bodies"): a bearer JWT for external clients, the access cookie for browsers. */
 export const SECURITY_SCHEMES = {
@@ -49,16 +48,36 @@ export interface SvcOperationExtensions {
 
 /** The list parameters of SPEC §4.2 (`search` applies only to collections with search enabled). */
 export const LIST_PARAMETERS: ParameterObject[] = [
-  { name: 'search', in: 'query', description: 'Words that must each start a word of a string or text property (case-insensitive); only on collections with search enabled', schema: { type: 'string' } },
+  {
+    name: 'search',
+    in: 'query',
+    description: 'Words that must each start a word of a string or text property (case-insensitive); only on collections with search enabled',
+    schema: { type: 'string' },
+  },
   { name: 'filter', in: 'query', description: 'Filter expression (SPEC §4.3), e.g. `title sw "A" and paid eq false`', schema: { type: 'string' } },
   { name: 'sortBy', in: 'query', description: 'One property; a trailing `-` sorts descending', schema: { type: 'string' } },
   { name: 'select', in: 'query', description: 'Comma-separated properties (dot paths into lookups); `id` is always included', schema: { type: 'string' } },
   { name: 'pageNo', in: 'query', description: '1-based page number', schema: { type: 'integer', minimum: 1, default: 1 } },
   { name: 'pageSize', in: 'query', description: 'Rows per page', schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE } },
   { name: 'count', in: 'query', description: '`true` adds `meta.count`; `only` answers only the count', schema: { type: 'string', enum: ['true', 'only'] } },
-  { name: 'lastKey', in: 'query', description: 'Keyset cursor: the id of the last row of the previous page (orders by id, exclusive)', schema: { type: 'string', format: 'uuid' } },
-  { name: 'lookups', in: 'query', description: '`full` (default) returns looked-up rows, `id` returns `{ id }`', schema: { type: 'string', enum: ['id', 'full'] } },
-  { name: 'include', in: 'query', description: 'Comma-separated child relations (`<Child>.<lookup>`, e.g. `OrderLine.order`) returned under that key; their own lookups are bare ids', schema: { type: 'string' } },
+  {
+    name: 'lastKey',
+    in: 'query',
+    description: 'Keyset cursor: the id of the last row of the previous page (orders by id, exclusive)',
+    schema: { type: 'string', format: 'uuid' },
+  },
+  {
+    name: 'lookups',
+    in: 'query',
+    description: '`full` (default) returns looked-up rows, `id` returns `{ id }`',
+    schema: { type: 'string', enum: ['id', 'full'] },
+  },
+  {
+    name: 'include',
+    in: 'query',
+    description: 'Comma-separated child relations (`<Child>.<lookup>`, e.g. `OrderLine.order`) returned under that key; their own lookups are bare ids',
+    schema: { type: 'string' },
+  },
 ];
 
 export const ID_PARAMETER: ParameterObject = { name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } };

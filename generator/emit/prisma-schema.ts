@@ -8,7 +8,11 @@ import { DECIMAL_PRECISION, DECIMAL_SCALE, SYSTEM_FIELDS } from '../../runtime/c
 import { renderTemplate } from '../render/render-template.js';
 import { SYSTEM_MODELS } from './system-models.js';
 
-interface FieldView { name: string; type: string; attributes: string }
+interface FieldView {
+  name: string;
+  type: string;
+  attributes: string;
+}
 
 /** Name of the generated Prisma relation field beside a lookup's scalar column (`customer__ref`). */
 export const relationFieldName = (property: string): string => `${property}__ref`;
@@ -27,15 +31,25 @@ export const delegateName = (model: string): string => model[0].toLowerCase() + 
 
 function scalarType(p: Property, pg: boolean): { type: string; native: string } {
   switch (p.type) {
-    case 'string': return { type: 'String', native: '' };
-    case 'text': return { type: 'String', native: pg ? '@db.Text' : '' };
-    case 'integer': return { type: 'Int', native: '' };
-    case 'decimal': return { type: 'Decimal', native: pg ? `@db.Decimal(${DECIMAL_PRECISION}, ${DECIMAL_SCALE})` : '' };
-    case 'boolean': return { type: 'Boolean', native: '' };
-    case 'date': return { type: 'DateTime', native: pg ? '@db.Date' : '' };
-    case 'date-time': return { type: 'DateTime', native: pg ? '@db.Timestamptz(3)' : '' };
-    case 'guid': case 'lookup': return { type: 'String', native: pg ? '@db.Uuid' : '' };
-    case 'blob': return { type: 'String', native: pg ? '@db.Text' : '' };
+    case 'string':
+      return { type: 'String', native: '' };
+    case 'text':
+      return { type: 'String', native: pg ? '@db.Text' : '' };
+    case 'integer':
+      return { type: 'Int', native: '' };
+    case 'decimal':
+      return { type: 'Decimal', native: pg ? `@db.Decimal(${DECIMAL_PRECISION}, ${DECIMAL_SCALE})` : '' };
+    case 'boolean':
+      return { type: 'Boolean', native: '' };
+    case 'date':
+      return { type: 'DateTime', native: pg ? '@db.Date' : '' };
+    case 'date-time':
+      return { type: 'DateTime', native: pg ? '@db.Timestamptz(3)' : '' };
+    case 'guid':
+    case 'lookup':
+      return { type: 'String', native: pg ? '@db.Uuid' : '' };
+    case 'blob':
+      return { type: 'String', native: pg ? '@db.Text' : '' };
   }
 }
 

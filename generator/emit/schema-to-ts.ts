@@ -61,17 +61,27 @@ export function schemaToTs(schema: unknown, indent = ''): string {
   }
   if (s.const !== undefined) return JSON.stringify(s.const);
   if (types.length === 0) return s.properties || s.additionalProperties !== undefined ? objectType(s, indent) : 'unknown';
-  return union(types.map((t) => {
-    switch (t) {
-      case 'null': return 'null';
-      case 'string': return 'string';
-      case 'number': case 'integer': return 'number';
-      case 'boolean': return 'boolean';
-      case 'array': return `${wrap(schemaToTs(s.items, indent))}[]`;
-      case 'object': return objectType(s, indent);
-      default: return 'unknown';
-    }
-  }));
+  return union(
+    types.map((t) => {
+      switch (t) {
+        case 'null':
+          return 'null';
+        case 'string':
+          return 'string';
+        case 'number':
+        case 'integer':
+          return 'number';
+        case 'boolean':
+          return 'boolean';
+        case 'array':
+          return `${wrap(schemaToTs(s.items, indent))}[]`;
+        case 'object':
+          return objectType(s, indent);
+        default:
+          return 'unknown';
+      }
+    }),
+  );
 }
 
 function objectType(s: Schema, indent: string): string {

@@ -7,10 +7,20 @@
  */
 
 /** One field of a system model: name, Prisma type, attributes (per provider). */
-export interface SystemField { name: string; type: string; sqlite: string; postgresql: string }
+export interface SystemField {
+  name: string;
+  type: string;
+  sqlite: string;
+  postgresql: string;
+}
 
 /** A system model: Prisma model name, table name (`@@map`), fields, indexed columns. */
-export interface SystemModel { name: string; table: string; fields: SystemField[]; indexes: string[] }
+export interface SystemModel {
+  name: string;
+  table: string;
+  fields: SystemField[];
+  indexes: string[];
+}
 
 const field = (name: string, type: string, sqlite = '', postgresql = sqlite): SystemField => ({ name, type, sqlite, postgresql });
 const id = field('id', 'String', '@id');
@@ -26,24 +36,74 @@ const time = (name: string, optional = false) => field(name, optional ? 'DateTim
  * machinery of SPEC §4.2.
  */
 export const SYSTEM_MODELS: readonly SystemModel[] = [
-  { name: 'SvcUser', table: '_svc_users', indexes: [], fields: [
-    id, field('username', 'String', '@unique'), field('passwordHash', 'String'), field('roles', 'String'), createdAt, updatedAt, time('disabledAt', true),
-  ] },
-  { name: 'SvcServiceAccount', table: '_svc_service_accounts', indexes: [], fields: [
-    id, field('name', 'String'), field('clientId', 'String', '@unique'), field('secretHash', 'String'), field('roles', 'String'),
-    field('admin', 'Boolean', '@default(false)'), createdAt, updatedAt, time('disabledAt', true),
-  ] },
-  { name: 'SvcRefreshToken', table: '_svc_refresh_tokens', indexes: ['familyId'], fields: [
-    id, field('tokenHash', 'String', '@unique'), field('familyId', 'String'), field('subjectKind', 'String'),
-    field('subjectId', 'String'), field('clientId', 'String'), time('expiresAt'), time('usedAt', true), time('revokedAt', true), createdAt,
-  ] },
-  { name: 'SvcSigningKey', table: '_svc_signing_keys', indexes: [], fields: [
-    id, field('algorithm', 'String'), field('privateJwk', 'String'), field('publicJwk', 'String'), createdAt,
-  ] },
-  { name: 'SvcLog', table: '_log', indexes: ['createdBy'], fields: [
-    field('id', 'String', '@id', '@id @db.Uuid'), field('message', 'String', '', '@db.Text'), field('severity', 'Int'),
-    field('username', 'String?'), field('reqId', 'String?'), createdAt, updatedAt, field('createdBy', 'String?'),
-  ] },
+  {
+    name: 'SvcUser',
+    table: '_svc_users',
+    indexes: [],
+    fields: [
+      id,
+      field('username', 'String', '@unique'),
+      field('passwordHash', 'String'),
+      field('roles', 'String'),
+      createdAt,
+      updatedAt,
+      time('disabledAt', true),
+    ],
+  },
+  {
+    name: 'SvcServiceAccount',
+    table: '_svc_service_accounts',
+    indexes: [],
+    fields: [
+      id,
+      field('name', 'String'),
+      field('clientId', 'String', '@unique'),
+      field('secretHash', 'String'),
+      field('roles', 'String'),
+      field('admin', 'Boolean', '@default(false)'),
+      createdAt,
+      updatedAt,
+      time('disabledAt', true),
+    ],
+  },
+  {
+    name: 'SvcRefreshToken',
+    table: '_svc_refresh_tokens',
+    indexes: ['familyId'],
+    fields: [
+      id,
+      field('tokenHash', 'String', '@unique'),
+      field('familyId', 'String'),
+      field('subjectKind', 'String'),
+      field('subjectId', 'String'),
+      field('clientId', 'String'),
+      time('expiresAt'),
+      time('usedAt', true),
+      time('revokedAt', true),
+      createdAt,
+    ],
+  },
+  {
+    name: 'SvcSigningKey',
+    table: '_svc_signing_keys',
+    indexes: [],
+    fields: [id, field('algorithm', 'String'), field('privateJwk', 'String'), field('publicJwk', 'String'), createdAt],
+  },
+  {
+    name: 'SvcLog',
+    table: '_log',
+    indexes: ['createdBy'],
+    fields: [
+      field('id', 'String', '@id', '@id @db.Uuid'),
+      field('message', 'String', '', '@db.Text'),
+      field('severity', 'Int'),
+      field('username', 'String?'),
+      field('reqId', 'String?'),
+      createdAt,
+      updatedAt,
+      field('createdBy', 'String?'),
+    ],
+  },
 ];
 
 /** Collection names that would clash with a system model (compared case-insensitively). */

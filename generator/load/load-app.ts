@@ -68,7 +68,10 @@ export async function loadApp(appDir: string): Promise<RawApp> {
   const diagnostics: Diagnostic[] = [];
   const svcText = await readText(root, 'svc.json', diagnostics);
   if (svcText === undefined && !diagnostics.length) {
-    const folderExists = await stat(root).then((s) => s.isDirectory(), () => false);
+    const folderExists = await stat(root).then(
+      (s) => s.isDirectory(),
+      () => false,
+    );
     diagnostics.push({
       code: 'DEF_MISSING_SVC_JSON',
       file: 'svc.json',
@@ -180,9 +183,7 @@ function parseFile(file: string, text: string, diagnostics: Diagnostic[]): RawFi
   try {
     return { file, data: JSON.parse(body) as unknown };
   } catch (err) {
-    const reason = (err instanceof Error ? err.message : String(err))
-      .replace(/ in JSON at position \d+.*$/s, '')
-      .replace(/, ".*" is not valid JSON$/s, '');
+    const reason = (err instanceof Error ? err.message : String(err)).replace(/ in JSON at position \d+.*$/s, '').replace(/, ".*" is not valid JSON$/s, '');
     const offset = jsonErrorOffset(body);
     if (offset < 0) {
       diagnostics.push({ code: 'DEF_INVALID_JSON', file, path: '', message: `not valid JSON: ${reason}` });

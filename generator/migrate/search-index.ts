@@ -27,7 +27,13 @@ export function readSearchSpec(schema: string | null): SearchSpec {
   if (!schema) return spec;
   const re = /^\/\/\/ svc:search (.+)\nmodel (\w+) \{/gm;
   for (let m = re.exec(schema); m; m = re.exec(schema)) {
-    spec.set(m[2], m[1].split(',').map((s) => s.trim()).filter(Boolean));
+    spec.set(
+      m[2],
+      m[1]
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    );
   }
   return spec;
 }

@@ -3,9 +3,7 @@
  * DESIGN §3). Only schema-valid data may be cast to these; optional keys are as written by the author,
  * before `normaliseModel` fills defaults.
  */
-import type {
-  AccessMethod, AgentSettings, AggregateFunction, CreditsSettings, ExternalConnection, Property, TypedField,
-} from '../../runtime/index.js';
+import type { AccessMethod, AgentSettings, AggregateFunction, CreditsSettings, ExternalConnection, Property, TypedField } from '../../runtime/index.js';
 
 export interface RawAccessRule {
   method: AccessMethod;

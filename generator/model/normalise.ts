@@ -5,16 +5,35 @@
  * input gives a deep-equal output, with fixed key order.
  */
 import type {
-  AccessRule, AppManifest, AppSettings, ChildRelation, Collection, DatabaseProvider, ExternalCollection,
-  FunctionDefinition, Policy, Property, PropertyType, Query, QueryField, TypedField, View,
+  AccessRule,
+  AppManifest,
+  AppSettings,
+  ChildRelation,
+  Collection,
+  DatabaseProvider,
+  ExternalCollection,
+  FunctionDefinition,
+  Policy,
+  Property,
+  PropertyType,
+  Query,
+  QueryField,
+  TypedField,
+  View,
 } from '../../runtime/index.js';
 import type { RawApp, RawFile } from '../load/load-app.js';
 import { AGENT_DEFAULTS, CREDITS_DEFAULTS, SYSTEM_FIELD_TYPES } from '../../runtime/contract/index.js';
 import { compiledPathOf } from '../compile/compile-functions.js';
 import { DefinitionError } from '../validate/diagnostics.js';
 import {
-  splitQueryField, type RawAccessRule, type RawCollectionDefinition, type RawExternalDefinition,
-  type RawFunctionDefinition, type RawPropertyDefinition, type RawQueryDefinition, type RawSvcDefinition,
+  splitQueryField,
+  type RawAccessRule,
+  type RawCollectionDefinition,
+  type RawExternalDefinition,
+  type RawFunctionDefinition,
+  type RawPropertyDefinition,
+  type RawQueryDefinition,
+  type RawSvcDefinition,
   type RawViewDefinition,
 } from './definitions.js';
 
@@ -39,7 +58,8 @@ export function envValue(env: NodeJS.ProcessEnv, key: string): string | undefine
  * `file:./data/<name>.db` (DESIGN §3).
  */
 export function resolveDatabaseUrl(
-  svc: { name: string; database?: string }, env: NodeJS.ProcessEnv,
+  svc: { name: string; database?: string },
+  env: NodeJS.ProcessEnv,
 ): { url: string; source: 'DATABASE_URL' | 'svc.json' | 'default' } {
   const fromEnv = envValue(env, 'DATABASE_URL');
   if (fromEnv !== undefined) return { url: fromEnv, source: 'DATABASE_URL' };
@@ -58,8 +78,7 @@ function dataOf<T>(files: RawFile[]): T[] {
   return files.map((f) => f.data as T).sort((a, b) => byCodeUnit((a as { name: string }).name, (b as { name: string }).name));
 }
 
-const accessRules = (rules: RawAccessRule[] | undefined): AccessRule[] =>
-  (rules ?? []).map((r) => ({ method: r.method, roleNames: [...r.roleNames] }));
+const accessRules = (rules: RawAccessRule[] | undefined): AccessRule[] => (rules ?? []).map((r) => ({ method: r.method, roleNames: [...r.roleNames] }));
 
 /**
  * Settings as written in svc.json with defaults applied. Environment overrides (`DATABASE_URL`,
@@ -120,7 +139,10 @@ function collectionOf(c: RawCollectionDefinition, children: ChildRelation[]): Co
 
 function viewOf(v: RawViewDefinition): View {
   return {
-    name: v.name, ...pick(v, ['description']), collection: v.collection, filter: v.filter,
+    name: v.name,
+    ...pick(v, ['description']),
+    collection: v.collection,
+    filter: v.filter,
     access: v.access === undefined ? null : accessRules(v.access),
   };
 }
@@ -132,7 +154,8 @@ function propertyAt(collections: Collection[], from: string, path: string): Pick
   for (let i = 0; ; i++) {
     const seg = segments[i];
     const p = current.properties.find((x) => x.name === seg);
-    if (i === segments.length - 1) return p ? { type: p.type, ...pick(p, ['collection']) } : { type: SYSTEM_FIELD_TYPES[seg as keyof typeof SYSTEM_FIELD_TYPES] };
+    if (i === segments.length - 1)
+      return p ? { type: p.type, ...pick(p, ['collection']) } : { type: SYSTEM_FIELD_TYPES[seg as keyof typeof SYSTEM_FIELD_TYPES] };
     current = collections.find((c) => c.name === p!.collection)!;
   }
 }
@@ -156,9 +179,14 @@ function queryOf(q: RawQueryDefinition, collections: Collection[]): Query {
     }
   }
   return {
-    name: q.name, ...pick(q, ['description']), from: q.from, ...pick(q, ['filter']),
+    name: q.name,
+    ...pick(q, ['description']),
+    from: q.from,
+    ...pick(q, ['filter']),
     ...(q.groupBy?.length ? { groupBy: [...q.groupBy] } : {}),
-    fields, idType: queryIdType(q, collections), access: accessRules(q.access),
+    fields,
+    idType: queryIdType(q, collections),
+    access: accessRules(q.access),
   };
 }
 
@@ -169,9 +197,16 @@ function functionOf(f: RawFunctionDefinition, codeFile: string): FunctionDefinit
   const access: Record<string, string[]> = {};
   for (const m of FUNCTION_METHODS) if (f.access?.[m]) access[m] = [...f.access[m]];
   return {
-    name: f.name, ...pick(f, ['description']), enabled: f.enabled ?? true, functionTypeId: f.functionTypeId,
-    endpoint: f.endpoint, queryParams: typedFields(f.queryParams), requestBody: typedFields(f.requestBody),
-    responseFields: typedFields(f.responseFields), access, module: compiledPathOf(codeFile),
+    name: f.name,
+    ...pick(f, ['description']),
+    enabled: f.enabled ?? true,
+    functionTypeId: f.functionTypeId,
+    endpoint: f.endpoint,
+    queryParams: typedFields(f.queryParams),
+    requestBody: typedFields(f.requestBody),
+    responseFields: typedFields(f.responseFields),
+    access,
+    module: compiledPathOf(codeFile),
   };
 }
 
@@ -182,8 +217,11 @@ function codeFileOf(raw: RawApp, name: string): string {
 
 function externalOf(e: RawExternalDefinition): ExternalCollection {
   return {
-    name: e.name, ...pick(e, ['description']), url: e.url,
-    connection: structuredClone(e.connection ?? { type: 'none' as const }), access: accessRules(e.access),
+    name: e.name,
+    ...pick(e, ['description']),
+    url: e.url,
+    connection: structuredClone(e.connection ?? { type: 'none' as const }),
+    access: accessRules(e.access),
   };
 }
 
@@ -207,10 +245,14 @@ export function normaliseModel(raw: RawApp, env: NodeJS.ProcessEnv): AppManifest
   const { url, source } = resolveDatabaseUrl(svc, env);
   const provider = databaseProvider(url);
   if (!provider) {
-    throw new DefinitionError([{
-      code: 'DEF_UNSUPPORTED_DATABASE_URL', file: 'svc.json', path: source === 'svc.json' ? '/database' : '',
-      message: `${source === 'DATABASE_URL' ? 'DATABASE_URL' : 'database'} must start with file:, postgres:// or postgresql://`,
-    }]);
+    throw new DefinitionError([
+      {
+        code: 'DEF_UNSUPPORTED_DATABASE_URL',
+        file: 'svc.json',
+        path: source === 'svc.json' ? '/database' : '',
+        message: `${source === 'DATABASE_URL' ? 'DATABASE_URL' : 'database'} must start with file:, postgres:// or postgresql://`,
+      },
+    ]);
   }
   const collections = dataOf<RawCollectionDefinition>(raw.collections);
   const children = childrenOf(collections);

@@ -79,17 +79,18 @@ function defaultProblem(p: RawPropertyDefinition, v: string | number | boolean):
     case 'integer':
       return Number.isInteger(v) ? rangeProblem(p, v as number) : 'must be an integer for an integer property';
     case 'decimal':
-      if (typeof v === 'number') return Math.abs(v) < 10 ** DECIMAL_INTEGER_DIGITS ? rangeProblem(p, v) : `has more than ${DECIMAL_INTEGER_DIGITS} digits before the point`;
+      if (typeof v === 'number')
+        return Math.abs(v) < 10 ** DECIMAL_INTEGER_DIGITS ? rangeProblem(p, v) : `has more than ${DECIMAL_INTEGER_DIGITS} digits before the point`;
       if (typeof v === 'string' && DECIMAL.test(v)) return rangeProblem(p, Number(v));
       return 'must be a number (or a decimal string such as "12.50") for a decimal property';
     case 'boolean':
       return typeof v === 'boolean' ? null : 'must be true or false for a boolean property';
     case 'date':
-      return v === 'now()' || (typeof v === 'string' && isValidDate(v))
-        ? null : 'must be "now()" or a date such as "2024-01-31" for a date property';
+      return v === 'now()' || (typeof v === 'string' && isValidDate(v)) ? null : 'must be "now()" or a date such as "2024-01-31" for a date property';
     case 'date-time':
       return v === 'now()' || (typeof v === 'string' && DATE_TIME.test(v) && isValidDate(v.slice(0, 10)) && !Number.isNaN(Date.parse(v)))
-        ? null : 'must be "now()" or an ISO date-time with a time zone such as "2024-01-31T10:00:00Z" for a date-time property';
+        ? null
+        : 'must be "now()" or an ISO date-time with a time zone such as "2024-01-31T10:00:00Z" for a date-time property';
     case 'guid':
       return typeof v === 'string' && GUID.test(v) ? null : 'must be a GUID string for a guid property';
     case 'lookup':

@@ -29,7 +29,9 @@ function resolvePath(index: ModelIndex, from: string, path: string): PathResult 
     }
     if (isLast) return { type };
     if (type !== 'lookup' || !prop?.collection) {
-      return { problem: { code: 'DEF_PATH_NOT_LOOKUP', message: `path "${path}": "${seg}" of ${currentName} is not a lookup, so the path cannot continue past it` } };
+      return {
+        problem: { code: 'DEF_PATH_NOT_LOOKUP', message: `path "${path}": "${seg}" of ${currentName} is not a lookup, so the path cannot continue past it` },
+      };
     }
     currentName = prop.collection;
     current = index.collection(prop.collection);
@@ -72,8 +74,11 @@ export function checkQuery(index: ModelIndex, file: string, q: RawQueryDefinitio
       at('DEF_AGGREGATE_TYPE', `${aggregate} needs an integer or decimal path; "${path}" is ${r.type}`, where);
     }
     if (groupBy.length && !aggregate && !groupBy.some((g) => path === g || path.startsWith(`${g}.`))) {
-      at('DEF_FIELD_NOT_GROUPED',
-        `field "${name}" (path "${path}") must be a groupBy path, reached through one, or an aggregate (count, sum, avg, min, max)`, where);
+      at(
+        'DEF_FIELD_NOT_GROUPED',
+        `field "${name}" (path "${path}") must be a groupBy path, reached through one, or an aggregate (count, sum, avg, min, max)`,
+        where,
+      );
     }
   }
   return out;

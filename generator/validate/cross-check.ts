@@ -8,8 +8,13 @@
  */
 import type { RawApp } from '../load/load-app.js';
 import type {
-  RawAccessRule, RawCollectionDefinition, RawExternalDefinition, RawFunctionDefinition, RawQueryDefinition,
-  RawSvcDefinition, RawViewDefinition,
+  RawAccessRule,
+  RawCollectionDefinition,
+  RawExternalDefinition,
+  RawFunctionDefinition,
+  RawQueryDefinition,
+  RawSvcDefinition,
+  RawViewDefinition,
 } from '../model/definitions.js';
 import { databaseProvider, resolveDatabaseUrl } from '../model/normalise.js';
 import { checkProperty } from './check-properties.js';
@@ -19,9 +24,7 @@ import { pointer, type Diagnostic } from './diagnostics.js';
 import { buildModelIndex, collectionRefProblem, type ModelIndex } from './model-index.js';
 
 /** Types a function may take as input (SPEC §2 "Function definition"). */
-export const SCALAR_INPUT_TYPES: readonly string[] = [
-  'string', 'integer', 'decimal', 'guid', 'boolean', 'date', 'date-time', 'text',
-];
+export const SCALAR_INPUT_TYPES: readonly string[] = ['string', 'integer', 'decimal', 'guid', 'boolean', 'date', 'date-time', 'text'];
 
 const FOLDER_OF = { collection: 'collections', view: 'views', query: 'queries', function: 'functions', external: 'external' };
 
@@ -39,8 +42,12 @@ export function crossCheck(raw: RawApp, env: NodeJS.ProcessEnv, invalidFiles: Se
   for (const d of index.all) {
     if (!d.isValid) continue;
     switch (d.kind) {
-      case 'collection': out.push(...checkCollection(index, d.file, d.data as RawCollectionDefinition)); break;
-      case 'view': out.push(...checkView(index, d.file, d.data as RawViewDefinition)); break;
+      case 'collection':
+        out.push(...checkCollection(index, d.file, d.data as RawCollectionDefinition));
+        break;
+      case 'view':
+        out.push(...checkView(index, d.file, d.data as RawViewDefinition));
+        break;
       case 'query': {
         const q = d.data as RawQueryDefinition;
         out.push(...checkQuery(index, d.file, q), ...checkListen(d.file, q.access));
@@ -51,7 +58,9 @@ export function crossCheck(raw: RawApp, env: NodeJS.ProcessEnv, invalidFiles: Se
         out.push(...checkFunction(d.file, d.data as RawFunctionDefinition, codeFile));
         break;
       }
-      case 'external': out.push(...checkListen(d.file, (d.data as RawExternalDefinition).access)); break;
+      case 'external':
+        out.push(...checkListen(d.file, (d.data as RawExternalDefinition).access));
+        break;
     }
   }
   return out;
@@ -63,13 +72,21 @@ function checkNames(index: ModelIndex): Diagnostic[] {
   for (const d of index.all) {
     const base = d.file.slice(FOLDER_OF[d.kind].length + 1, -'.json'.length);
     if (base !== d.name) {
-      out.push({ code: 'DEF_FILE_NAME_MISMATCH', file: d.file, path: '/name',
-        message: `name "${d.name}" must match the file name: rename the file to ${FOLDER_OF[d.kind]}/${d.name}.json or the name to "${base}"` });
+      out.push({
+        code: 'DEF_FILE_NAME_MISMATCH',
+        file: d.file,
+        path: '/name',
+        message: `name "${d.name}" must match the file name: rename the file to ${FOLDER_OF[d.kind]}/${d.name}.json or the name to "${base}"`,
+      });
     }
     const reserved = RESERVED_COLLECTION_NAMES.find((r) => r.toLowerCase() === d.name.toLowerCase());
     if (d.kind === 'collection' && reserved) {
-      out.push({ code: 'DEF_RESERVED_NAME', file: d.file, path: '/name',
-        message: `name "${d.name}" is reserved for the system model ${reserved} (users, service accounts, tokens, keys and the client log); choose another name` });
+      out.push({
+        code: 'DEF_RESERVED_NAME',
+        file: d.file,
+        path: '/name',
+        message: `name "${d.name}" is reserved for the system model ${reserved} (users, service accounts, tokens, keys and the client log); choose another name`,
+      });
     }
     // Case-insensitive: table names clash on SQLite and on case-insensitive file systems.
     const key = d.name.toLowerCase();
@@ -77,10 +94,15 @@ function checkNames(index: ModelIndex): Diagnostic[] {
     if (!prev) {
       first.set(key, { name: d.name, file: d.file });
     } else {
-      out.push({ code: 'DEF_DUPLICATE_NAME', file: d.file, path: '/name',
-        message: prev.name === d.name
-          ? `name "${d.name}" is already used by ${prev.file}`
-          : `name "${d.name}" differs only in letter case from "${prev.name}" in ${prev.file}` });
+      out.push({
+        code: 'DEF_DUPLICATE_NAME',
+        file: d.file,
+        path: '/name',
+        message:
+          prev.name === d.name
+            ? `name "${d.name}" is already used by ${prev.file}`
+            : `name "${d.name}" differs only in letter case from "${prev.name}" in ${prev.file}`,
+      });
     }
   }
   return out;
@@ -94,8 +116,14 @@ function checkDatabase(raw: RawApp, env: NodeJS.ProcessEnv): Diagnostic[] {
   if (databaseProvider(url)) return [];
   const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:/.exec(url)?.[0]; // never echo the URL: it may carry a password
   const what = source === 'DATABASE_URL' ? 'environment variable DATABASE_URL' : 'database';
-  return [{ code: 'DEF_UNSUPPORTED_DATABASE_URL', file: 'svc.json', path: source === 'svc.json' ? '/database' : '',
-    message: `${what} must start with file: (SQLite), postgres:// or postgresql:// (PostgreSQL)${scheme ? `; got "${scheme}"` : ''}` }];
+  return [
+    {
+      code: 'DEF_UNSUPPORTED_DATABASE_URL',
+      file: 'svc.json',
+      path: source === 'svc.json' ? '/database' : '',
+      message: `${what} must start with file: (SQLite), postgres:// or postgresql:// (PostgreSQL)${scheme ? `; got "${scheme}"` : ''}`,
+    },
+  ];
 }
 
 function checkListen(file: string, access: RawAccessRule[] | undefined): Diagnostic[] {
@@ -104,8 +132,12 @@ function checkListen(file: string, access: RawAccessRule[] | undefined): Diagnos
     if (rule.method !== 'LISTEN') return;
     rule.roleNames.forEach((role, j) => {
       if (role === '_CREATOR') {
-        out.push({ code: 'DEF_CREATOR_IN_LISTEN', file, path: pointer('access', i, 'roleNames', j),
-          message: '_CREATOR may not be granted LISTEN: a subscription does not narrow to own rows and would deliver the whole collection stream' });
+        out.push({
+          code: 'DEF_CREATOR_IN_LISTEN',
+          file,
+          path: pointer('access', i, 'roleNames', j),
+          message: '_CREATOR may not be granted LISTEN: a subscription does not narrow to own rows and would deliver the whole collection stream',
+        });
       }
     });
   });
@@ -122,8 +154,7 @@ function checkCollection(index: ModelIndex, file: string, c: RawCollectionDefini
     }
   }
   if (c.search === true && !Object.values(c.properties).some((p) => p.type === 'string' || p.type === 'text')) {
-    out.push({ code: 'DEF_SEARCH_WITHOUT_TEXT', file, path: '/search',
-      message: 'search needs at least one string or text property to search in' });
+    out.push({ code: 'DEF_SEARCH_WITHOUT_TEXT', file, path: '/search', message: 'search needs at least one string or text property to search in' });
   }
   return [...out, ...checkListen(file, c.access)];
 }
@@ -136,27 +167,43 @@ function checkView(index: ModelIndex, file: string, v: RawViewDefinition): Diagn
 /** Whether an enum value has the JSON type of an input field type (dates and GUIDs are strings). */
 function fitsInputType(type: string, value: unknown): boolean {
   switch (type) {
-    case 'integer': return Number.isInteger(value);
-    case 'decimal': return typeof value === 'number';
-    case 'boolean': return typeof value === 'boolean';
-    default: return typeof value === 'string';
+    case 'integer':
+      return Number.isInteger(value);
+    case 'decimal':
+      return typeof value === 'number';
+    case 'boolean':
+      return typeof value === 'boolean';
+    default:
+      return typeof value === 'string';
   }
 }
 
 function checkFunction(file: string, f: RawFunctionDefinition, codeFile: string | null): Diagnostic[] {
   const out: Diagnostic[] = [];
   if (f.endpoint !== `/${f.name}`) {
-    out.push({ code: 'DEF_ENDPOINT_MISMATCH', file, path: '/endpoint',
-      message: `endpoint must be "/${f.name}" (the function is served at /api/${f.name}); got "${f.endpoint}"` });
+    out.push({
+      code: 'DEF_ENDPOINT_MISMATCH',
+      file,
+      path: '/endpoint',
+      message: `endpoint must be "/${f.name}" (the function is served at /api/${f.name}); got "${f.endpoint}"`,
+    });
   }
   for (const key of ['queryParams', 'requestBody'] as const) {
     (f[key] ?? []).forEach((field, i) => {
       if (!SCALAR_INPUT_TYPES.includes(field.type)) {
-        out.push({ code: 'DEF_INPUT_TYPE_NOT_SCALAR', file, path: pointer(key, i, 'type'),
-          message: `${key} field "${field.name}" has type "${field.type}"; inputs must be scalar (${SCALAR_INPUT_TYPES.join(', ')})` });
+        out.push({
+          code: 'DEF_INPUT_TYPE_NOT_SCALAR',
+          file,
+          path: pointer(key, i, 'type'),
+          message: `${key} field "${field.name}" has type "${field.type}"; inputs must be scalar (${SCALAR_INPUT_TYPES.join(', ')})`,
+        });
       } else if (field.spec?.enum?.some((v) => !fitsInputType(field.type, v))) {
-        out.push({ code: 'DEF_ENUM_TYPE_MISMATCH', file, path: pointer(key, i, 'spec', 'enum'),
-          message: `${key} field "${field.name}": every enum value must be of type ${field.type}` });
+        out.push({
+          code: 'DEF_ENUM_TYPE_MISMATCH',
+          file,
+          path: pointer(key, i, 'spec', 'enum'),
+          message: `${key} field "${field.name}": every enum value must be of type ${field.type}`,
+        });
       }
       if ((f[key] ?? []).findIndex((other) => other.name === field.name) < i) {
         out.push({ code: 'DEF_DUPLICATE_NAME', file, path: pointer(key, i, 'name'), message: `${key} declares "${field.name}" twice` });
@@ -165,8 +212,12 @@ function checkFunction(file: string, f: RawFunctionDefinition, codeFile: string 
   }
   if (codeFile === null) {
     const base = file.slice('functions/'.length, -'.json'.length);
-    out.push({ code: 'DEF_MISSING_FUNCTION_CODE', file, path: '',
-      message: `no code file for this function: add functions/${base}.ts (or .tsx, .js, .mjs, .cjs)` });
+    out.push({
+      code: 'DEF_MISSING_FUNCTION_CODE',
+      file,
+      path: '',
+      message: `no code file for this function: add functions/${base}.ts (or .tsx, .js, .mjs, .cjs)`,
+    });
   }
   return out;
 }

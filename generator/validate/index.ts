@@ -26,9 +26,7 @@ export { DefinitionError, formatDiagnostic, type Diagnostic } from './diagnostic
 export function validateApp(raw: RawApp, env: NodeJS.ProcessEnv = process.env): Diagnostic[] {
   const { diagnostics, invalidFiles } = validateFiles(raw);
   if (!raw.svc) invalidFiles.add('svc.json');
-  return sortDiagnostics([
-    ...raw.loadDiagnostics, ...diagnostics, ...crossCheck(raw, env, invalidFiles), ...compileFunctions(raw).diagnostics,
-  ]);
+  return sortDiagnostics([...raw.loadDiagnostics, ...diagnostics, ...crossCheck(raw, env, invalidFiles), ...compileFunctions(raw).diagnostics]);
 }
 
 /**
@@ -48,7 +46,10 @@ export async function loadAndValidate(appDir: string, env: NodeJS.ProcessEnv): P
   if (diagnostics.length) throw new DefinitionError(diagnostics);
   const { files, warnings } = compileFunctions(raw);
   const manifest = normaliseModel(raw, env);
-  const codeTypes = readCodeTypes(raw.appDir, raw.functions.map((f) => ({ name: (f.data as { name: string }).name, codeFile: f.codeFile })));
+  const codeTypes = readCodeTypes(
+    raw.appDir,
+    raw.functions.map((f) => ({ name: (f.data as { name: string }).name, codeFile: f.codeFile })),
+  );
   for (const fn of manifest.functions) {
     const types = codeTypes.get(fn.name);
     if (types) fn.codeTypes = types;

@@ -27,14 +27,21 @@ export interface ModelIndex {
 }
 
 const ARTICLE: Record<ModelKind, string> = {
-  collection: 'a collection', view: 'a view', query: 'a query', function: 'a function', external: 'an external collection',
+  collection: 'a collection',
+  view: 'a view',
+  query: 'a query',
+  function: 'a function',
+  external: 'an external collection',
 };
 
 /** Indexes every definition of `raw` that has a string `name`; `invalidFiles` are those that failed their schema. */
 export function buildModelIndex(raw: RawApp, invalidFiles: Set<string>): ModelIndex {
   const groups: [ModelKind, RawFile[]][] = [
-    ['collection', raw.collections], ['view', raw.views], ['query', raw.queries],
-    ['function', raw.functions], ['external', raw.externals],
+    ['collection', raw.collections],
+    ['view', raw.views],
+    ['query', raw.queries],
+    ['function', raw.functions],
+    ['external', raw.externals],
   ];
   const all: NamedDefinition[] = [];
   for (const [kind, files] of groups) {
@@ -60,9 +67,7 @@ export function buildModelIndex(raw: RawApp, invalidFiles: Set<string>): ModelIn
  * it does. Example: `lookup target "Custmer" is not a collection`, `from "OpenOrders" is a view, not a
  * collection`.
  */
-export function collectionRefProblem(
-  index: ModelIndex, role: string, name: string,
-): { code: string; message: string } | null {
+export function collectionRefProblem(index: ModelIndex, role: string, name: string): { code: string; message: string } | null {
   const d = index.byName.get(name);
   if (!d) return { code: 'DEF_UNKNOWN_COLLECTION', message: `${role} "${name}" is not a collection` };
   if (d.kind !== 'collection') {

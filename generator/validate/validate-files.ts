@@ -22,9 +22,7 @@ export const SCHEMA_FILES = {
 export type DefinitionKind = keyof typeof SCHEMA_FILES;
 
 // ajv-formats is CommonJS with `exports.default`; under NodeNext the default import is the module object.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
-  ajv: Ajv2020,
-) => Ajv2020;
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv2020) => Ajv2020;
 
 let validators: Record<DefinitionKind, ValidateFunction> | undefined;
 
@@ -96,8 +94,13 @@ const PATTERN_HINTS: Record<string, string> = {
 };
 
 const TYPE_NAMES: Record<string, string> = {
-  object: 'an object', array: 'an array', string: 'a string', integer: 'an integer', number: 'a number',
-  boolean: 'a boolean', null: 'null',
+  object: 'an object',
+  array: 'an array',
+  string: 'a string',
+  integer: 'an integer',
+  number: 'a number',
+  boolean: 'a boolean',
+  null: 'null',
 };
 
 function describeType(type: unknown): string {
@@ -111,7 +114,10 @@ function list(values: unknown[]): string {
 
 /** Names the value at a JSON Pointer for a message: `/access/0/method` → `method`, `/access/0` → `access[0]`. */
 function labelOf(instancePath: string): string {
-  const segs = instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const segs = instancePath
+    .split('/')
+    .slice(1)
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
   const last = segs[segs.length - 1];
   if (last === undefined) return 'the file';
   return /^\d+$/.test(last) && segs.length > 1 ? `${segs[segs.length - 2]}[${last}]` : last;
@@ -126,21 +132,29 @@ function toDiagnostic(kind: DefinitionKind, file: string, err: ErrorObject): Dia
     // An error inside `propertyNames`: the offending value is a key, so point at that key.
     const what = label === 'fields' ? 'field name' : label === 'properties' ? 'property name' : 'key';
     const hint =
-      keyword === 'pattern' ? PATTERN_HINTS[String(params.pattern)] ?? `must match ${String(params.pattern)}`
-      : keyword === 'maxLength' ? `must have at most ${String(params.limit)} characters`
-      : String(err.message);
+      keyword === 'pattern'
+        ? (PATTERN_HINTS[String(params.pattern)] ?? `must match ${String(params.pattern)}`)
+        : keyword === 'maxLength'
+          ? `must have at most ${String(params.limit)} characters`
+          : String(err.message);
     return at('DEF_INVALID_NAME', `${what} "${err.propertyName}" ${hint}`, `${instancePath}/${pointerSegment(err.propertyName)}`);
   }
   switch (keyword) {
-    case 'if': case 'oneOf': case 'anyOf': case 'propertyNames':
+    case 'if':
+    case 'oneOf':
+    case 'anyOf':
+    case 'propertyNames':
       return null; // wrappers: the errors of their subschemas say what is wrong
     case 'required':
       return at('DEF_MISSING_KEY', `missing required key "${String(params.missingProperty)}"`);
     case 'additionalProperties': {
       const key = String(params.additionalProperty);
       const allowed = Object.keys((err.parentSchema?.properties as object | undefined) ?? {}).filter((k) => k !== '$schema');
-      return at('DEF_UNKNOWN_KEY', `unknown key "${key}"${allowed.length ? `; allowed keys: ${allowed.join(', ')}` : ''}`,
-        `${instancePath}/${pointerSegment(key)}`);
+      return at(
+        'DEF_UNKNOWN_KEY',
+        `unknown key "${key}"${allowed.length ? `; allowed keys: ${allowed.join(', ')}` : ''}`,
+        `${instancePath}/${pointerSegment(key)}`,
+      );
     }
     case 'enum': {
       const allowed = list(params.allowedValues as unknown[]);
@@ -164,27 +178,33 @@ function toDiagnostic(kind: DefinitionKind, file: string, err: ErrorObject): Dia
     }
     case 'format':
       return at('DEF_INVALID_VALUE', `${label} must be a valid ${String(params.format)} (got ${shown})`);
-    case 'minLength': case 'maxLength': case 'minItems': {
+    case 'minLength':
+    case 'maxLength':
+    case 'minItems': {
       const unit = keyword === 'minItems' ? 'item' : 'character';
       const n = Number(params.limit);
       const bound = keyword === 'maxLength' ? 'at most' : 'at least';
       return at('DEF_INVALID_VALUE', `${label} must have ${bound} ${n} ${unit}${n === 1 ? '' : 's'}`);
     }
-    case 'minimum': case 'maximum':
+    case 'minimum':
+    case 'maximum':
       return at('DEF_INVALID_VALUE', `${label} must be ${keyword === 'minimum' ? 'at least' : 'at most'} ${String(params.limit)} (got ${shown})`);
     case 'uniqueItems':
       return at('DEF_INVALID_VALUE', `${label} must not repeat items (items ${String(params.j)} and ${String(params.i)} are equal)`);
-    case 'minProperties': case 'maxProperties': {
+    case 'minProperties':
+    case 'maxProperties': {
       const keys = Object.keys((err.parentSchema?.properties as object | undefined) ?? {});
       if (keys.length) return at('DEF_INVALID_VALUE', `${label} must have exactly one key, one of: ${keys.join(', ')}`);
       return at('DEF_INVALID_VALUE', `${label} must have at least ${String(params.limit)} key${Number(params.limit) === 1 ? '' : 's'}`);
     }
     case 'discriminator': {
-      const forms = ((err.parentSchema?.oneOf as { properties: { type: { const: string } } }[] | undefined) ?? [])
-        .map((s) => s.properties.type.const);
+      const forms = ((err.parentSchema?.oneOf as { properties: { type: { const: string } } }[] | undefined) ?? []).map((s) => s.properties.type.const);
       const got = (err.data as Record<string, unknown>)[String(params.tag)];
-      return at('DEF_INVALID_VALUE', `${label} type must be one of: ${forms.join(', ')} (got ${JSON.stringify(got) ?? 'nothing'})`,
-        params.error === 'mapping' ? `${instancePath}/${String(params.tag)}` : instancePath);
+      return at(
+        'DEF_INVALID_VALUE',
+        `${label} type must be one of: ${forms.join(', ')} (got ${JSON.stringify(got) ?? 'nothing'})`,
+        params.error === 'mapping' ? `${instancePath}/${String(params.tag)}` : instancePath,
+      );
     }
     default:
       return at('DEF_INVALID_VALUE', `${label} ${String(err.message)}`);

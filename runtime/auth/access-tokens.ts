@@ -18,7 +18,11 @@ const KEY_ROW_ID = 'access-token';
 const TOKEN_TYPE = 'at+jwt';
 
 /** The signing key in force: key id (`kid`, the JWK thumbprint) and the key pair. */
-export interface SigningKeys { kid: string; privateKey: CryptoKey; publicKey: CryptoKey }
+export interface SigningKeys {
+  kid: string;
+  privateKey: CryptoKey;
+  publicKey: CryptoKey;
+}
 
 /**
  * Loads the signing key pair from the database, creating it on the first start.
@@ -40,8 +44,8 @@ export async function loadSigningKeys(db: Database): Promise<SigningKeys> {
   const publicJwk = JSON.parse(row.publicJwk) as JWK;
   return {
     kid: await calculateJwkThumbprint(publicJwk),
-    privateKey: await importJWK(JSON.parse(row.privateJwk) as JWK, ALGORITHM) as CryptoKey,
-    publicKey: await importJWK(publicJwk, ALGORITHM) as CryptoKey,
+    privateKey: (await importJWK(JSON.parse(row.privateJwk) as JWK, ALGORITHM)) as CryptoKey,
+    publicKey: (await importJWK(publicJwk, ALGORITHM)) as CryptoKey,
   };
 }
 
@@ -72,7 +76,12 @@ export async function verifyAccessToken(keys: SigningKeys, token: string, issuer
   let payload: Record<string, unknown>;
   try {
     const result = await jwtVerify(token, keys.publicKey, {
-      algorithms: [ALGORITHM], issuer, audience: issuer, typ: TOKEN_TYPE, requiredClaims: ['sub', 'exp', 'iat'], clockTolerance: 5, // s
+      algorithms: [ALGORITHM],
+      issuer,
+      audience: issuer,
+      typ: TOKEN_TYPE,
+      requiredClaims: ['sub', 'exp', 'iat'],
+      clockTolerance: 5, // s
     });
     if (result.protectedHeader.kid !== keys.kid) throw new HttpError('UNAUTHORIZED', 'unknown key');
     payload = result.payload as Record<string, unknown>;
@@ -81,8 +90,14 @@ export async function verifyAccessToken(keys: SigningKeys, token: string, issuer
     throw new HttpError('UNAUTHORIZED', expired ? 'the access token has expired' : 'the access token is not valid');
   }
   const { sub, kind, name, roles, admin } = payload;
-  if (typeof sub !== 'string' || (kind !== 'user' && kind !== 'serviceAccount') || typeof name !== 'string'
-    || !Array.isArray(roles) || !roles.every((r) => typeof r === 'string') || typeof admin !== 'boolean') {
+  if (
+    typeof sub !== 'string' ||
+    (kind !== 'user' && kind !== 'serviceAccount') ||
+    typeof name !== 'string' ||
+    !Array.isArray(roles) ||
+    !roles.every((r) => typeof r === 'string') ||
+    typeof admin !== 'boolean'
+  ) {
     throw new HttpError('UNAUTHORIZED', 'the access token is not valid');
   }
   return { kind, id: sub, username: name, roles: roles as string[], admin: kind === 'serviceAccount' && admin };

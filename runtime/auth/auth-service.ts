@@ -32,7 +32,9 @@ export interface AuthService {
 export async function createAuthService(db: Database, manifest: AppManifest, logger: Logger, rateLimit?: RateLimitOptions): Promise<AuthService> {
   const auth = manifest.settings.auth;
   return {
-    db, manifest, logger,
+    db,
+    manifest,
+    logger,
     keys: await loadSigningKeys(db),
     limiter: new FailureLimiter(rateLimit),
     identities: new IdentityCache(db),
@@ -44,10 +46,19 @@ export async function createAuthService(db: Database, manifest: AppManifest, log
 }
 
 /** The token response of `_auth`, `_token` (DESIGN §4): `expires_in` in seconds. */
-export interface TokenBody { access_token: string; token_type: 'Bearer'; expires_in: number; refresh_token: string }
+export interface TokenBody {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  refresh_token: string;
+}
 
 /** A session: the token body and when its refresh token's family expires. */
-export interface Session { body: TokenBody; caller: Caller; refreshExpiresAt: Date }
+export interface Session {
+  body: TokenBody;
+  caller: Caller;
+  refreshExpiresAt: Date;
+}
 
 async function sessionFor(auth: AuthService, caller: Caller, refresh: { token: string; expiresAt: Date }): Promise<Session> {
   const access = await signAccessToken(auth.keys, caller, { issuer: auth.issuer, ttlSeconds: auth.accessTokenTtlSeconds });

@@ -42,7 +42,10 @@ export interface CredentialInput {
 }
 
 /** Who is calling, and what proved it (`none`: anonymous). */
-export interface Authenticated { caller: Caller; via: 'bearer' | 'cookie' | 'none' }
+export interface Authenticated {
+  caller: Caller;
+  via: 'bearer' | 'cookie' | 'none';
+}
 
 /** The header every 401 about a bearer token carries (RFC 6750 §3). */
 export const BEARER_CHALLENGE: Readonly<Record<string, string>> = Object.freeze({ 'www-authenticate': 'Bearer error="invalid_token"' });

@@ -58,7 +58,9 @@ export function policyConditions(caller: Caller, manifest: AppManifest, collecti
   const applicable = collection.policies.filter((p) => p.roleNames.some((r) => r === ANONYMOUS_ROLE || roles.has(r)));
   if (applicable.length === 0) return [raw('1=0')];
   const now = new Date();
-  const parts = applicable.map((p) => sql`(${compileFilter(policyFilter(p), { manifest, collection, provider: manifest.provider, alias, now, callerId: caller.id })})`);
+  const parts = applicable.map(
+    (p) => sql`(${compileFilter(policyFilter(p), { manifest, collection, provider: manifest.provider, alias, now, callerId: caller.id })})`,
+  );
   return [sql`(${join(parts, ' OR ')})`];
 }
 
@@ -69,7 +71,14 @@ export function policyConditions(caller: Caller, manifest: AppManifest, collecti
  * @throws HttpError UNAUTHORIZED (401) for an anonymous caller, FORBIDDEN (403) for an authenticated one
  * Source: DESIGN §3 (access, `_CREATOR`, admins), §4 "Auth details".
  */
-export function authorize(caller: Caller, manifest: AppManifest, collection: Collection, method: AccessMethod, rules: readonly AccessRule[], options: { alias?: string; what?: string } = {}): Grant {
+export function authorize(
+  caller: Caller,
+  manifest: AppManifest,
+  collection: Collection,
+  method: AccessMethod,
+  rules: readonly AccessRule[],
+  options: { alias?: string; what?: string } = {},
+): Grant {
   const alias = options.alias ?? 't0';
   if (caller.admin) return { visibility: [], owner: null };
   const allowed = rules.filter((r) => r.method === method).flatMap((r) => r.roleNames);
@@ -137,6 +146,7 @@ export function checkPolicies(manifest: AppManifest): string[] {
 export function writeAccessFor(caller: Caller, manifest: AppManifest): WriteAccess {
   return {
     visibility: (name) => policyConditions(caller, manifest, collectionNamed(manifest, name)),
-    grant: (collection, method) => authorize(caller, manifest, collection, method, collection.access, { what: `${method} on ${collection.name} (nested children)` }).owner,
+    grant: (collection, method) =>
+      authorize(caller, manifest, collection, method, collection.access, { what: `${method} on ${collection.name} (nested children)` }).owner,
   };
 }

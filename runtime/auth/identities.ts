@@ -21,7 +21,11 @@ export const MIN_PASSWORD_LENGTH = 8;
 
 function checkRoles(roles: readonly string[]): string[] {
   const bad = roles.filter((r) => !ROLE_NAME.test(r));
-  if (bad.length > 0) throw new HttpError('VALIDATION_FAILED', `role names must start with a letter and hold only letters, digits, _ and - (got ${bad.map((r) => JSON.stringify(r)).join(', ')})`);
+  if (bad.length > 0)
+    throw new HttpError(
+      'VALIDATION_FAILED',
+      `role names must start with a letter and hold only letters, digits, _ and - (got ${bad.map((r) => JSON.stringify(r)).join(', ')})`,
+    );
   return [...new Set(roles)].sort();
 }
 
@@ -48,7 +52,10 @@ export async function createUser(db: Database, input: { username: string; passwo
  * Creates a service account with a random client id and secret; only the secret's hash is stored.
  * @returns the id, the client id and the secret (shown once: it cannot be read back)
  */
-export async function createServiceAccount(db: Database, input: { name: string; roles?: readonly string[]; admin?: boolean }): Promise<{ id: string; clientId: string; clientSecret: string }> {
+export async function createServiceAccount(
+  db: Database,
+  input: { name: string; roles?: readonly string[]; admin?: boolean },
+): Promise<{ id: string; clientId: string; clientSecret: string }> {
   const name = input.name.trim();
   if (name.length === 0 || name.length > 200) throw new HttpError('VALIDATION_FAILED', 'name must be 1 to 200 characters');
   const roles = checkRoles(input.roles ?? []);

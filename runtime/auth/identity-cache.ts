@@ -15,7 +15,10 @@ export const IDENTITY_CACHE_TTL_MS = 4000;
 /** Entries above this count trigger a sweep of expired ones. */
 const SWEEP_ABOVE = 10_000;
 
-interface Entry { loadedAt: number; caller: Promise<Caller | null> }
+interface Entry {
+  loadedAt: number;
+  caller: Promise<Caller | null>;
+}
 
 export class IdentityCache {
   private readonly entries = new Map<string, Entry>();
@@ -24,7 +27,11 @@ export class IdentityCache {
    * @param ttlMs - entry lifetime in ms (default `IDENTITY_CACHE_TTL_MS`)
    * @param now - the clock, ms (tests pass their own)
    */
-  constructor(private readonly db: Database, private readonly ttlMs = IDENTITY_CACHE_TTL_MS, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly db: Database,
+    private readonly ttlMs = IDENTITY_CACHE_TTL_MS,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /**
    * The current caller of identity `kind`/`id` (roles and admin flag as stored now).

@@ -51,11 +51,14 @@ input{width:100%;padding:.4rem;box-sizing:border-box}button{margin-top:1rem;padd
 function form(appName: string, options: { error?: string; username?: string; returnUrl: string | null }): string {
   const error = options.error ? `<p class="error" role="alert">${escapeHtml(options.error)}</p>` : '';
   const returnField = options.returnUrl ? `<input type="hidden" name="returnUrl" value="${escapeHtml(options.returnUrl)}">` : '';
-  return page(`Sign in to ${appName}`, `<h1>Sign in to ${escapeHtml(appName)}</h1>${error}
+  return page(
+    `Sign in to ${appName}`,
+    `<h1>Sign in to ${escapeHtml(appName)}</h1>${error}
 <form method="post" action="/login">${returnField}
 <label for="username">Username</label><input id="username" name="username" autocomplete="username" required value="${escapeHtml(options.username ?? '')}">
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
-<button type="submit">Sign in</button></form>`);
+<button type="submit">Sign in</button></form>`,
+  );
 }
 
 /** Response headers of every page: no framing, no scripts, no caching, no referrer off the origin. */
@@ -70,9 +73,20 @@ const PAGE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
  * What the HTTP layer answers for `/login`: an HTML page with `status` and `headers`, or a 303 to
  * `redirect`; `cookies` are `Set-Cookie` values to append either way.
  */
-export interface LoginPageResult { status: number; headers: Record<string, string>; html?: string; redirect?: string; cookies: string[] }
+export interface LoginPageResult {
+  status: number;
+  headers: Record<string, string>;
+  html?: string;
+  redirect?: string;
+  cookies: string[];
+}
 
-const htmlResult = (status: number, html: string, extra: Record<string, string> = {}): LoginPageResult => ({ status, headers: { ...PAGE_HEADERS, ...extra }, html, cookies: [] });
+const htmlResult = (status: number, html: string, extra: Record<string, string> = {}): LoginPageResult => ({
+  status,
+  headers: { ...PAGE_HEADERS, ...extra },
+  html,
+  cookies: [],
+});
 
 /** `GET /login`: the form, keeping `returnUrl` (a query parameter) only when it is safe. */
 export function loginForm(auth: AuthService, returnUrl: unknown): LoginPageResult {
@@ -104,5 +118,11 @@ export async function submitLogin(auth: AuthService, body: unknown, request: Cre
   if (!caller) return htmlResult(401, form(name, { error: 'Wrong username or password.', username, returnUrl }));
   const cookies = sessionCookies(auth, await startSession(auth, caller, username));
   if (returnUrl) return { status: 303, headers: { 'Cache-Control': 'no-store' }, redirect: returnUrl, cookies };
-  return { ...htmlResult(200, page(`Signed in to ${name}`, `<h1>Signed in</h1><p>You are signed in to ${escapeHtml(name)} as ${escapeHtml(caller.username ?? '')}.</p>`)), cookies };
+  return {
+    ...htmlResult(
+      200,
+      page(`Signed in to ${name}`, `<h1>Signed in</h1><p>You are signed in to ${escapeHtml(name)} as ${escapeHtml(caller.username ?? '')}.</p>`),
+    ),
+    cookies,
+  };
 }

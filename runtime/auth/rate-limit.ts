@@ -12,7 +12,10 @@ export interface RateLimitOptions {
   windowMs?: number;
 }
 
-interface Entry { failures: number; resetAt: number }
+interface Entry {
+  failures: number;
+  resetAt: number;
+}
 
 /** Entries above this count trigger a sweep of expired ones. */
 const SWEEP_ABOVE = 10_000;

@@ -12,10 +12,17 @@ import { sql } from '../query/sql.js';
 import { decodeRefreshToken, first, TABLE, type RefreshTokenRow } from './store.js';
 
 /** Who a refresh token was issued to, and for which client (`client_id`: a client id or a username). */
-export interface RefreshSubject { subjectKind: 'user' | 'serviceAccount'; subjectId: string; clientId: string }
+export interface RefreshSubject {
+  subjectKind: 'user' | 'serviceAccount';
+  subjectId: string;
+  clientId: string;
+}
 
 /** A newly issued refresh token and when its family expires. */
-export interface IssuedRefreshToken { token: string; expiresAt: Date }
+export interface IssuedRefreshToken {
+  token: string;
+  expiresAt: Date;
+}
 
 /** Starts a new family (a sign-in): the token expires `ttlDays` from now. */
 export async function issueRefreshToken(db: Database, subject: RefreshSubject, ttlDays: number): Promise<IssuedRefreshToken> {
@@ -40,7 +47,12 @@ export type RotationFailure = 'unknown' | 'expired' | 'reused' | 'wrong-client' 
  *   fails with `identity-gone` and revokes the family
  * @returns the subject and the new token, or the failure (a reused token has revoked its family)
  */
-export async function rotateRefreshToken(db: Database, token: string, clientId: string | null, subjectActive: (s: RefreshSubject) => Promise<boolean>): Promise<{ subject: RefreshSubject; next: IssuedRefreshToken } | { failure: RotationFailure }> {
+export async function rotateRefreshToken(
+  db: Database,
+  token: string,
+  clientId: string | null,
+  subjectActive: (s: RefreshSubject) => Promise<boolean>,
+): Promise<{ subject: RefreshSubject; next: IssuedRefreshToken } | { failure: RotationFailure }> {
   const row = await first(db, sql`SELECT * FROM ${TABLE.refreshTokens} WHERE "tokenHash" = ${sha256(token)}`, decodeRefreshToken);
   if (!row) return { failure: 'unknown' };
   if (row.usedAt || row.revokedAt) {

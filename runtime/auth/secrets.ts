@@ -20,7 +20,7 @@ let dummy: Promise<string> | undefined;
 export async function verifySecret(stored: string | null, plain: string): Promise<boolean> {
   dummy ??= hashSecret(randomToken(16));
   try {
-    const ok = await verify(stored ?? await dummy, plain);
+    const ok = await verify(stored ?? (await dummy), plain);
     return stored !== null && ok;
   } catch {
     return false;

@@ -42,7 +42,12 @@ export function checkLockout(auth: AuthService, subject: string, remoteAddress: 
  * @returns the caller, or null for wrong credentials (counted as a failure)
  * @throws HttpError RATE_LIMITED (429) while the key is locked out (see `checkLockout`)
  */
-export async function limitedCheck(auth: AuthService, subject: string, remoteAddress: string | undefined, check: () => Promise<Caller | null>): Promise<Caller | null> {
+export async function limitedCheck(
+  auth: AuthService,
+  subject: string,
+  remoteAddress: string | undefined,
+  check: () => Promise<Caller | null>,
+): Promise<Caller | null> {
   const key = checkLockout(auth, subject, remoteAddress);
   const caller = await check();
   if (caller) auth.limiter.reset(key);
@@ -70,7 +75,9 @@ export async function signIn(auth: AuthService, body: unknown, remoteAddress: st
     clientId = f.username;
     caller = await limitedCheck(auth, `user:${f.username}`, remoteAddress, () => checkPassword(auth.db, f.username, f.password));
   } else {
-    throw new HttpError('VALIDATION_FAILED', 'authority must be "serviceaccount" (with clientId, clientSecret) or "password" (with username, password)', { details: [{ path: '/authority', message: 'must be "serviceaccount" or "password"' }] });
+    throw new HttpError('VALIDATION_FAILED', 'authority must be "serviceaccount" (with clientId, clientSecret) or "password" (with username, password)', {
+      details: [{ path: '/authority', message: 'must be "serviceaccount" or "password"' }],
+    });
   }
   if (!caller) throw new HttpError('UNAUTHORIZED', 'the credentials are not valid');
   return startSession(auth, caller, clientId);

@@ -21,13 +21,39 @@ export const TABLE = {
   log: ident('_log'),
 } as const;
 
-export interface UserRow { id: string; username: string; passwordHash: string; roles: string[]; disabledAt: Date | null }
-export interface ServiceAccountRow { id: string; name: string; clientId: string; secretHash: string; roles: string[]; admin: boolean; disabledAt: Date | null }
-export interface RefreshTokenRow {
-  id: string; tokenHash: string; familyId: string; subjectKind: string; subjectId: string; clientId: string;
-  expiresAt: Date; usedAt: Date | null; revokedAt: Date | null;
+export interface UserRow {
+  id: string;
+  username: string;
+  passwordHash: string;
+  roles: string[];
+  disabledAt: Date | null;
 }
-export interface SigningKeyRow { id: string; algorithm: string; privateJwk: string; publicJwk: string }
+export interface ServiceAccountRow {
+  id: string;
+  name: string;
+  clientId: string;
+  secretHash: string;
+  roles: string[];
+  admin: boolean;
+  disabledAt: Date | null;
+}
+export interface RefreshTokenRow {
+  id: string;
+  tokenHash: string;
+  familyId: string;
+  subjectKind: string;
+  subjectId: string;
+  clientId: string;
+  expiresAt: Date;
+  usedAt: Date | null;
+  revokedAt: Date | null;
+}
+export interface SigningKeyRow {
+  id: string;
+  algorithm: string;
+  privateJwk: string;
+  publicJwk: string;
+}
 
 type Raw = Record<string, unknown>;
 
@@ -59,21 +85,38 @@ export function parseRoles(text: unknown): string[] {
 }
 
 export function decodeUser(r: Raw): UserRow {
-  return { id: String(r.id), username: String(r.username), passwordHash: String(r.passwordHash), roles: parseRoles(r.roles), disabledAt: toDateOrNull(r.disabledAt) };
+  return {
+    id: String(r.id),
+    username: String(r.username),
+    passwordHash: String(r.passwordHash),
+    roles: parseRoles(r.roles),
+    disabledAt: toDateOrNull(r.disabledAt),
+  };
 }
 
 export function decodeServiceAccount(r: Raw): ServiceAccountRow {
   return {
-    id: String(r.id), name: String(r.name), clientId: String(r.clientId), secretHash: String(r.secretHash),
-    roles: parseRoles(r.roles), admin: toBool(r.admin), disabledAt: toDateOrNull(r.disabledAt),
+    id: String(r.id),
+    name: String(r.name),
+    clientId: String(r.clientId),
+    secretHash: String(r.secretHash),
+    roles: parseRoles(r.roles),
+    admin: toBool(r.admin),
+    disabledAt: toDateOrNull(r.disabledAt),
   };
 }
 
 export function decodeRefreshToken(r: Raw): RefreshTokenRow {
   return {
-    id: String(r.id), tokenHash: String(r.tokenHash), familyId: String(r.familyId), subjectKind: String(r.subjectKind),
-    subjectId: String(r.subjectId), clientId: String(r.clientId), expiresAt: toDate(r.expiresAt),
-    usedAt: toDateOrNull(r.usedAt), revokedAt: toDateOrNull(r.revokedAt),
+    id: String(r.id),
+    tokenHash: String(r.tokenHash),
+    familyId: String(r.familyId),
+    subjectKind: String(r.subjectKind),
+    subjectId: String(r.subjectId),
+    clientId: String(r.clientId),
+    expiresAt: toDate(r.expiresAt),
+    usedAt: toDateOrNull(r.usedAt),
+    revokedAt: toDateOrNull(r.revokedAt),
   };
 }
 

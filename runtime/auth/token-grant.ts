@@ -14,7 +14,11 @@ import { checkLockout, limitedCheck } from './sign-in.js';
 
 /** An RFC 6749 §5.2 error. */
 export class OAuthError extends Error {
-  constructor(readonly error: string, readonly status: number, description: string) {
+  constructor(
+    readonly error: string,
+    readonly status: number,
+    description: string,
+  ) {
     super(description);
     this.name = 'OAuthError';
   }
@@ -40,7 +44,11 @@ export function basicCredentials(authorization: string | undefined): { id: strin
 }
 
 /** What `_token` needs of the request besides its body. */
-export interface TokenRequest { authorization?: string; remoteAddress?: string; reqId?: string }
+export interface TokenRequest {
+  authorization?: string;
+  remoteAddress?: string;
+  reqId?: string;
+}
 
 /**
  * Runs one token request.
@@ -86,7 +94,11 @@ export async function tokenGrant(auth: AuthService, body: unknown, request: Toke
  * `invalid_request`, anything unexpected as `server_error` (500, logged).
  * @returns null for errors the general error handler must answer (METHOD_NOT_ALLOWED)
  */
-export function oauthError(err: unknown, logger: Logger, reqId?: string): { status: number; body: { error: string; error_description: string }; headers: Record<string, string> } | null {
+export function oauthError(
+  err: unknown,
+  logger: Logger,
+  reqId?: string,
+): { status: number; body: { error: string; error_description: string }; headers: Record<string, string> } | null {
   let e: OAuthError;
   const headers: Record<string, string> = {};
   if (err instanceof OAuthError) e = err;

@@ -7,9 +7,7 @@
 import type { AppSettings, ExternalConnection } from './settings.js';
 
 /** Property types of collections (DESIGN §3). */
-export const PROPERTY_TYPES = [
-  'string', 'text', 'integer', 'decimal', 'boolean', 'date', 'date-time', 'guid', 'lookup', 'blob',
-] as const;
+export const PROPERTY_TYPES = ['string', 'text', 'integer', 'decimal', 'boolean', 'date', 'date-time', 'guid', 'lookup', 'blob'] as const;
 export type PropertyType = (typeof PROPERTY_TYPES)[number];
 
 /** Methods an access rule may name (DESIGN §3). */
@@ -87,9 +85,7 @@ export type AggregateFunction = 'count' | 'sum' | 'avg' | 'min' | 'max';
  * target), `integer` for count, `decimal` for avg, the path's type for sum, min and max (`guid` for
  * min/max over a lookup).
  */
-export type QueryField =
-  | { path: string; type: PropertyType; collection?: string }
-  | { aggregate: AggregateFunction; path: string; type: PropertyType };
+export type QueryField = { path: string; type: PropertyType; collection?: string } | { aggregate: AggregateFunction; path: string; type: PropertyType };
 
 /** A read-only join or aggregate (DESIGN §3). */
 export interface Query {

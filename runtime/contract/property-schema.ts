@@ -30,23 +30,46 @@ function bounds(p: Property): JsonSchema {
 
 function baseSchema(p: Property, forInput: boolean): JsonSchema {
   switch (p.type) {
-    case 'string': return { type: 'string', ...lengths(p), ...(p.enum && { enum: [...p.enum] }) };
-    case 'text': return { type: 'string', ...lengths(p) };
-    case 'integer': return { type: 'integer', format: 'int32', minimum: p.minimum ?? INT32_MIN, maximum: p.maximum ?? INT32_MAX };
-    case 'decimal': return forInput
-      ? { anyOf: [
-        { type: 'number', exclusiveMinimum: -DECIMAL_LIMIT, exclusiveMaximum: DECIMAL_LIMIT, ...bounds(p) },
-        { type: 'string', pattern: DECIMAL_STRING_PATTERN, description: 'An exact decimal, e.g. "12.50"' },
-      ] }
-      : { type: 'number', ...bounds(p) };
-    case 'boolean': return { type: 'boolean' };
-    case 'date': return { type: 'string', format: 'date' };
-    case 'date-time': return { type: 'string', format: 'date-time' };
-    case 'guid': return { ...UUID };
-    case 'lookup': return forInput
-      ? { anyOf: [{ type: 'object', properties: { id: { ...UUID } }, required: ['id'] }, { ...UUID, description: 'The id alone' }] }
-      : { type: 'object', description: `A ${p.collection} row (lookups=full) or only its id (lookups=id)`, properties: { id: { ...UUID } }, required: ['id'], additionalProperties: true };
-    case 'blob': return { type: 'object', description: 'Blob metadata', additionalProperties: true };
+    case 'string':
+      return { type: 'string', ...lengths(p), ...(p.enum && { enum: [...p.enum] }) };
+    case 'text':
+      return { type: 'string', ...lengths(p) };
+    case 'integer':
+      return { type: 'integer', format: 'int32', minimum: p.minimum ?? INT32_MIN, maximum: p.maximum ?? INT32_MAX };
+    case 'decimal':
+      return forInput
+        ? {
+            anyOf: [
+              { type: 'number', exclusiveMinimum: -DECIMAL_LIMIT, exclusiveMaximum: DECIMAL_LIMIT, ...bounds(p) },
+              { type: 'string', pattern: DECIMAL_STRING_PATTERN, description: 'An exact decimal, e.g. "12.50"' },
+            ],
+          }
+        : { type: 'number', ...bounds(p) };
+    case 'boolean':
+      return { type: 'boolean' };
+    case 'date':
+      return { type: 'string', format: 'date' };
+    case 'date-time':
+      return { type: 'string', format: 'date-time' };
+    case 'guid':
+      return { ...UUID };
+    case 'lookup':
+      return forInput
+        ? {
+            anyOf: [
+              { type: 'object', properties: { id: { ...UUID } }, required: ['id'] },
+              { ...UUID, description: 'The id alone' },
+            ],
+          }
+        : {
+            type: 'object',
+            description: `A ${p.collection} row (lookups=full) or only its id (lookups=id)`,
+            properties: { id: { ...UUID } },
+            required: ['id'],
+            additionalProperties: true,
+          };
+    case 'blob':
+      return { type: 'object', description: 'Blob metadata', additionalProperties: true };
   }
 }
 
@@ -79,7 +102,9 @@ export const writableProperties = (c: Collection): Property[] => c.properties.fi
 
 /** Properties a create (POST) or replace (PUT) must carry: required and without a default. */
 export const requiredInputNames = (c: Collection, except?: string): string[] =>
-  writableProperties(c).filter((p) => p.required && p.default === undefined && p.name !== except).map((p) => p.name);
+  writableProperties(c)
+    .filter((p) => p.required && p.default === undefined && p.name !== except)
+    .map((p) => p.name);
 
 /**
  * JSON Schema of a write body of collection `c` (SPEC §4.1, §4.4): `mode: 'create'` (POST, PUT) lists
@@ -104,7 +129,8 @@ function childrenSchema(child: Collection, parentField: string): JsonSchema {
   for (const p of writableProperties(child)) if (p.name !== parentField) properties[p.name] = propertyJsonSchema(p, { forInput: true });
   const required = requiredInputNames(child, parentField);
   return {
-    type: 'array', maxItems: MAX_CHILDREN_PER_PARENT,
+    type: 'array',
+    maxItems: MAX_CHILDREN_PER_PARENT,
     description: `${child.name} rows whose ${parentField} is this row: an item with id updates that child (only the given properties), one without creates it; on PUT and PATCH, existing children missing from the array are deleted`,
     items: {
       anyOf: [
@@ -119,16 +145,26 @@ function childrenSchema(child: Collection, parentField: string): JsonSchema {
 export function describeProperty(p: Property): string {
   const len = `${p.maxLength !== undefined ? ` of at most ${p.maxLength} characters` : ''}${p.minLength !== undefined ? `${p.maxLength !== undefined ? ' and' : ' of'} at least ${p.minLength}` : ''}`;
   switch (p.type) {
-    case 'string': return p.enum ? `one of ${p.enum.map((e) => JSON.stringify(e)).join(', ')}` : `a string${len}`;
-    case 'text': return `a string${len}`;
-    case 'integer': return `an integer between ${p.minimum ?? INT32_MIN} and ${p.maximum ?? INT32_MAX}`;
-    case 'decimal': return `a number${p.minimum !== undefined || p.maximum !== undefined ? ` between ${p.minimum ?? '…'} and ${p.maximum ?? '…'}` : ''} (or a decimal string) with at most ${DECIMAL_INTEGER_DIGITS} digits before the point`;
-    case 'boolean': return 'true or false';
-    case 'date': return 'a date "YYYY-MM-DD" in the years 0001–9999';
-    case 'date-time': return 'a date-time in ISO 8601 with a time zone, e.g. "2024-01-31T10:00:00Z", in the years 0001–9999';
-    case 'guid': return 'a GUID';
-    case 'lookup': return `an object { "id": "<GUID of a ${p.collection}>" }`;
-    case 'blob': return 'a blob (upload it separately)';
+    case 'string':
+      return p.enum ? `one of ${p.enum.map((e) => JSON.stringify(e)).join(', ')}` : `a string${len}`;
+    case 'text':
+      return `a string${len}`;
+    case 'integer':
+      return `an integer between ${p.minimum ?? INT32_MIN} and ${p.maximum ?? INT32_MAX}`;
+    case 'decimal':
+      return `a number${p.minimum !== undefined || p.maximum !== undefined ? ` between ${p.minimum ?? '…'} and ${p.maximum ?? '…'}` : ''} (or a decimal string) with at most ${DECIMAL_INTEGER_DIGITS} digits before the point`;
+    case 'boolean':
+      return 'true or false';
+    case 'date':
+      return 'a date "YYYY-MM-DD" in the years 0001–9999';
+    case 'date-time':
+      return 'a date-time in ISO 8601 with a time zone, e.g. "2024-01-31T10:00:00Z", in the years 0001–9999';
+    case 'guid':
+      return 'a GUID';
+    case 'lookup':
+      return `an object { "id": "<GUID of a ${p.collection}>" }`;
+    case 'blob':
+      return 'a blob (upload it separately)';
   }
 }
 

@@ -28,9 +28,7 @@ export interface AgentRung {
 }
 
 /** An MCP server the agent connects (DESIGN §7 `agent.mcpServers.<name>`): over HTTP or as a child process. */
-export type McpServerSettings =
-  | { url: string; headers?: Record<string, string> }
-  | { command: string; args?: string[]; env?: Record<string, string> };
+export type McpServerSettings = { url: string; headers?: Record<string, string> } | { command: string; args?: string[]; env?: Record<string, string> };
 
 /** The agent settings (DESIGN §7), defaults applied (see `AGENT_DEFAULTS`). */
 export interface AgentSettings {
@@ -58,7 +56,11 @@ export interface CreditsSettings {
 
 /** Defaults of the optional agent keys (DESIGN §7 gives them as the example's values). */
 export const AGENT_DEFAULTS: Omit<AgentSettings, 'instructions'> = {
-  providers: {}, rungs: {}, mcpServers: {}, idleTimeoutSeconds: 900, maxStepsPerTurn: 25,
+  providers: {},
+  rungs: {},
+  mcpServers: {},
+  idleTimeoutSeconds: 900,
+  maxStepsPerTurn: 25,
 };
 
 /** Defaults of the credits keys (DESIGN §7: `business` is the default mode). */

@@ -30,9 +30,10 @@ export const SYSTEM_FIELD_NAMES: readonly SystemFieldName[] = SYSTEM_FIELDS.map(
 export const SYSTEM_COLUMN_NAMES: readonly SystemFieldName[] = SYSTEM_FIELD_NAMES.filter((n) => n !== 'id');
 
 /** Name → property type (`id` guid, `createdAt`/`updatedAt` date-time, `createdBy` string). */
-export const SYSTEM_FIELD_TYPES: Readonly<Record<SystemFieldName, PropertyType>> = Object.fromEntries(
-  SYSTEM_FIELDS.map((f) => [f.name, f.type]),
-) as Record<SystemFieldName, PropertyType>;
+export const SYSTEM_FIELD_TYPES: Readonly<Record<SystemFieldName, PropertyType>> = Object.fromEntries(SYSTEM_FIELDS.map((f) => [f.name, f.type])) as Record<
+  SystemFieldName,
+  PropertyType
+>;
 
 /** True for the four system field names (case-sensitive, DESIGN §3). */
 export function isSystemField(name: string): name is SystemFieldName {

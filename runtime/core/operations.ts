@@ -65,12 +65,27 @@ async function collectionOperation(ctx: RequestContext, r: CollectionResource, r
     ...g.visibility,
   ];
   const readScope = (g: Grant, viewFilter: FilterNode | null | undefined = r.viewFilter): ReadScope => ({
-    manifest, db: ctx.app.db, collection, conditions: conditions(g, viewFilter), owner: g.owner, callerId: caller.id,
+    manifest,
+    db: ctx.app.db,
+    collection,
+    conditions: conditions(g, viewFilter),
+    owner: g.owner,
+    callerId: caller.id,
     readableOf: (name, alias) => readableConditions(caller, manifest, name, alias),
   });
   const writeScope = (g: Grant): WriteScope => ({
-    db: ctx.app.db, collection, checker: ctx.app.writerOf(collection.name).checker, callerId: caller.id, conditions: conditions(g), owner: g.owner,
-    access: writeAccessFor(caller, manifest), writerOf: ctx.app.writerOf, sink: ctx.app.sink, reqId: ctx.reqId, now: ctx.now, signal: ctx.signal,
+    db: ctx.app.db,
+    collection,
+    checker: ctx.app.writerOf(collection.name).checker,
+    callerId: caller.id,
+    conditions: conditions(g),
+    owner: g.owner,
+    access: writeAccessFor(caller, manifest),
+    writerOf: ctx.app.writerOf,
+    sink: ctx.app.sink,
+    reqId: ctx.reqId,
+    now: ctx.now,
+    signal: ctx.signal,
   });
   /** `include` reads each child collection under its own GET rule: refused → 401/403 for the whole request. */
   const authorizeInclude = (params: ListParams) => {
@@ -159,8 +174,10 @@ function queryParams(query: Record<string, unknown>, r: QueryResource, ctx: Requ
   for (const name of params.selection?.fields ?? []) {
     if (SYSTEM_ONLY.has(name)) throw invalidParameter('select', `unknown field "${name}" on ${r.name} (fields: id, ${fields})`);
   }
-  if (params.selection?.nested.size) throw invalidParameter('select', `dot paths cannot be selected from a query's rows; define the field in ${r.name} instead`);
-  if (params.lastKey !== undefined && r.query.idType !== 'guid') throw invalidParameter('lastKey', `keyset paging needs GUID ids; ${r.name} rows are groups, page them with pageNo`);
+  if (params.selection?.nested.size)
+    throw invalidParameter('select', `dot paths cannot be selected from a query's rows; define the field in ${r.name} instead`);
+  if (params.lastKey !== undefined && r.query.idType !== 'guid')
+    throw invalidParameter('lastKey', `keyset paging needs GUID ids; ${r.name} rows are groups, page them with pageNo`);
   return { ...params, lookups: 'id' as const };
 }
 
@@ -178,7 +195,11 @@ async function queryOperation(ctx: RequestContext, r: QueryResource, request: Ap
   const conditions = grant.owner ? [...grant.visibility, grant.owner] : grant.visibility;
   const source = querySource(manifest, r.query, db.provider, { conditions, callerId: caller.id });
   const scope: ReadScope = {
-    manifest, db, collection: r.rowCollection, rows: { source, idType: r.query.idType }, callerId: caller.id,
+    manifest,
+    db,
+    collection: r.rowCollection,
+    rows: { source, idType: r.query.idType },
+    callerId: caller.id,
     readableOf: (name, alias) => readableConditions(caller, manifest, name, alias),
   };
   if (request.id === undefined) {

@@ -53,7 +53,14 @@ export function buildResources(manifest: AppManifest): Map<string, Resource> {
   for (const c of manifest.collections) byName.set(c.name, { kind: 'collection', name: c.name, collection: c, rules: c.access });
   for (const v of manifest.views) {
     const collection = collectionNamed(v.collection);
-    byName.set(v.name, { kind: 'collection', name: v.name, collection, view: v, viewFilter: parsed(`view ${v.name}`, v.filter), rules: v.access ?? collection.access });
+    byName.set(v.name, {
+      kind: 'collection',
+      name: v.name,
+      collection,
+      view: v,
+      viewFilter: parsed(`view ${v.name}`, v.filter),
+      rules: v.access ?? collection.access,
+    });
   }
   for (const q of manifest.queries) {
     if (q.filter) parsed(`query ${q.name}`, q.filter);

@@ -39,7 +39,8 @@ export class ChangeSet {
 
   /** One `Change` per collection touched, in the order first touched. */
   list(): Change[] {
-    return [...this.byCollection].filter(([, e]) => e.ids.size > 0)
+    return [...this.byCollection]
+      .filter(([, e]) => e.ids.size > 0)
       .map(([collection, e]) => ({ collection, action: this.action, ids: [...e.ids], lookupIds: [...e.lookupIds] }));
   }
 }

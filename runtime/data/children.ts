@@ -33,7 +33,6 @@ export interface WriteAccess {
   grant(collection: Collection, method: 'POST' | 'PATCH' | 'DELETE'): Sql | null;
 }
 
-
 /** What a write needs to know about any collection it touches: the collection and its input checker. */
 export interface CollectionWriter {
   collection: Collection;
@@ -53,7 +52,11 @@ export interface ChildPlan {
  * @returns the plans and every problem found (paths like `/OrderLine.order/2/quantity`)
  */
 export function planChildren(
-  parent: Collection, body: Record<string, unknown>, basePath: string, writerOf: (name: string) => CollectionWriter, now: Date,
+  parent: Collection,
+  body: Record<string, unknown>,
+  basePath: string,
+  writerOf: (name: string) => CollectionWriter,
+  now: Date,
 ): { plans: ChildPlan[]; details: ErrorDetail[] } {
   const plans: ChildPlan[] = [];
   const details: ErrorDetail[] = [];
@@ -110,7 +113,12 @@ export function planChildren(
 async function requireOwned(db: Database, tx: Tx | undefined, collection: string, ids: string[], owner: Sql | null, verb: string): Promise<void> {
   if (!owner || ids.length === 0) return;
   const owned = await db.query<{ id: string }>(
-    sql`SELECT "t0"."id" FROM ${ident(collection)} AS "t0" WHERE "t0"."id" IN (${join(ids.map((id) => sql`${id}`), ', ')}) AND ${owner}`, tx);
+    sql`SELECT "t0"."id" FROM ${ident(collection)} AS "t0" WHERE "t0"."id" IN (${join(
+      ids.map((id) => sql`${id}`),
+      ', ',
+    )}) AND ${owner}`,
+    tx,
+  );
   if (owned.length !== ids.length) throw new HttpError('FORBIDDEN', `${verb} ${collection} rows created by another caller is not allowed`);
 }
 
@@ -124,7 +132,10 @@ async function requireOwned(db: Database, tx: Tx | undefined, collection: string
  * @throws HttpError UNAUTHORIZED / FORBIDDEN from `access.grant`
  */
 export async function writeChildren(
-  db: Database, work: UnitOfWork, parentId: string, plans: ChildPlan[],
+  db: Database,
+  work: UnitOfWork,
+  parentId: string,
+  plans: ChildPlan[],
   options: { replaceMissing: boolean; callerId: string | null; access?: WriteAccess; now: Date },
 ): Promise<ErrorDetail[]> {
   const details: ErrorDetail[] = [];
@@ -136,14 +147,24 @@ export async function writeChildren(
     const table = ident(child.name);
     if (plan.creates.length > 0) access?.grant(child, 'POST');
     const visible = andAll(access?.visibility(relation.collection) ?? []);
-    const existing = new Set((await db.query<{ id: string }>(
-      sql`SELECT "t0"."id" FROM ${table} AS "t0" WHERE ${ident('t0', relation.field)} = ${parentId}${visible}`, tx)).map((r) => String(r.id)));
+    const existing = new Set(
+      (await db.query<{ id: string }>(sql`SELECT "t0"."id" FROM ${table} AS "t0" WHERE ${ident('t0', relation.field)} = ${parentId}${visible}`, tx)).map((r) =>
+        String(r.id),
+      ),
+    );
     for (const u of plan.updates) {
       if (!existing.has(u.id)) details.push({ path: `${u.path}/id`, message: `${relation.collection} ${u.id} is not a child of this row` });
     }
     if (details.length > 0) continue;
     if (plan.updates.length > 0 && access) {
-      await requireOwned(db, tx, relation.collection, plan.updates.map((u) => u.id), access.grant(child, 'PATCH'), 'updating');
+      await requireOwned(
+        db,
+        tx,
+        relation.collection,
+        plan.updates.map((u) => u.id),
+        access.grant(child, 'PATCH'),
+        'updating',
+      );
     }
     const returning = join([ident('id'), ...child.properties.filter((p) => p.type === 'lookup').map((p) => ident(p.name))], ', ');
     if (options.replaceMissing) {
@@ -151,20 +172,46 @@ export async function writeChildren(
       const remove = [...existing].filter((id) => !keep.has(id));
       if (remove.length > 0 && access) await requireOwned(db, tx, relation.collection, remove, access.grant(child, 'DELETE'), 'deleting');
       if (remove.length > 0) {
-        const deleted = await db.query<Row>(sql`DELETE FROM ${table} WHERE "id" IN (${join(remove.map((id) => sql`${id}`), ', ')}) RETURNING ${returning}`, tx);
-        changes.record(child.name, deleted.map((r) => String(r.id)), deleted.flatMap((r) => lookupValues(child, r)));
+        const deleted = await db.query<Row>(
+          sql`DELETE FROM ${table} WHERE "id" IN (${join(
+            remove.map((id) => sql`${id}`),
+            ', ',
+          )}) RETURNING ${returning}`,
+          tx,
+        );
+        changes.record(
+          child.name,
+          deleted.map((r) => String(r.id)),
+          deleted.flatMap((r) => lookupValues(child, r)),
+        );
       }
     }
     for (const u of plan.updates) {
-      const updated = await db.query<Row>(sql`UPDATE ${table} SET ${setList({ ...u.data, updatedAt: options.now })} WHERE "id" = ${u.id} RETURNING ${returning}`, tx);
-      changes.record(child.name, [u.id], updated.flatMap((r) => lookupValues(child, r)));
+      const updated = await db.query<Row>(
+        sql`UPDATE ${table} SET ${setList({ ...u.data, updatedAt: options.now })} WHERE "id" = ${u.id} RETURNING ${returning}`,
+        tx,
+      );
+      changes.record(
+        child.name,
+        [u.id],
+        updated.flatMap((r) => lookupValues(child, r)),
+      );
     }
     const rows: Row[] = plan.creates.map((c) => ({
-      id: uuidv7(), ...c.data, [relation.field]: parentId, createdAt: options.now, updatedAt: options.now, createdBy: options.callerId,
+      id: uuidv7(),
+      ...c.data,
+      [relation.field]: parentId,
+      createdAt: options.now,
+      updatedAt: options.now,
+      createdBy: options.callerId,
     }));
     if (rows.length > 0) {
       await db.query(insertRows(child, rows), tx);
-      changes.record(child.name, rows.map((r) => r.id as string), rows.flatMap((r) => lookupValues(child, r)));
+      changes.record(
+        child.name,
+        rows.map((r) => r.id as string),
+        rows.flatMap((r) => lookupValues(child, r)),
+      );
     }
   }
   return details;

@@ -55,9 +55,10 @@ export interface DatabaseOptions {
  * time: Prisma owns the schema and the migrations (DESIGN §5); requests run the SQL we compile.
  */
 export async function openDatabase(provider: DatabaseProvider, url: string, options: DatabaseOptions = {}): Promise<Database> {
-  const driver: SqlDriver = provider === 'sqlite'
-    ? await createSqliteDriver(url.slice('file:'.length), { statementTimeoutMs: options.statementTimeoutMs })
-    : createPgDriver(url, { statementTimeoutMs: options.statementTimeoutMs });
+  const driver: SqlDriver =
+    provider === 'sqlite'
+      ? await createSqliteDriver(url.slice('file:'.length), { statementTimeoutMs: options.statementTimeoutMs })
+      : createPgDriver(url, { statementTimeoutMs: options.statementTimeoutMs });
   return {
     provider,
     query: async <T>(statement: Sql, tx?: Tx, options?: QueryOptions) => {

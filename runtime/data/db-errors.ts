@@ -6,7 +6,11 @@
 import { HttpError } from '../errors.js';
 import { notFound } from './read.js';
 
-interface DriverError { code?: string; message?: string; unavailable?: boolean }
+interface DriverError {
+  code?: string;
+  message?: string;
+  unavailable?: boolean;
+}
 
 /**
  * PostgreSQL 23503; SQLite SQLITE_CONSTRAINT_FOREIGNKEY (or, for a statement with RETURNING,
@@ -14,7 +18,11 @@ interface DriverError { code?: string; message?: string; unavailable?: boolean }
  */
 export function isForeignKeyViolation(err: unknown): boolean {
   const { code, message } = (err ?? {}) as DriverError;
-  return code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || (!!code?.startsWith('SQLITE_CONSTRAINT') && /FOREIGN KEY constraint failed/.test(message ?? ''));
+  return (
+    code === '23503' ||
+    code === 'SQLITE_CONSTRAINT_FOREIGNKEY' ||
+    (!!code?.startsWith('SQLITE_CONSTRAINT') && /FOREIGN KEY constraint failed/.test(message ?? ''))
+  );
 }
 
 /** PostgreSQL 23505, SQLite SQLITE_CONSTRAINT_UNIQUE / PRIMARYKEY. */
@@ -32,7 +40,10 @@ export function mapDatabaseError(err: unknown, collection: string, id?: string):
   const e = err as DriverError;
   if (e?.code === 'P2025') return notFound(collection, id ?? '');
   if (isForeignKeyViolation(err)) {
-    return new HttpError('CONFLICT', `${collection}${id ? ` ${JSON.stringify(id)}` : ''} is still referenced by a required lookup of another row; delete or change those rows first`);
+    return new HttpError(
+      'CONFLICT',
+      `${collection}${id ? ` ${JSON.stringify(id)}` : ''} is still referenced by a required lookup of another row; delete or change those rows first`,
+    );
   }
   if (isUniqueViolation(err)) return new HttpError('CONFLICT', `a ${collection} row with the same unique value exists`);
   return mapInfrastructureError(err);
@@ -44,7 +55,9 @@ export function mapDatabaseError(err: unknown, collection: string, id?: string):
  */
 export function mapInfrastructureError(err: unknown): unknown {
   const e = err as DriverError;
-  if (e?.unavailable) return new HttpError('SERVICE_UNAVAILABLE', 'the database is unavailable; try again shortly', { cause: err, headers: { 'retry-after': '1' } });
-  if (e?.code === '57014' || e?.code === 'STATEMENT_TIMEOUT') return new HttpError('STATEMENT_TIMEOUT', 'the request ran longer than the statement time limit; narrow the filter or ask for less', { cause: err });
+  if (e?.unavailable)
+    return new HttpError('SERVICE_UNAVAILABLE', 'the database is unavailable; try again shortly', { cause: err, headers: { 'retry-after': '1' } });
+  if (e?.code === '57014' || e?.code === 'STATEMENT_TIMEOUT')
+    return new HttpError('STATEMENT_TIMEOUT', 'the request ran longer than the statement time limit; narrow the filter or ask for less', { cause: err });
   return err;
 }

@@ -43,7 +43,10 @@ export function compileInputChecker(c: Collection): InputChecker {
       const p = byName.get(name);
       const path = `${basePath}/${pointerSegment(name ?? '')}`;
       if (seen.has(path)) continue;
-      if (!p) { seen.set(path, { path: basePath || '/', message: 'the body must be a JSON object' }); continue; }
+      if (!p) {
+        seen.set(path, { path: basePath || '/', message: 'the body must be a JSON object' });
+        continue;
+      }
       const message = e.keyword === 'required' ? `${name} is required (${describeProperty(p)})` : `${name} must be ${describeProperty(p)}`;
       seen.set(path, { path, message });
     }

@@ -11,7 +11,10 @@ import Sqlite from 'better-sqlite3';
 import pg from 'pg';
 import type { DatabaseProvider } from '../manifest.js';
 
-interface AppliedRow { migration_name: string; checksum: string }
+interface AppliedRow {
+  migration_name: string;
+  checksum: string;
+}
 
 async function appliedRows(provider: DatabaseProvider, url: string): Promise<AppliedRow[]> {
   const sql = 'SELECT migration_name, checksum FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL';
@@ -31,7 +34,7 @@ async function appliedRows(provider: DatabaseProvider, url: string): Promise<App
   await client.connect();
   try {
     const table = await client.query("SELECT to_regclass('_prisma_migrations') AS t");
-    return table.rows[0].t ? (await client.query(sql)).rows as AppliedRow[] : [];
+    return table.rows[0].t ? ((await client.query(sql)).rows as AppliedRow[]) : [];
   } finally {
     await client.end();
   }
@@ -45,11 +48,15 @@ async function appliedRows(provider: DatabaseProvider, url: string): Promise<App
 export async function pendingMigrations(provider: DatabaseProvider, url: string, migrationsDir: string): Promise<string[]> {
   if (!existsSync(migrationsDir)) return [];
   const names = readdirSync(migrationsDir, { withFileTypes: true })
-    .filter((d) => d.isDirectory() && existsSync(join(migrationsDir, d.name, 'migration.sql'))).map((d) => d.name).sort();
+    .filter((d) => d.isDirectory() && existsSync(join(migrationsDir, d.name, 'migration.sql')))
+    .map((d) => d.name)
+    .sort();
   if (names.length === 0) return [];
   const applied = new Map((await appliedRows(provider, url)).map((r) => [r.migration_name, r.checksum]));
   return names.filter((name) => {
-    const checksum = createHash('sha256').update(readFileSync(join(migrationsDir, name, 'migration.sql'))).digest('hex');
+    const checksum = createHash('sha256')
+      .update(readFileSync(join(migrationsDir, name, 'migration.sql')))
+      .digest('hex');
     return applied.get(name) !== checksum;
   });
 }

@@ -31,7 +31,8 @@ export interface PgDriverOptions {
 const OID = { int8: 20, date: 1082, numeric: 1700 } as const;
 const SQLSTATE_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300']);
 const ERRNO_UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
-const MESSAGE_UNAVAILABLE = /Connection terminated|timeout exceeded when trying to connect|connection error and is not queryable|Client was closed and is not queryable|Connection ended/i;
+const MESSAGE_UNAVAILABLE =
+  /Connection terminated|timeout exceeded when trying to connect|connection error and is not queryable|Client was closed and is not queryable|Connection ended/i;
 
 /** True when `err` means "the connection or the server is gone" rather than "this statement failed". */
 export function isConnectionError(err: unknown): boolean {

@@ -28,7 +28,10 @@ const FROM_ALIAS = 't0';
  */
 export function queryRowCollection(query: Query): Collection {
   const properties: Property[] = Object.entries(query.fields).map(([name, f]) => ({
-    name, type: f.type, required: false, ...('collection' in f && f.collection ? { collection: f.collection } : {}),
+    name,
+    type: f.type,
+    required: false,
+    ...('collection' in f && f.collection ? { collection: f.collection } : {}),
   }));
   return { name: query.name, properties, search: false, access: query.access, policies: [], children: [] };
 }
@@ -49,7 +52,10 @@ export function querySource(manifest: AppManifest, query: Query, provider: Datab
     const resolved = resolvePath({ manifest, collection: from }, path.split('.'));
     let alias = FROM_ALIAS;
     resolved.hops.forEach((hop, i) => {
-      const key = resolved.hops.slice(0, i + 1).map((h) => h.column).join('.');
+      const key = resolved.hops
+        .slice(0, i + 1)
+        .map((h) => h.column)
+        .join('.');
       let next = aliasOf.get(key);
       if (!next) {
         next = `j${aliasOf.size + 1}`;
@@ -70,7 +76,13 @@ export function querySource(manifest: AppManifest, query: Query, provider: Datab
       columns.push(sql`${keys[0].expr} AS "id"`);
     } else {
       const texts = keys.map((k) => canonicalText(provider, k.expr, k.type));
-      const id = texts.length === 1 ? texts[0] : join(texts.map((t) => sql`COALESCE(${t}, '')`), ` || '|' || `);
+      const id =
+        texts.length === 1
+          ? texts[0]
+          : join(
+              texts.map((t) => sql`COALESCE(${t}, '')`),
+              ` || '|' || `,
+            );
       columns.push(sql`${id} AS "id"`);
     }
   } else {
@@ -88,11 +100,23 @@ export function querySource(manifest: AppManifest, query: Query, provider: Datab
 
   const conditions = [...(options.conditions ?? [])];
   if (query.filter) {
-    conditions.push(compileFilter(parseFilter(query.filter), {
-      manifest, collection: from, provider, alias: FROM_ALIAS, now: options.now, callerId: options.callerId,
-    }));
+    conditions.push(
+      compileFilter(parseFilter(query.filter), {
+        manifest,
+        collection: from,
+        provider,
+        alias: FROM_ALIAS,
+        now: options.now,
+        callerId: options.callerId,
+      }),
+    );
   }
-  const where = conditions.length ? sql` WHERE ${join(conditions.map((c) => sql`(${c})`), ' AND ')}` : raw('');
+  const where = conditions.length
+    ? sql` WHERE ${join(
+        conditions.map((c) => sql`(${c})`),
+        ' AND ',
+      )}`
+    : raw('');
   const grouped = groupBy.length ? sql` GROUP BY ${join(groupBy, ', ')}` : raw('');
   const joined = joins.length ? sql` ${join(joins, ' ')}` : raw('');
   return sql`(SELECT ${join(columns, ', ')} FROM ${ident(from.name)} AS ${ident(FROM_ALIAS)}${joined}${where}${grouped})`;
@@ -112,19 +136,27 @@ function aggregate(provider: DatabaseProvider, fn: string, expr: Sql, type: Prop
 function canonicalText(provider: DatabaseProvider, expr: Sql, type: PropertyType): Sql {
   const pg = provider === 'postgresql';
   switch (type) {
-    case 'string': case 'text': return expr;
-    case 'lookup': case 'guid': case 'integer': return sql`CAST(${expr} AS TEXT)`;
-    case 'boolean': return pg
-      ? sql`CASE WHEN ${expr} THEN 'true' WHEN NOT ${expr} THEN 'false' END`
-      : sql`CASE WHEN ${expr} = 1 THEN 'true' WHEN ${expr} = 0 THEN 'false' END`;
-    case 'decimal': return pg
-      ? sql`CASE WHEN POSITION('.' IN CAST(${expr} AS TEXT)) > 0 THEN RTRIM(RTRIM(CAST(${expr} AS TEXT), '0'), '.') ELSE CAST(${expr} AS TEXT) END`
-      : sql`PRINTF('%.15g', ${expr})`;
+    case 'string':
+    case 'text':
+      return expr;
+    case 'lookup':
+    case 'guid':
+    case 'integer':
+      return sql`CAST(${expr} AS TEXT)`;
+    case 'boolean':
+      return pg
+        ? sql`CASE WHEN ${expr} THEN 'true' WHEN NOT ${expr} THEN 'false' END`
+        : sql`CASE WHEN ${expr} = 1 THEN 'true' WHEN ${expr} = 0 THEN 'false' END`;
+    case 'decimal':
+      return pg
+        ? sql`CASE WHEN POSITION('.' IN CAST(${expr} AS TEXT)) > 0 THEN RTRIM(RTRIM(CAST(${expr} AS TEXT), '0'), '.') ELSE CAST(${expr} AS TEXT) END`
+        : sql`PRINTF('%.15g', ${expr})`;
     // SQLite stores date-times as `YYYY-MM-DDTHH:MM:SS.mmm+00:00` text.
-    case 'date': return pg ? sql`TO_CHAR(${expr}, 'YYYY-MM-DD')` : sql`SUBSTR(${expr}, 1, 10)`;
-    case 'date-time': return pg
-      ? sql`TO_CHAR(${expr} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
-      : sql`SUBSTR(${expr}, 1, 23) || 'Z'`;
-    default: return sql`CAST(${expr} AS TEXT)`;
+    case 'date':
+      return pg ? sql`TO_CHAR(${expr}, 'YYYY-MM-DD')` : sql`SUBSTR(${expr}, 1, 10)`;
+    case 'date-time':
+      return pg ? sql`TO_CHAR(${expr} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')` : sql`SUBSTR(${expr}, 1, 23) || 'Z'`;
+    default:
+      return sql`CAST(${expr} AS TEXT)`;
   }
 }

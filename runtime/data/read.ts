@@ -76,14 +76,25 @@ export function whereClause(scope: ReadScope, { filter, search, withOwner = true
   if (withOwner && scope.owner) parts.push(scope.owner);
   if (filter !== undefined) {
     const node = parseFilter(filter);
-    parts.push(compileFilter(node, {
-      manifest: scope.manifest, collection: scope.collection, provider: scope.db.provider, alias: ALIAS,
-      callerId: scope.callerId ?? null, readableOf: scope.readableOf,
-      ...(scope.rows && { queryRow: { idType: scope.rows.idType } }),
-    }));
+    parts.push(
+      compileFilter(node, {
+        manifest: scope.manifest,
+        collection: scope.collection,
+        provider: scope.db.provider,
+        alias: ALIAS,
+        callerId: scope.callerId ?? null,
+        readableOf: scope.readableOf,
+        ...(scope.rows && { queryRow: { idType: scope.rows.idType } }),
+      }),
+    );
   }
   if (search) parts.push(searchCondition(scope.db.provider, scope.collection, ALIAS, search));
-  return parts.length === 0 ? raw('1=1') : join(parts.map((p) => sql`(${p})`), ' AND ');
+  return parts.length === 0
+    ? raw('1=1')
+    : join(
+        parts.map((p) => sql`(${p})`),
+        ' AND ',
+      );
 }
 
 const TEXT_TYPES = new Set(['string', 'text']);
@@ -102,13 +113,16 @@ function orderBy(scope: ReadScope, sort: SortSpec | undefined): Sql {
 }
 
 function selectList(columns: string[], scope?: ReadScope): Sql {
-  return join(columns.map((c) => {
-    // SQLite gives computed query columns (sum, avg, max of decimals) no declared type; the driver
-    // would then type the column by its first value and truncate later ones if that was whole.
-    // As text, each value keeps its digits (decoded to a number by the row codec).
-    const decimal = scope?.rows && scope.db.provider === 'sqlite' && scope.collection.properties.find((p) => p.name === c)?.type === 'decimal';
-    return decimal ? sql`CAST(${ident(ALIAS, c)} AS TEXT) AS ${ident(c)}` : ident(ALIAS, c);
-  }), ', ');
+  return join(
+    columns.map((c) => {
+      // SQLite gives computed query columns (sum, avg, max of decimals) no declared type; the driver
+      // would then type the column by its first value and truncate later ones if that was whole.
+      // As text, each value keeps its digits (decoded to a number by the row codec).
+      const decimal = scope?.rows && scope.db.provider === 'sqlite' && scope.collection.properties.find((p) => p.name === c)?.type === 'decimal';
+      return decimal ? sql`CAST(${ident(ALIAS, c)} AS TEXT) AS ${ident(c)}` : ident(ALIAS, c);
+    }),
+    ', ',
+  );
 }
 
 /**
@@ -125,8 +139,12 @@ export async function expandLookups(scope: ReadScope, items: Item[], selection?:
     const readable = scope.readableOf ? scope.readableOf(target.name) : [];
     if (readable === null) continue; // the caller may not read the target: lookups stay { id }
     const rows = await scope.db.query(
-      sql`SELECT ${selectList(columnsOf(target, nested))} FROM ${ident(target.name)} AS "${raw(ALIAS)}" WHERE ${ID} IN (${join(ids.map((id) => sql`${id}`), ', ')})${andAll(readable)}`,
-      scope.tx, { point: !readable?.length },
+      sql`SELECT ${selectList(columnsOf(target, nested))} FROM ${ident(target.name)} AS "${raw(ALIAS)}" WHERE ${ID} IN (${join(
+        ids.map((id) => sql`${id}`),
+        ', ',
+      )})${andAll(readable)}`,
+      scope.tx,
+      { point: !readable?.length },
     );
     const byId = new Map(rows.map((r) => [String(r.id), decodeRow(target, r)]));
     for (const item of items) {
@@ -148,10 +166,16 @@ export async function includeChildren(scope: ReadScope, items: Item[], relations
     const child = collectionNamed(scope.manifest, relation.collection);
     // Children are read under the child collection's own GET rule and policies (the route checked the rule).
     const readable = scope.readableOf ? scope.readableOf(child.name) : [];
-    const rows = readable === null ? [] : await scope.db.query(
-      sql`SELECT ${selectList(columnsOf(child))} FROM ${ident(child.name)} AS "${raw(ALIAS)}" WHERE ${ident(ALIAS, relation.field)} IN (${join(parentIds.map((id) => sql`${id}`), ', ')})${andAll(readable)} ORDER BY ${ID}`,
-      scope.tx,
-    );
+    const rows =
+      readable === null
+        ? []
+        : await scope.db.query(
+            sql`SELECT ${selectList(columnsOf(child))} FROM ${ident(child.name)} AS "${raw(ALIAS)}" WHERE ${ident(ALIAS, relation.field)} IN (${join(
+              parentIds.map((id) => sql`${id}`),
+              ', ',
+            )})${andAll(readable)} ORDER BY ${ID}`,
+            scope.tx,
+          );
     const byParent = new Map<string, Item[]>(parentIds.map((id) => [id, []]));
     for (const row of rows) {
       const childItem = decodeRow(child, row);

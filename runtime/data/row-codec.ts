@@ -17,14 +17,22 @@ function toDate(v: unknown): Date {
 export function decodeValue(p: Pick<Property, 'type'>, v: unknown): unknown {
   if (v === null || v === undefined) return null;
   switch (p.type) {
-    case 'integer': return Number(v);
-    case 'decimal': return typeof v === 'number' ? v : Number(String(v));
-    case 'boolean': return v === true || v === 1 || v === 1n || v === '1' || v === 't' || v === 'true';
-    case 'date': return toDate(v).toISOString().slice(0, 10);
-    case 'date-time': return toDate(v).toISOString();
-    case 'lookup': return { id: String(v) };
-    case 'blob': return typeof v === 'string' ? JSON.parse(v) : v;
-    default: return String(v);
+    case 'integer':
+      return Number(v);
+    case 'decimal':
+      return typeof v === 'number' ? v : Number(String(v));
+    case 'boolean':
+      return v === true || v === 1 || v === 1n || v === '1' || v === 't' || v === 'true';
+    case 'date':
+      return toDate(v).toISOString().slice(0, 10);
+    case 'date-time':
+      return toDate(v).toISOString();
+    case 'lookup':
+      return { id: String(v) };
+    case 'blob':
+      return typeof v === 'string' ? JSON.parse(v) : v;
+    default:
+      return String(v);
   }
 }
 

@@ -15,13 +15,19 @@ const writable = (c: Collection) => c.properties.filter((p) => p.type !== 'blob'
 function convert(p: Property, v: unknown, now: Date): unknown {
   if (v === null) return null;
   switch (p.type) {
-    case 'date': return v === 'now()' ? new Date(now.toISOString().slice(0, 10)) : new Date(`${v as string}T00:00:00Z`);
-    case 'date-time': return v === 'now()' ? now : new Date(v as string);
+    case 'date':
+      return v === 'now()' ? new Date(now.toISOString().slice(0, 10)) : new Date(`${v as string}T00:00:00Z`);
+    case 'date-time':
+      return v === 'now()' ? now : new Date(v as string);
     // Exact decimal text; SQLite's DECIMAL affinity stores it as a number either way.
-    case 'decimal': return typeof v === 'number' ? v : String(v);
-    case 'lookup': return typeof v === 'string' ? v.toLowerCase() : (v as { id: string }).id.toLowerCase();
-    case 'guid': return (v as string).toLowerCase();
-    default: return v;
+    case 'decimal':
+      return typeof v === 'number' ? v : String(v);
+    case 'lookup':
+      return typeof v === 'string' ? v.toLowerCase() : (v as { id: string }).id.toLowerCase();
+    case 'guid':
+      return (v as string).toLowerCase();
+    default:
+      return v;
   }
 }
 
@@ -52,11 +58,23 @@ export function lookupValues(c: Collection, row: Row): unknown[] {
 /** `INSERT INTO "C" (cols) VALUES (...), (...)`: one statement for every row (same keys in each). */
 export function insertRows(c: Collection, rows: Row[]): Sql {
   const columns = Object.keys(rows[0]);
-  const values = rows.map((r) => sql`(${join(columns.map((k) => sql`${r[k]}`), ', ')})`);
-  return sql`INSERT INTO ${ident(c.name)} (${join(columns.map((k) => ident(k)), ', ')}) VALUES ${join(values, ', ')}`;
+  const values = rows.map(
+    (r) =>
+      sql`(${join(
+        columns.map((k) => sql`${r[k]}`),
+        ', ',
+      )})`,
+  );
+  return sql`INSERT INTO ${ident(c.name)} (${join(
+    columns.map((k) => ident(k)),
+    ', ',
+  )}) VALUES ${join(values, ', ')}`;
 }
 
 /** `"a" = ?, "b" = ?` for an UPDATE. */
 export function setList(row: Row): Sql {
-  return join(Object.entries(row).map(([k, v]) => sql`${ident(k)} = ${v}`), ', ');
+  return join(
+    Object.entries(row).map(([k, v]) => sql`${ident(k)} = ${v}`),
+    ', ',
+  );
 }

@@ -9,11 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
 import { PrismaPg } from '@prisma/adapter-pg';
-import {
-  bindMigrationAwareSqlAdapterFactory,
-  type SqlDriverAdapter,
-  type SqlMigrationAwareDriverAdapterFactory,
-} from '@prisma/driver-adapter-utils';
+import { bindMigrationAwareSqlAdapterFactory, type SqlDriverAdapter, type SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
 import type { MigrationDirectory, MigrationList, SchemaEngine } from '@prisma/schema-engine-wasm';
 import type { DatabaseProvider } from '../manifest.js';
 
@@ -152,12 +148,7 @@ async function withEngine<T>(provider: DatabaseProvider, url: string, fn: (engin
  * @throws Error `schema diff failed: <engine message>` (invalid schema, unreachable server...).
  * Source: DESIGN §5.
  */
-export async function diffDatamodels(opts: {
-  provider: DatabaseProvider;
-  url: string;
-  from: string | null;
-  to: string;
-}): Promise<string> {
+export async function diffDatamodels(opts: { provider: DatabaseProvider; url: string; from: string | null; to: string }): Promise<string> {
   const target = (content: string) => ({ tag: 'schemaDatamodel' as const, files: [{ path: 'schema.prisma', content }] });
   const url = opts.provider === 'sqlite' ? ':memory:' : opts.url;
   return withEngine(opts.provider, url, async (engine) => {
@@ -201,11 +192,7 @@ async function readMigrations(dir: string): Promise<MigrationList> {
  * `applying migrations failed: <engine message>` for other errors (edited migration, unreachable DB...).
  * Source: DESIGN §5.
  */
-export async function applyMigrations(opts: {
-  provider: DatabaseProvider;
-  url: string;
-  migrationsDir: string;
-}): Promise<{ applied: string[] }> {
+export async function applyMigrations(opts: { provider: DatabaseProvider; url: string; migrationsDir: string }): Promise<{ applied: string[] }> {
   if (opts.provider === 'sqlite') {
     const file = opts.url.replace(/^file:/, '').replace(/\?.*$/, '');
     const abs = file.startsWith('//') ? fileURLToPath(`file:${file}`) : file;

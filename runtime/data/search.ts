@@ -21,7 +21,10 @@ export const MAX_SEARCH_WORDS = 16;
  * @throws HttpError INVALID_PARAMETER (400) with more than `MAX_SEARCH_WORDS` words
  */
 export function searchWords(text: string): string[] {
-  const words = text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
+  const words = text
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter(Boolean);
   if (words.length > MAX_SEARCH_WORDS) {
     const message = `at most ${MAX_SEARCH_WORDS} words are allowed, got ${words.length}`;
     throw new HttpError('INVALID_PARAMETER', `search: ${message}`, { details: [{ path: '/search', message }] });

@@ -67,7 +67,12 @@ class Queue {
   }
 }
 
-interface ReadJob { text: string; values: readonly unknown[]; resolve(rows: SqlRow[]): void; reject(err: unknown): void }
+interface ReadJob {
+  text: string;
+  values: readonly unknown[];
+  resolve(rows: SqlRow[]): void;
+  reject(err: unknown): void;
+}
 
 /**
  * Opens `path` (a file path or a `file:` URL; its folder is created) with one writer and `readers`
@@ -91,7 +96,7 @@ export async function createSqliteDriver(path: string, options: SqliteDriverOpti
   try {
     await writer.ready;
     // An in-memory database exists once per connection: everything then runs on the writer.
-    const readerCount = file === ':memory:' ? 0 : options.readers ?? 2;
+    const readerCount = file === ':memory:' ? 0 : (options.readers ?? 2);
     for (let k = 0; k < readerCount; k++) readers.push(new SqliteLane({ path: file, role: 'reader', busyTimeoutMs }, timeoutMs, () => pump()));
     // Point reads (rows by primary key) get a reader of their own, so they never wait behind a scan.
     if (readerCount > 0) pointReader = new SqliteLane({ path: file, role: 'reader', busyTimeoutMs }, timeoutMs);
@@ -117,9 +122,10 @@ export async function createSqliteDriver(path: string, options: SqliteDriverOpti
       const lane = readers.find((r) => r.inFlight === 0 && r.isReady) ?? readers.find((r) => r.inFlight === 0);
       if (!lane) return;
       const job = readQueue.shift()!;
-      lane.run(job.text, job.values).then(
-        (rows) => (rows === FORWARD ? autocommitWrite(job.text, job.values) : rows),
-      ).then(job.resolve, job.reject);
+      lane
+        .run(job.text, job.values)
+        .then((rows) => (rows === FORWARD ? autocommitWrite(job.text, job.values) : rows))
+        .then(job.resolve, job.reject);
     }
   }
 
@@ -131,7 +137,7 @@ export async function createSqliteDriver(path: string, options: SqliteDriverOpti
       if (PLAIN_WRITE.test(text) || readers.length === 0) return autocommitWrite(text, values);
       if (options?.point && pointReader) {
         // The lane's worker runs its messages one after another; point reads are short.
-        return pointReader.run(text, values).then((rows) => (rows === FORWARD ? autocommitWrite(text, values) : rows as SqlRow[]));
+        return pointReader.run(text, values).then((rows) => (rows === FORWARD ? autocommitWrite(text, values) : (rows as SqlRow[])));
       }
       return new Promise<SqlRow[]>((resolve, reject) => {
         readQueue.push({ text, values, resolve, reject });

@@ -8,6 +8,5 @@ import type { Database as SqliteDatabase } from 'better-sqlite3';
 
 /** Registers svc's functions on a better-sqlite3 connection (idempotent per connection). */
 export function registerSqliteFunctions(db: SqliteDatabase): void {
-  db.function('svc_lower', { deterministic: true }, (value: unknown) =>
-    (typeof value === 'string' ? value.toLowerCase() : value) as string | null);
+  db.function('svc_lower', { deterministic: true }, (value: unknown) => (typeof value === 'string' ? value.toLowerCase() : value) as string | null);
 }

@@ -84,12 +84,17 @@ export class SqliteLane {
         if ('ready' in m) {
           this.isReady = true;
           ok();
-        }
-        else if ('fatal' in m) fail(unavailable(new Error(m.fatal), `cannot open the SQLite database: ${m.fatal}`));
+        } else if ('fatal' in m) fail(unavailable(new Error(m.fatal), `cannot open the SQLite database: ${m.fatal}`));
         else this.settle(m);
       });
-      worker.on('error', (err) => { fail(err); this.lost(worker, err); });
-      worker.on('exit', (code) => { fail(new Error(`exited (${code})`)); this.lost(worker, new Error(`the SQLite worker exited (${code})`)); });
+      worker.on('error', (err) => {
+        fail(err);
+        this.lost(worker, err);
+      });
+      worker.on('exit', (code) => {
+        fail(new Error(`exited (${code})`));
+        this.lost(worker, new Error(`the SQLite worker exited (${code})`));
+      });
     });
     this.ready.catch(() => {});
   }

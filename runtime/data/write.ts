@@ -48,7 +48,11 @@ export interface WriteScope {
   signal?: AbortSignal;
 }
 
-const ids = (list: readonly string[]) => join(list.map((id) => sql`${id}`), ', ');
+const ids = (list: readonly string[]) =>
+  join(
+    list.map((id) => sql`${id}`),
+    ', ',
+  );
 
 function work(scope: WriteScope, action: WorkOptions['action'], single = false): WorkOptions {
   return { db: scope.db, action, sink: scope.sink, origin: { reqId: scope.reqId, callerId: scope.callerId }, signal: scope.signal, single };
@@ -63,18 +67,29 @@ function restrictedLookups(scope: WriteScope, collection: Collection) {
  * Details of lookup values in `rows` that name no row of their target collection (or one its policies
  * hide from the caller); `only` limits the check to some properties.
  */
-async function lookupProblems(scope: WriteScope, tx: Tx | undefined, collection: Collection, rows: Row[], paths: string[], only?: Set<string>): Promise<ErrorDetail[]> {
+async function lookupProblems(
+  scope: WriteScope,
+  tx: Tx | undefined,
+  collection: Collection,
+  rows: Row[],
+  paths: string[],
+  only?: Set<string>,
+): Promise<ErrorDetail[]> {
   const details: ErrorDetail[] = [];
   for (const p of collection.properties) {
     if (p.type !== 'lookup' || (only && !only.has(p.name))) continue;
     const wanted = [...new Set(rows.map((r) => r[p.name]).filter((v): v is string => typeof v === 'string'))];
     if (wanted.length === 0) continue;
     const visible = andAll(scope.access?.visibility(p.collection!) ?? []);
-    const found = await scope.db.query<{ id: string }>(sql`SELECT "t0"."id" FROM ${ident(p.collection!)} AS "t0" WHERE "t0"."id" IN (${ids(wanted)})${visible}`, tx);
+    const found = await scope.db.query<{ id: string }>(
+      sql`SELECT "t0"."id" FROM ${ident(p.collection!)} AS "t0" WHERE "t0"."id" IN (${ids(wanted)})${visible}`,
+      tx,
+    );
     const existing = new Set(found.map((r) => String(r.id)));
     rows.forEach((r, i) => {
       const v = r[p.name];
-      if (typeof v === 'string' && !existing.has(v)) details.push({ path: `${paths[i]}/${p.name}`, message: `${p.name}: no ${p.collection} with id ${JSON.stringify(v)}` });
+      if (typeof v === 'string' && !existing.has(v))
+        details.push({ path: `${paths[i]}/${p.name}`, message: `${p.name}: no ${p.collection} with id ${JSON.stringify(v)}` });
     });
   }
   return details;
@@ -108,7 +123,9 @@ async function guarded<T>(scope: WriteScope, id: string | undefined, run: () => 
 async function requireVisible(scope: WriteScope, tx: Tx | undefined, id: string): Promise<void> {
   const where = [sql`"t0"."id" = ${id}`, ...(scope.conditions ?? []).map((c) => sql`(${c})`)];
   const rows = await scope.db.query<{ id: string; owned?: unknown }>(
-    sql`SELECT "t0"."id"${scope.owner ? sql`, CASE WHEN ${scope.owner} THEN 1 ELSE 0 END AS "owned"` : sql``} FROM ${ident(scope.collection.name)} AS "t0" WHERE ${join(where, ' AND ')}`, tx);
+    sql`SELECT "t0"."id"${scope.owner ? sql`, CASE WHEN ${scope.owner} THEN 1 ELSE 0 END AS "owned"` : sql``} FROM ${ident(scope.collection.name)} AS "t0" WHERE ${join(where, ' AND ')}`,
+    tx,
+  );
   if (rows.length === 0) throw notFound(scope.collection.name, id);
   if (scope.owner && Number(rows[0].owned) !== 1) throw new HttpError('FORBIDDEN', `${scope.collection.name} ${JSON.stringify(id)} belongs to another caller`);
 }
@@ -116,11 +133,17 @@ async function requireVisible(scope: WriteScope, tx: Tx | undefined, id: string)
 /** Refuses (403) when some of the visible `rowIds` fail the scope's `_CREATOR` condition. */
 async function requireOwned(scope: WriteScope, tx: Tx | undefined, rowIds: string[]): Promise<void> {
   if (!scope.owner) return;
-  const owned = await scope.db.query<{ id: string }>(sql`SELECT "t0"."id" FROM ${ident(scope.collection.name)} AS "t0" WHERE "t0"."id" IN (${ids(rowIds)}) AND ${scope.owner}`, tx);
+  const owned = await scope.db.query<{ id: string }>(
+    sql`SELECT "t0"."id" FROM ${ident(scope.collection.name)} AS "t0" WHERE "t0"."id" IN (${ids(rowIds)}) AND ${scope.owner}`,
+    tx,
+  );
   if (owned.length !== rowIds.length) {
-    throw new HttpError('FORBIDDEN', rowIds.length === 1
-      ? `${scope.collection.name} ${JSON.stringify(rowIds[0])} belongs to another caller`
-      : `some of the ${scope.collection.name} rows belong to another caller; nothing was changed`);
+    throw new HttpError(
+      'FORBIDDEN',
+      rowIds.length === 1
+        ? `${scope.collection.name} ${JSON.stringify(rowIds[0])} belongs to another caller`
+        : `some of the ${scope.collection.name} rows belong to another caller; nothing was changed`,
+    );
   }
 }
 
@@ -136,7 +159,13 @@ function checkBody(scope: WriteScope, body: unknown, mode: WriteMode, basePath: 
 async function writeChildrenOf(scope: WriteScope, w: UnitOfWork, parentId: string, plans: ChildPlan[], replaceMissing: boolean): Promise<void> {
   for (const plan of plans) {
     const rows = [...plan.creates, ...plan.updates];
-    await checkRestrictedLookups(scope, w.tx, plan.writer.collection, rows.map((r) => r.data), rows.map((r) => r.path));
+    await checkRestrictedLookups(
+      scope,
+      w.tx,
+      plan.writer.collection,
+      rows.map((r) => r.data),
+      rows.map((r) => r.path),
+    );
   }
   const details = await writeChildren(scope.db, w, parentId, plans, { replaceMissing, callerId: scope.callerId, access: scope.access, now: scope.now });
   if (details.length > 0) throw validationFailed(details);
@@ -147,7 +176,15 @@ async function childLookupProblems(scope: WriteScope, plans: ChildPlan[]): Promi
   const details: ErrorDetail[] = [];
   for (const plan of plans) {
     const rows = [...plan.creates, ...plan.updates];
-    details.push(...await lookupProblems(scope, undefined, plan.writer.collection, rows.map((r) => r.data), rows.map((r) => r.path)));
+    details.push(
+      ...(await lookupProblems(
+        scope,
+        undefined,
+        plan.writer.collection,
+        rows.map((r) => r.data),
+        rows.map((r) => r.path),
+      )),
+    );
   }
   return details;
 }
@@ -162,7 +199,8 @@ async function childLookupProblems(scope: WriteScope, plans: ChildPlan[]): Promi
 export async function createItems(scope: WriteScope, body: unknown): Promise<{ ids: string[]; changes: Change[] }> {
   const items = Array.isArray(body) ? body : [body];
   if (Array.isArray(body) && body.length === 0) throw validationFailed([{ path: '/', message: 'the array must hold at least one object' }]);
-  if (items.length > MAX_BULK_ROWS) throw new HttpError('PAYLOAD_TOO_LARGE', `a request may create at most ${MAX_BULK_ROWS} rows (got ${items.length}); split it into several requests`);
+  if (items.length > MAX_BULK_ROWS)
+    throw new HttpError('PAYLOAD_TOO_LARGE', `a request may create at most ${MAX_BULK_ROWS} rows (got ${items.length}); split it into several requests`);
   const basePaths = Array.isArray(body) ? items.map((_, i) => `/${i}`) : [''];
   const checked = items.map((item, i) => checkBody(scope, item, 'create', basePaths[i]));
   const details = checked.flatMap((c) => c.details);
@@ -170,19 +208,34 @@ export async function createItems(scope: WriteScope, body: unknown): Promise<{ i
   const rows: Row[] = items.map((item) => ({
     id: uuidv7(),
     ...rowValues(scope.collection, item as Record<string, unknown>, 'create', scope.now),
-    createdAt: scope.now, updatedAt: scope.now, createdBy: scope.callerId,
+    createdAt: scope.now,
+    updatedAt: scope.now,
+    createdBy: scope.callerId,
   }));
   const hasChildren = checked.some((c) => c.plans.length > 0);
   const single = !hasChildren && restrictedLookups(scope, scope.collection).length === 0;
-  const { changes } = await guarded(scope, undefined, () => runUnitOfWork(work(scope, 'POST', single), async (w) => {
-    await checkRestrictedLookups(scope, w.tx, scope.collection, rows, basePaths);
-    await scope.db.query(insertRows(scope.collection, rows), w.tx);
-    w.changes.record(scope.collection.name, rows.map((r) => r.id as string), rows.flatMap((r) => lookupValues(scope.collection, r)));
-    for (const [i, c] of checked.entries()) if (c.plans.length > 0) await writeChildrenOf(scope, w, rows[i].id as string, c.plans, false);
-  }), async () => [
-    ...await lookupProblems(scope, undefined, scope.collection, rows, basePaths),
-    ...await childLookupProblems(scope, checked.flatMap((c) => c.plans)),
-  ]);
+  const { changes } = await guarded(
+    scope,
+    undefined,
+    () =>
+      runUnitOfWork(work(scope, 'POST', single), async (w) => {
+        await checkRestrictedLookups(scope, w.tx, scope.collection, rows, basePaths);
+        await scope.db.query(insertRows(scope.collection, rows), w.tx);
+        w.changes.record(
+          scope.collection.name,
+          rows.map((r) => r.id as string),
+          rows.flatMap((r) => lookupValues(scope.collection, r)),
+        );
+        for (const [i, c] of checked.entries()) if (c.plans.length > 0) await writeChildrenOf(scope, w, rows[i].id as string, c.plans, false);
+      }),
+    async () => [
+      ...(await lookupProblems(scope, undefined, scope.collection, rows, basePaths)),
+      ...(await childLookupProblems(
+        scope,
+        checked.flatMap((c) => c.plans),
+      )),
+    ],
+  );
   return { ids: rows.map((r) => r.id as string), changes };
 }
 
@@ -198,16 +251,25 @@ export async function updateItem(scope: WriteScope, rawId: string, body: unknown
   const { details, plans } = checkBody(scope, body, mode, '');
   if (details.length > 0) throw validationFailed(details);
   const data: Row = { ...rowValues(scope.collection, body as Record<string, unknown>, mode, scope.now), updatedAt: scope.now };
-  const { changes } = await guarded(scope, id, () => runUnitOfWork(work(scope, mode === 'replace' ? 'PUT' : 'PATCH'), async (w) => {
-    if (scope.conditions?.length || scope.owner) await requireVisible(scope, w.tx, id);
-    await checkRestrictedLookups(scope, w.tx, scope.collection, [data], ['']);
-    const lookups = scope.collection.properties.filter((p) => p.type === 'lookup');
-    const returning = join([ident('id'), ...lookups.map((p) => ident(p.name))], ', ');
-    const updated = await scope.db.query<Row>(sql`UPDATE ${ident(scope.collection.name)} SET ${setList(data)} WHERE "id" = ${id} RETURNING ${returning}`, w.tx);
-    if (updated.length === 0) throw notFound(scope.collection.name, id);
-    w.changes.record(scope.collection.name, [id], lookupValues(scope.collection, updated[0]));
-    if (plans.length > 0) await writeChildrenOf(scope, w, id, plans, true);
-  }), async () => [...await lookupProblems(scope, undefined, scope.collection, [data], ['']), ...await childLookupProblems(scope, plans)]);
+  const { changes } = await guarded(
+    scope,
+    id,
+    () =>
+      runUnitOfWork(work(scope, mode === 'replace' ? 'PUT' : 'PATCH'), async (w) => {
+        if (scope.conditions?.length || scope.owner) await requireVisible(scope, w.tx, id);
+        await checkRestrictedLookups(scope, w.tx, scope.collection, [data], ['']);
+        const lookups = scope.collection.properties.filter((p) => p.type === 'lookup');
+        const returning = join([ident('id'), ...lookups.map((p) => ident(p.name))], ', ');
+        const updated = await scope.db.query<Row>(
+          sql`UPDATE ${ident(scope.collection.name)} SET ${setList(data)} WHERE "id" = ${id} RETURNING ${returning}`,
+          w.tx,
+        );
+        if (updated.length === 0) throw notFound(scope.collection.name, id);
+        w.changes.record(scope.collection.name, [id], lookupValues(scope.collection, updated[0]));
+        if (plans.length > 0) await writeChildrenOf(scope, w, id, plans, true);
+      }),
+    async () => [...(await lookupProblems(scope, undefined, scope.collection, [data], [''])), ...(await childLookupProblems(scope, plans))],
+  );
   return changes;
 }
 
@@ -221,12 +283,17 @@ export async function deleteItem(scope: WriteScope, rawId: string): Promise<Chan
   if (!UUID.test(rawId)) throw notFound(scope.collection.name, rawId);
   const id = rawId.toLowerCase();
   const narrowed = !!(scope.conditions?.length || scope.owner);
-  const { changes } = await guarded(scope, id, () => runUnitOfWork(work(scope, 'DELETE', !narrowed), async (w) => {
-    if (narrowed) await requireVisible(scope, w.tx, id);
-    const deleted = await scope.db.query<Row>(sql`DELETE FROM ${ident(scope.collection.name)} WHERE "id" = ${id} RETURNING ${deletedColumns(scope.collection)}`, w.tx);
-    if (deleted.length === 0) throw notFound(scope.collection.name, id);
-    w.changes.record(scope.collection.name, [id], lookupValues(scope.collection, deleted[0]));
-  }));
+  const { changes } = await guarded(scope, id, () =>
+    runUnitOfWork(work(scope, 'DELETE', !narrowed), async (w) => {
+      if (narrowed) await requireVisible(scope, w.tx, id);
+      const deleted = await scope.db.query<Row>(
+        sql`DELETE FROM ${ident(scope.collection.name)} WHERE "id" = ${id} RETURNING ${deletedColumns(scope.collection)}`,
+        w.tx,
+      );
+      if (deleted.length === 0) throw notFound(scope.collection.name, id);
+      w.changes.record(scope.collection.name, [id], lookupValues(scope.collection, deleted[0]));
+    }),
+  );
   return changes;
 }
 
@@ -238,22 +305,32 @@ export async function deleteItem(scope: WriteScope, rawId: string): Promise<Chan
  */
 export async function deleteItems(scope: WriteScope, body: unknown): Promise<Change[]> {
   if (!Array.isArray(body) || body.length === 0) throw validationFailed([{ path: '/', message: 'the body must be a non-empty JSON array of ids' }]);
-  if (body.length > MAX_BULK_ROWS) throw new HttpError('PAYLOAD_TOO_LARGE', `a request may delete at most ${MAX_BULK_ROWS} rows (got ${body.length}); split it into several requests`);
+  if (body.length > MAX_BULK_ROWS)
+    throw new HttpError('PAYLOAD_TOO_LARGE', `a request may delete at most ${MAX_BULK_ROWS} rows (got ${body.length}); split it into several requests`);
   const bad = body.map((v, i) => [v, i] as const).filter(([v]) => typeof v !== 'string' || !UUID.test(v));
   if (bad.length > 0) throw validationFailed(bad.map(([, i]) => ({ path: `/${i}`, message: 'must be a GUID' })));
   const wanted = [...new Set((body as string[]).map((v) => v.toLowerCase()))];
   const notAll = () => new HttpError('NOT_FOUND', `some of the ${wanted.length} ${scope.collection.name} ids were not found; nothing was deleted`);
-  const { changes } = await guarded(scope, undefined, () => runUnitOfWork(work(scope, 'DELETE'), async (w) => {
-    if (scope.conditions?.length) {
-      const where = [sql`"t0"."id" IN (${ids(wanted)})`, ...scope.conditions.map((c) => sql`(${c})`)];
-      const visible = await scope.db.query(sql`SELECT "t0"."id" FROM ${ident(scope.collection.name)} AS "t0" WHERE ${join(where, ' AND ')}`, w.tx);
-      if (visible.length !== wanted.length) throw notAll();
-    }
-    await requireOwned(scope, w.tx, wanted);
-    const deleted = await scope.db.query<Row>(sql`DELETE FROM ${ident(scope.collection.name)} WHERE "id" IN (${ids(wanted)}) RETURNING ${deletedColumns(scope.collection)}`, w.tx);
-    // Throwing inside the transaction rolls the partial delete back.
-    if (deleted.length !== wanted.length) throw notAll();
-    w.changes.record(scope.collection.name, deleted.map((r) => String(r.id)), deleted.flatMap((r) => lookupValues(scope.collection, r)));
-  }));
+  const { changes } = await guarded(scope, undefined, () =>
+    runUnitOfWork(work(scope, 'DELETE'), async (w) => {
+      if (scope.conditions?.length) {
+        const where = [sql`"t0"."id" IN (${ids(wanted)})`, ...scope.conditions.map((c) => sql`(${c})`)];
+        const visible = await scope.db.query(sql`SELECT "t0"."id" FROM ${ident(scope.collection.name)} AS "t0" WHERE ${join(where, ' AND ')}`, w.tx);
+        if (visible.length !== wanted.length) throw notAll();
+      }
+      await requireOwned(scope, w.tx, wanted);
+      const deleted = await scope.db.query<Row>(
+        sql`DELETE FROM ${ident(scope.collection.name)} WHERE "id" IN (${ids(wanted)}) RETURNING ${deletedColumns(scope.collection)}`,
+        w.tx,
+      );
+      // Throwing inside the transaction rolls the partial delete back.
+      if (deleted.length !== wanted.length) throw notAll();
+      w.changes.record(
+        scope.collection.name,
+        deleted.map((r) => String(r.id)),
+        deleted.flatMap((r) => lookupValues(scope.collection, r)),
+      );
+    }),
+  );
   return changes;
 }

@@ -36,7 +36,10 @@ export class FunctionUsageError extends Error {
  * @throws (from the helpers) FunctionApiError for a non-2xx answer; FunctionUsageError for a name that is not
  *   a collection, view or query (SPEC §4.8 rule 5: a function does not call another function)
  */
-export function collectionClient(job: Pick<FunctionJob, 'readable' | 'writable'>, send: (request: ApiRequest) => Promise<ApiReply>): Pick<FunctionContext, 'get' | 'post' | 'patch'> {
+export function collectionClient(
+  job: Pick<FunctionJob, 'readable' | 'writable'>,
+  send: (request: ApiRequest) => Promise<ApiReply>,
+): Pick<FunctionContext, 'get' | 'post' | 'patch'> {
   const call = async (method: ApiRequest['method'], path: string, query?: Record<string, string>, body?: unknown): Promise<unknown> => {
     const request: ApiRequest = { method, path, ...(query && { query }), ...(body !== undefined && { body: JSON.parse(JSON.stringify(body)) as unknown }) };
     const reply = await send(request);
@@ -48,7 +51,9 @@ export function collectionClient(job: Pick<FunctionJob, 'readable' | 'writable'>
   };
   const named = (name: unknown, allowed: string[], what: string): string => {
     if (typeof name !== 'string' || !allowed.includes(name)) {
-      throw new FunctionUsageError(`${what}: ${JSON.stringify(name)} is not a ${what === 'get' ? 'collection, view or query' : 'collection or view'} of this app`);
+      throw new FunctionUsageError(
+        `${what}: ${JSON.stringify(name)} is not a ${what === 'get' ? 'collection, view or query' : 'collection or view'} of this app`,
+      );
     }
     return encodeURIComponent(name);
   };
@@ -59,7 +64,8 @@ export function collectionClient(job: Pick<FunctionJob, 'readable' | 'writable'>
       for (const [k, v] of Object.entries(params)) if (v !== undefined) query[k] = String(v);
       return call('GET', path, query) as Promise<T>;
     },
-    post: async <T>(collection: string, body: unknown): Promise<T> => call('POST', `/${named(collection, job.writable, 'post')}`, undefined, body) as Promise<T>,
+    post: async <T>(collection: string, body: unknown): Promise<T> =>
+      call('POST', `/${named(collection, job.writable, 'post')}`, undefined, body) as Promise<T>,
     patch: async <T>(collection: string, id: string, body: unknown): Promise<T> => {
       if (typeof id !== 'string' || id === '') throw new FunctionUsageError('patch: the id must be a non-empty string');
       return call('PATCH', `/${named(collection, job.writable, 'patch')}/${encodeURIComponent(id)}`, undefined, body) as Promise<T>;

@@ -8,7 +8,9 @@
  * The default query type: string values keyed by name (coerced per declared `queryParams`). The
  * generator reads a function's query type from code only when it is narrowed from this one.
  */
-export interface FunctionQuery { [name: string]: unknown }
+export interface FunctionQuery {
+  [name: string]: unknown;
+}
 
 export interface FunctionRequest<TBody = unknown, TQuery = FunctionQuery> {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';

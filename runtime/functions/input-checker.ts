@@ -17,13 +17,20 @@ const DECIMAL_STRING = '^-?\\d+(\\.\\d+)?$';
 function describe(f: TypedField): string {
   if (f.spec?.enum) return `one of ${f.spec.enum.map((e) => JSON.stringify(e)).join(', ')}`;
   switch (f.type) {
-    case 'integer': return 'an integer';
-    case 'decimal': return 'a number';
-    case 'boolean': return 'true or false';
-    case 'date': return 'a date "YYYY-MM-DD"';
-    case 'date-time': return 'a date-time in ISO 8601 with a time zone, e.g. "2024-01-31T10:00:00Z"';
-    case 'guid': return 'a GUID';
-    default: return 'a string';
+    case 'integer':
+      return 'an integer';
+    case 'decimal':
+      return 'a number';
+    case 'boolean':
+      return 'true or false';
+    case 'date':
+      return 'a date "YYYY-MM-DD"';
+    case 'date-time':
+      return 'a date-time in ISO 8601 with a time zone, e.g. "2024-01-31T10:00:00Z"';
+    case 'guid':
+      return 'a GUID';
+    default:
+      return 'a string';
   }
 }
 
@@ -31,13 +38,20 @@ function describe(f: TypedField): string {
 function fieldSchema(f: TypedField, part: 'query' | 'body'): object {
   const enumOf = f.spec?.enum ? { enum: f.spec.enum } : {};
   switch (f.type) {
-    case 'integer': return { type: 'integer', ...enumOf };
-    case 'decimal': return part === 'query' ? { type: 'number', ...enumOf } : { anyOf: [{ type: 'number' }, { type: 'string', pattern: DECIMAL_STRING }], ...enumOf };
-    case 'boolean': return { type: 'boolean', ...enumOf };
-    case 'date': return { type: 'string', format: 'date', ...enumOf };
-    case 'date-time': return { type: 'string', format: 'date-time', ...enumOf };
-    case 'guid': return { type: 'string', format: 'uuid', ...enumOf };
-    default: return { type: 'string', ...enumOf };
+    case 'integer':
+      return { type: 'integer', ...enumOf };
+    case 'decimal':
+      return part === 'query' ? { type: 'number', ...enumOf } : { anyOf: [{ type: 'number' }, { type: 'string', pattern: DECIMAL_STRING }], ...enumOf };
+    case 'boolean':
+      return { type: 'boolean', ...enumOf };
+    case 'date':
+      return { type: 'string', format: 'date', ...enumOf };
+    case 'date-time':
+      return { type: 'string', format: 'date-time', ...enumOf };
+    case 'guid':
+      return { type: 'string', format: 'uuid', ...enumOf };
+    default:
+      return { type: 'string', ...enumOf };
   }
 }
 

@@ -29,8 +29,7 @@ export interface FunctionJob {
 
 /** What the worker answers: the response to send, or what the code threw. */
 export type FunctionOutcome =
-  | { kind: 'done'; status: number; bodyText?: string; validationErrors: ErrorDetail[] }
-  | { kind: 'threw'; name: string; message: string; stack?: string };
+  { kind: 'done'; status: number; bodyText?: string; validationErrors: ErrorDetail[] } | { kind: 'threw'; name: string; message: string; stack?: string };
 
 /** Settings of every worker, given as `workerData`. */
 export interface WorkerSettings {
@@ -38,9 +37,7 @@ export interface WorkerSettings {
   maxOutputBytes: number;
 }
 
-export type ToWorker =
-  | { type: 'run'; id: number; job: FunctionJob }
-  | ({ type: 'api-reply'; call: number } & ({ reply: ApiReply } | { error: string }));
+export type ToWorker = { type: 'run'; id: number; job: FunctionJob } | ({ type: 'api-reply'; call: number } & ({ reply: ApiReply } | { error: string }));
 
 export type FromWorker =
   | { type: 'api'; id: number; call: number; request: ApiRequest }

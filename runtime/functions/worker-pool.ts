@@ -106,7 +106,11 @@ export class WorkerPool {
   run(job: FunctionJob, options: InvocationOptions): Promise<FunctionOutcome> {
     return new Promise((ok, fail) => {
       const inv: Invocation = {
-        id: ++this.seq, job, options, controller: new AbortController(), ended: false,
+        id: ++this.seq,
+        job,
+        options,
+        controller: new AbortController(),
+        ended: false,
         finish: (result) => {
           if (inv.ended) return;
           inv.ended = true;
@@ -133,7 +137,12 @@ export class WorkerPool {
     this.closed = true;
     clearInterval(this.reaper);
     const idle = this.threads.filter((t) => !t.invocation);
-    await Promise.all(idle.map((t) => { this.drop(t); return t.worker.terminate(); }));
+    await Promise.all(
+      idle.map((t) => {
+        this.drop(t);
+        return t.worker.terminate();
+      }),
+    );
   }
 
   /** Starts queued calls on idle threads, booting new threads up to `maxThreads`. */
@@ -165,9 +174,10 @@ export class WorkerPool {
     worker.unref();
     worker.on('message', (m: FromWorker) => this.onMessage(thread, m));
     worker.on('error', (err: Error & { code?: string }) => {
-      const message = err.code === 'ERR_WORKER_OUT_OF_MEMORY'
-        ? `its heap reached functions.maxMemoryMb (${this.maxMemoryMb} MiB); its thread was stopped`
-        : `its thread failed: ${err.message}`;
+      const message =
+        err.code === 'ERR_WORKER_OUT_OF_MEMORY'
+          ? `its heap reached functions.maxMemoryMb (${this.maxMemoryMb} MiB); its thread was stopped`
+          : `its thread failed: ${err.message}`;
       if (thread.invocation) this.fail(thread, `function ${thread.invocation.options.name} ${message}`, err.stack);
       else this.logger?.warn({ err }, 'a function thread failed between calls');
     });
@@ -199,7 +209,10 @@ export class WorkerPool {
       case 'memory':
         thread.lastReport = Date.now();
         if (m.bytes > this.maxMemoryMb * MiB && inv) {
-          this.fail(thread, `function ${inv.options.name} used ${Math.round(m.bytes / MiB)} MiB of memory, over functions.maxMemoryMb (${this.maxMemoryMb} MiB); its thread was stopped`);
+          this.fail(
+            thread,
+            `function ${inv.options.name} used ${Math.round(m.bytes / MiB)} MiB of memory, over functions.maxMemoryMb (${this.maxMemoryMb} MiB); its thread was stopped`,
+          );
         }
         return;
       case 'done':
@@ -238,7 +251,11 @@ export class WorkerPool {
   }
 
   private post(thread: Thread, message: ToWorker): void {
-    try { thread.worker.postMessage(message); } catch { /* the thread is gone; its exit ends the call */ }
+    try {
+      thread.worker.postMessage(message);
+    } catch {
+      /* the thread is gone; its exit ends the call */
+    }
   }
 
   /** Samples RSS while calls run; see the module comment. */
@@ -256,8 +273,11 @@ export class WorkerPool {
       if (rss <= this.baselineRss + busy.length * this.maxMemoryMb * MiB + RSS_SLACK) return;
       const now = Date.now();
       for (const t of busy.filter((b) => now - b.lastReport > 4 * MEMORY_REPORT_MS)) {
-        this.fail(t, `function ${t.invocation!.options.name} stopped reporting its memory while the server's memory (${Math.round(rss / MiB)} MiB) `
-          + `passed the bound for functions.maxMemoryMb (${this.maxMemoryMb} MiB) per call; its thread was stopped`);
+        this.fail(
+          t,
+          `function ${t.invocation!.options.name} stopped reporting its memory while the server's memory (${Math.round(rss / MiB)} MiB) ` +
+            `passed the bound for functions.maxMemoryMb (${this.maxMemoryMb} MiB) per call; its thread was stopped`,
+        );
       }
       // Memory of a stopped thread is freed a moment later; measure from here until the pool is idle again.
       this.baselineRss = Math.max(this.baselineRss, rss - busy.length * this.maxMemoryMb * MiB);

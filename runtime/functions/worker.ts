@@ -30,8 +30,11 @@ let calls = 0;
 process.setSourceMapsEnabled(true);
 for (const name of ['exit', 'kill', 'abort'] as const) {
   Object.defineProperty(process, name, {
-    configurable: false, writable: false,
-    value: () => { throw new FunctionUsageError(`process.${name} is not available to functions: return a response or throw an error instead`); },
+    configurable: false,
+    writable: false,
+    value: () => {
+      throw new FunctionUsageError(`process.${name} is not available to functions: return a response or throw an error instead`);
+    },
   });
 }
 for (const stream of ['stdout', 'stderr'] as const) {
@@ -97,17 +100,24 @@ async function invoke(id: number, job: FunctionJob): Promise<void> {
 
 async function run(id: number, job: FunctionJob): Promise<FunctionOutcome> {
   try {
-    const send = (request: ApiRequest): Promise<ApiReply> => new Promise((ok, fail) => {
-      const call = ++calls;
-      pending.set(call, { ok, fail });
-      post({ type: 'api', id, call, request });
-    });
+    const send = (request: ApiRequest): Promise<ApiReply> =>
+      new Promise((ok, fail) => {
+        const call = ++calls;
+        pending.set(call, { ok, fail });
+        post({ type: 'api', id, call, request });
+      });
     const fetch = job.allowFetch ? platformFetch : (fetchDisabled as typeof globalThis.fetch);
     globalThis.fetch = fetch;
     const initialRes: FunctionResponse = {};
     const ctx: FunctionContext = {
-      req: job.req, res: initialRes, me: job.me, api: job.api, secrets: job.secrets,
-      ...collectionClient(job, send), fetch, validationErrors: [],
+      req: job.req,
+      res: initialRes,
+      me: job.me,
+      api: job.api,
+      secrets: job.secrets,
+      ...collectionClient(job, send),
+      fetch,
+      validationErrors: [],
     };
     // Globals too, as the default-export form may read them (only ctx counts there, SPEC §4.8 rule 4), and a
     // bare `res = …` at its top level must not throw. One call at a time per thread keeps them apart.
@@ -120,7 +130,7 @@ async function run(id: number, job: FunctionJob): Promise<FunctionOutcome> {
       return outcomeOf(touched || returned === undefined ? ctx.res : { status: 200, bodyJson: returned }, ctx.validationErrors);
     }
     if (typeof script === 'function') {
-      const ended = (await (script as (c: FunctionContext) => Promise<{ res: unknown; validationErrors: unknown }>)(ctx));
+      const ended = await (script as (c: FunctionContext) => Promise<{ res: unknown; validationErrors: unknown }>)(ctx);
       return outcomeOf(ended.res, ended.validationErrors);
     }
     throw new Error(`${job.modulePath} has no default export function and no compiled script: run \`svc generate\` again`);

@@ -18,7 +18,6 @@ import { runOperation, type ApiResponse } from '../core/operations.js';
 import { readJsonBody } from './body.js';
 import { MAX_BODY_BYTES, MAX_RESULT_BYTES } from '../contract/limits.js';
 
-
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' };
 
 /** The request id: the caller's `x-request-id` (at most 64 characters) or a new UUID. */
@@ -83,21 +82,30 @@ export function apiHandler(app: AppRuntime, auth: AuthService): (req: IncomingMe
       target = dataPath(pathname);
     } catch {
       target = { name: '' };
-      void serve(app, auth, req, res, () => { throw new HttpError('INVALID_PARAMETER', 'the path is not valid percent-encoding'); });
+      void serve(app, auth, req, res, () => {
+        throw new HttpError('INVALID_PARAMETER', 'the path is not valid percent-encoding');
+      });
       return true;
     }
     const resource = target && app.resources.get(target.name);
     if (!target || !resource) return false;
     void serve(app, auth, req, res, async (reqId) => {
       const { caller } = await authenticateCredentials(auth, {
-        method: req.method ?? 'GET', authorization: req.headers.authorization, cookie: req.headers.cookie,
-        origin: req.headers.origin, referer: req.headers.referer, host: req.headers.host,
+        method: req.method ?? 'GET',
+        authorization: req.headers.authorization,
+        cookie: req.headers.cookie,
+        origin: req.headers.origin,
+        referer: req.headers.referer,
+        host: req.headers.host,
         scheme: (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http',
       });
       const ctx = requestContext(app, { caller, reqId });
       const query = q < 0 ? {} : parseQuery(url.slice(q + 1));
       const answer = await runOperation(ctx, resource, {
-        method: req.method ?? 'GET', id: target.id, query, body: () => readJsonBody(req, MAX_BODY_BYTES),
+        method: req.method ?? 'GET',
+        id: target.id,
+        query,
+        body: () => readJsonBody(req, MAX_BODY_BYTES),
       });
       return answer;
     });
@@ -106,7 +114,13 @@ export function apiHandler(app: AppRuntime, auth: AuthService): (req: IncomingMe
 }
 
 /** Runs one request: request id, timing log line, the answer or the error body. */
-async function serve(app: AppRuntime, _auth: AuthService, req: IncomingMessage, res: ServerResponse, run: (reqId: string) => Promise<ApiResponse> | never): Promise<void> {
+async function serve(
+  app: AppRuntime,
+  _auth: AuthService,
+  req: IncomingMessage,
+  res: ServerResponse,
+  run: (reqId: string) => Promise<ApiResponse> | never,
+): Promise<void> {
   const started = process.hrtime.bigint();
   const reqId = requestIdOf(req);
   res.setHeader('x-request-id', reqId);

@@ -82,7 +82,9 @@ export function createApp(options: AppOptions): express.Express {
   api.use('/_log', json(LOG_BODY_BYTES));
   api.use(['/_invoke', ...manifest.functions.filter((f) => f.enabled && f.functionTypeId === 1).map((f) => `/${f.name}`)], json(MAX_BODY_BYTES));
   api.use(authRouter(options.auth), tokenRouter(options.auth), clientLogRouter(options.db, logger, manifest));
-  api.get('/_openapi', (_req, res) => { res.json(options.openapi); });
+  api.get('/_openapi', (_req, res) => {
+    res.json(options.openapi);
+  });
   // Collections, views and queries are served before this application (`api-handler.ts`).
   api.use(functionRouter({ manifest, logger, ...options.functions }));
   app.use('/api', api);
@@ -104,9 +106,12 @@ export function createApp(options: AppOptions): express.Express {
     if (e?.type === 'entity.parse.failed') error = new HttpError('INVALID_JSON', 'the request body is not valid JSON');
     else if (e?.type === 'entity.too.large') {
       const limit = (err as { limit?: number }).limit ?? MAX_BODY_BYTES;
-      error = new HttpError('PAYLOAD_TOO_LARGE', `the request body is larger than ${limit >= 1 << 20 ? `${limit / (1 << 20)} MiB` : `${Math.round(limit / 1024)} KiB`}`);
-    }
-    else if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') error = new HttpError('UNSUPPORTED_MEDIA_TYPE', 'unsupported body encoding');
+      error = new HttpError(
+        'PAYLOAD_TOO_LARGE',
+        `the request body is larger than ${limit >= 1 << 20 ? `${limit / (1 << 20)} MiB` : `${Math.round(limit / 1024)} KiB`}`,
+      );
+    } else if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported')
+      error = new HttpError('UNSUPPORTED_MEDIA_TYPE', 'unsupported body encoding');
     error = mapInfrastructureError(error);
     const { status, body } = toErrorBody(error);
     if (error instanceof HttpError && error.headers && !res.headersSent) res.set(error.headers);

@@ -26,7 +26,12 @@ const form = express.urlencoded({ extended: false, limit: '16kb' });
 export function credentialInput(req: Request): CredentialInput {
   const h = req.headers;
   return {
-    method: req.method, authorization: h.authorization, cookie: h.cookie, origin: h.origin, referer: h.referer, host: h.host,
+    method: req.method,
+    authorization: h.authorization,
+    cookie: h.cookie,
+    origin: h.origin,
+    referer: h.referer,
+    host: h.host,
     scheme: (req.socket as Partial<TLSSocket>).encrypted ? 'https' : 'http',
   };
 }
@@ -94,8 +99,12 @@ export function authRouter(auth: AuthService): Router {
     res.status(204).end();
   });
 
-  router.get('/_me', (_req, res) => { res.json(meBody(callerOf(res))); });
-  router.get('/_webAppConfig', (_req, res) => { res.json(WEB_APP_CONFIG); });
+  router.get('/_me', (_req, res) => {
+    res.json(meBody(callerOf(res)));
+  });
+  router.get('/_webAppConfig', (_req, res) => {
+    res.json(WEB_APP_CONFIG);
+  });
   notAllowed(router, ['/_auth', '/_refresh', '/_logout', '/_me', '/_webAppConfig']);
   return router;
 }
@@ -109,7 +118,13 @@ export function tokenRouter(auth: AuthService): Router {
   router.post('/_token', form, async (req, res) => {
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('Pragma', 'no-cache');
-    res.json(await tokenGrant(auth, req.body, { authorization: req.headers.authorization, remoteAddress: req.socket.remoteAddress, reqId: res.locals.reqId as string }));
+    res.json(
+      await tokenGrant(auth, req.body, {
+        authorization: req.headers.authorization,
+        remoteAddress: req.socket.remoteAddress,
+        reqId: res.locals.reqId as string,
+      }),
+    );
   });
   notAllowed(router, ['/_token']);
   return router;
@@ -139,7 +154,9 @@ function sendLoginPage(res: Response, result: LoginPageResult): void {
  */
 export function loginRouter(auth: AuthService): Router {
   const router = Router();
-  router.get('/login', (req, res) => { sendLoginPage(res, loginForm(auth, req.query.returnUrl)); });
+  router.get('/login', (req, res) => {
+    sendLoginPage(res, loginForm(auth, req.query.returnUrl));
+  });
   router.post('/login', form, async (req, res) => {
     sendLoginPage(res, await submitLogin(auth, req.body, { ...credentialInput(req), remoteAddress: req.socket.remoteAddress }));
   });

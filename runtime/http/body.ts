@@ -9,7 +9,10 @@ import { HttpError } from '../errors.js';
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json$/i;
 
 function tooLarge(limit: number): HttpError {
-  return new HttpError('PAYLOAD_TOO_LARGE', `the request body is larger than ${limit >= 1 << 20 ? `${limit / (1 << 20)} MiB` : `${Math.round(limit / 1024)} KiB`}`);
+  return new HttpError(
+    'PAYLOAD_TOO_LARGE',
+    `the request body is larger than ${limit >= 1 << 20 ? `${limit / (1 << 20)} MiB` : `${Math.round(limit / 1024)} KiB`}`,
+  );
 }
 
 /** True when the request carries a body (a non-zero Content-Length, or chunked). */
@@ -29,7 +32,11 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
   if (!hasBody(req)) return undefined;
   const [type, ...params] = (req.headers['content-type'] ?? '').split(';').map((s) => s.trim());
   if (!JSON_TYPE.test(type)) throw new HttpError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be JSON (Content-Type: application/json)');
-  const charset = params.find((p) => /^charset=/i.test(p))?.slice(8).replace(/"/g, '').toLowerCase();
+  const charset = params
+    .find((p) => /^charset=/i.test(p))
+    ?.slice(8)
+    .replace(/"/g, '')
+    .toLowerCase();
   if (charset && charset !== 'utf-8' && charset !== 'utf8') throw new HttpError('UNSUPPORTED_MEDIA_TYPE', `unsupported charset "${charset}"; send UTF-8`);
   const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
   if (encoding !== 'identity') throw new HttpError('UNSUPPORTED_MEDIA_TYPE', `unsupported content encoding "${encoding}"`);

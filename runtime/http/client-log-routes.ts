@@ -38,7 +38,11 @@ const validate = new Ajv({ allErrors: true }).compile({
 
 /** The `_log` table seen as a collection, so the list machinery of SPEC §4.2 reads it. */
 const LOG_COLLECTION: Collection = {
-  name: '_log', search: false, access: [], policies: [], children: [],
+  name: '_log',
+  search: false,
+  access: [],
+  policies: [],
+  children: [],
   properties: [
     { name: 'message', type: 'text', required: true },
     { name: 'severity', type: 'integer', required: true },
@@ -59,18 +63,37 @@ export function clientLogRouter(db: Database, logger: Logger, manifest: AppManif
     if (caller.kind === 'anonymous') throw new HttpError('UNAUTHORIZED', '_log requires authentication');
     if (req.body === undefined) throw new HttpError('VALIDATION_FAILED', 'the body must be a JSON array of log events (Content-Type: application/json)');
     if (!validate(req.body)) {
-      const details: ErrorDetail[] = (validate.errors ?? []).map((e) => ({ path: e.instancePath || '/', message: `${e.instancePath || 'body'} ${e.message ?? 'is invalid'}` }));
+      const details: ErrorDetail[] = (validate.errors ?? []).map((e) => ({
+        path: e.instancePath || '/',
+        message: `${e.instancePath || 'body'} ${e.message ?? 'is invalid'}`,
+      }));
       throw new HttpError('VALIDATION_FAILED', `invalid log events: ${details.map((d) => d.message).join('; ')}`, { details });
     }
     const events = req.body as { message: string; severity?: number }[];
     const rows = events.map((e) => ({
-      id: uuidv7(), message: e.message, severity: e.severity ?? 3, username: caller.username, reqId: res.locals.reqId as string, createdBy: caller.id,
+      id: uuidv7(),
+      message: e.message,
+      severity: e.severity ?? 3,
+      username: caller.username,
+      reqId: res.locals.reqId as string,
+      createdBy: caller.id,
     }));
     const now = new Date();
     const values = rows.map((r) => sql`(${r.id}, ${r.message}, ${r.severity}, ${r.username}, ${r.reqId}, ${now}, ${now}, ${r.createdBy})`);
-    await db.query(sql`INSERT INTO ${TABLE.log} ("id", "message", "severity", "username", "reqId", "createdAt", "updatedAt", "createdBy") VALUES ${join(values, ', ')}`);
+    await db.query(
+      sql`INSERT INTO ${TABLE.log} ("id", "message", "severity", "username", "reqId", "createdAt", "updatedAt", "createdBy") VALUES ${join(values, ', ')}`,
+    );
     for (const row of rows) {
-      logger[LEVELS[row.severity]]({ reqId: row.reqId, source: 'client', severity: row.severity, user: { id: caller.id, username: caller.username, kind: caller.kind }, clientMessage: row.message }, 'client log');
+      logger[LEVELS[row.severity]](
+        {
+          reqId: row.reqId,
+          source: 'client',
+          severity: row.severity,
+          user: { id: caller.id, username: caller.username, kind: caller.kind },
+          clientMessage: row.message,
+        },
+        'client log',
+      );
     }
     res.json({ data: rows.length });
   });

@@ -116,14 +116,18 @@ function functionHandler(f: FunctionDefinition, modulePath: string, inputs: Func
     const job: FunctionJob = {
       modulePath,
       req: {
-        method: method as FunctionRequest['method'], headers: visibleHeaders(req), query, bodyJson,
+        method: method as FunctionRequest['method'],
+        headers: visibleHeaders(req),
+        query,
+        bodyJson,
         bodyRaw: isJson ? req.rawBody!.toString('utf8') : typeof req.body === 'string' ? req.body : '',
       },
       me: meOf(caller),
       api: { name: manifest.name, baseUrl: `${req.protocol}://${req.get('host') ?? 'localhost'}/api` },
       secrets: options.secrets,
       allowFetch: manifest.settings.functions.allowFetch,
-      readable, writable,
+      readable,
+      writable,
     };
     const reqId = String(res.locals.reqId);
     const outcome = await options.pool.run(job, {
@@ -142,8 +146,11 @@ function functionHandler(f: FunctionDefinition, modulePath: string, inputs: Func
       throw err;
     }
     if (outcome.validationErrors.length > 0) {
-      throw new HttpError('VALIDATION_FAILED', `function ${f.name} reported ${outcome.validationErrors.length} validation error${outcome.validationErrors.length > 1 ? 's' : ''}: ${outcome.validationErrors[0].message}`,
-        { details: outcome.validationErrors });
+      throw new HttpError(
+        'VALIDATION_FAILED',
+        `function ${f.name} reported ${outcome.validationErrors.length} validation error${outcome.validationErrors.length > 1 ? 's' : ''}: ${outcome.validationErrors[0].message}`,
+        { details: outcome.validationErrors },
+      );
     }
     res.status(outcome.status);
     if (outcome.bodyText === undefined) res.end();

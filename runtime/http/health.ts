@@ -51,7 +51,9 @@ export async function liveness(): Promise<HealthResult> {
 /** Rejects with `message` after `ms` unless `promise` settles first. */
 function within<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, fail) => { timer = setTimeout(() => fail(new Error(message)), ms); });
+  const timeout = new Promise<never>((_, fail) => {
+    timer = setTimeout(() => fail(new Error(message)), ms);
+  });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
@@ -68,19 +70,30 @@ export async function readiness(deps: HealthDeps): Promise<HealthResult> {
   const secs = `${ms / 1000} s`;
   const details: { path: string; message: string }[] = [];
   const [database, migrations, redis] = await Promise.all([
-    within(deps.ping(), ms, 'timeout').then((): CheckState => 'ok', (): CheckState => {
-      details.push({ path: '/database', message: `the database did not answer within ${secs}` });
-      return 'down';
-    }),
-    within(deps.pendingMigrations(), ms, 'timeout').then((pending): CheckState => {
-      if (pending.length === 0) return 'ok';
-      details.push({ path: '/migrations', message: `${pending.length} migration(s) not applied: run svc migrate` });
-      return 'pending';
-    }, (): CheckState => 'unknown'),
-    deps.redisUrl === undefined ? undefined : within(pingRedis(deps.redisUrl, ms), ms, 'timeout').then((): CheckState => 'ok', (): CheckState => {
-      details.push({ path: '/redis', message: `Redis did not answer PING within ${secs}` });
-      return 'down';
-    }),
+    within(deps.ping(), ms, 'timeout').then(
+      (): CheckState => 'ok',
+      (): CheckState => {
+        details.push({ path: '/database', message: `the database did not answer within ${secs}` });
+        return 'down';
+      },
+    ),
+    within(deps.pendingMigrations(), ms, 'timeout').then(
+      (pending): CheckState => {
+        if (pending.length === 0) return 'ok';
+        details.push({ path: '/migrations', message: `${pending.length} migration(s) not applied: run svc migrate` });
+        return 'pending';
+      },
+      (): CheckState => 'unknown',
+    ),
+    deps.redisUrl === undefined
+      ? undefined
+      : within(pingRedis(deps.redisUrl, ms), ms, 'timeout').then(
+          (): CheckState => 'ok',
+          (): CheckState => {
+            details.push({ path: '/redis', message: `Redis did not answer PING within ${secs}` });
+            return 'down';
+          },
+        ),
   ]);
   const checks: Omit<ReadyBody, 'status'> = { database, migrations, ...(redis ? { redis } : {}) };
   if (migrations === 'unknown' && database === 'ok') {
@@ -89,7 +102,11 @@ export async function readiness(deps: HealthDeps): Promise<HealthResult> {
   if (details.length === 0) return { status: 200, body: { status: 'ready', ...checks } };
   const failing = details.map((d) => d.path.slice(1)).join(', ');
   const body: ErrorBody & ReadyBody = {
-    error: `not ready: ${failing} not available`, code: 'SERVICE_UNAVAILABLE', details, status: 'unavailable', ...checks,
+    error: `not ready: ${failing} not available`,
+    code: 'SERVICE_UNAVAILABLE',
+    details,
+    status: 'unavailable',
+    ...checks,
   };
   return { status: 503, body };
 }
@@ -121,7 +138,7 @@ export function pingRedis(url: string, timeoutMs = 2000): Promise<void> {
     socket.once(u.protocol === 'rediss:' ? 'secureConnect' : 'connect', () => socket.write(auth + command('PING')));
     socket.on('data', (chunk) => {
       reply += chunk.toString('latin1');
-      if (reply.startsWith('-') || (reply.includes('\r\n-'))) done(new Error(`Redis refused: ${reply.split('\r\n').find((l) => l.startsWith('-'))}`));
+      if (reply.startsWith('-') || reply.includes('\r\n-')) done(new Error(`Redis refused: ${reply.split('\r\n').find((l) => l.startsWith('-'))}`));
       else if (reply.length >= expected.length) done(reply === expected ? undefined : new Error('unexpected Redis reply'));
     });
   });
@@ -140,6 +157,9 @@ export function healthRouter(deps: HealthDeps): Router {
     res.status(status).json(body);
   };
   router.get('/_health', answer(liveness));
-  router.get('/_ready', answer(() => readiness(deps)));
+  router.get(
+    '/_ready',
+    answer(() => readiness(deps)),
+  );
   return router;
 }

@@ -57,7 +57,14 @@ function round(x: number): number {
 }
 
 const NUMERIC: Record<string, (...args: number[]) => number> = {
-  Abs: Math.abs, Ceiling: Math.ceil, Floor: Math.floor, Round: round, Sqrt: Math.sqrt, Max: Math.max, Min: Math.min, Pow: Math.pow,
+  Abs: Math.abs,
+  Ceiling: Math.ceil,
+  Floor: Math.floor,
+  Round: round,
+  Sqrt: Math.sqrt,
+  Max: Math.max,
+  Min: Math.min,
+  Pow: Math.pow,
 };
 
 function binary(node: Extract<ExpNode, { kind: 'binary' }>, l: Value, r: Value): Value {
@@ -84,16 +91,20 @@ function binary(node: Extract<ExpNode, { kind: 'binary' }>, l: Value, r: Value):
 
 function evaluate(node: ExpNode, ctx: ExpContext): Value {
   switch (node.kind) {
-    case 'number': return check({ type: 'number', value: node.value }, node);
-    case 'string': return { type: 'string', value: node.value };
-    case 'duration': return check({ type: 'duration', ms: node.amount * UNIT_MS[node.unit] }, node);
+    case 'number':
+      return check({ type: 'number', value: node.value }, node);
+    case 'string':
+      return { type: 'string', value: node.value };
+    case 'duration':
+      return check({ type: 'duration', ms: node.amount * UNIT_MS[node.unit] }, node);
     case 'negate': {
       const v = evaluate(node.operand, ctx);
       if (v.type === 'number') return { type: 'number', value: -v.value };
       if (v.type === 'duration') return { type: 'duration', ms: -v.ms };
       throw filterError(`"-" cannot negate ${typeName(v)} in exp() at position ${node.position + 1}`);
     }
-    case 'binary': return check(binary(node, evaluate(node.left, ctx), evaluate(node.right, ctx)), node);
+    case 'binary':
+      return check(binary(node, evaluate(node.left, ctx), evaluate(node.right, ctx)), node);
     case 'call': {
       if (node.name === 'now') return check({ type: 'date-time', ms: ctx.now.getTime() }, node);
       if (node.name === 'me') return ctx.callerId === null ? { type: 'null' } : { type: 'string', value: ctx.callerId };
@@ -126,10 +137,14 @@ function evaluate(node: ExpNode, ctx: ExpContext): Value {
 export function evaluateExpression(ast: ExpNode, ctx: ExpContext): ExpResult {
   const v = evaluate(ast, ctx);
   switch (v.type) {
-    case 'number': return v.value === 0 ? 0 : v.value;
-    case 'date-time': return new Date(v.ms);
-    case 'string': return v.value;
-    case 'null': return null;
+    case 'number':
+      return v.value === 0 ? 0 : v.value;
+    case 'date-time':
+      return new Date(v.ms);
+    case 'string':
+      return v.value;
+    case 'null':
+      return null;
     case 'duration':
       throw filterError(`exp() evaluates to a duration at position ${ast.position + 1}; add it to now() (e.g. now() - 7D)`);
   }

@@ -20,7 +20,16 @@ export const MAX_EXP_LENGTH = 200;
 
 /** Number of arguments each function takes. */
 export const EXP_ARITY: Record<ExpFunction, number> = {
-  Abs: 1, Ceiling: 1, Floor: 1, Round: 1, Sqrt: 1, Max: 2, Min: 2, Pow: 2, now: 0, me: 0,
+  Abs: 1,
+  Ceiling: 1,
+  Floor: 1,
+  Round: 1,
+  Sqrt: 1,
+  Max: 2,
+  Min: 2,
+  Pow: 2,
+  now: 0,
+  me: 0,
 };
 
 type ExpTokenKind = 'number' | 'duration' | 'string' | 'name' | 'op' | 'lparen' | 'rparen' | 'comma' | 'eof';
@@ -36,7 +45,13 @@ const NUMBER = /[0-9]+(?:\.[0-9]+)?/y;
 const NAME = /[A-Za-z_][A-Za-z0-9_]*/y;
 const UNITS = new Set(['D', 'H', 'M', 'S']);
 const PUNCTUATION: Record<string, ExpTokenKind> = {
-  '+': 'op', '-': 'op', '*': 'op', '/': 'op', '(': 'lparen', ')': 'rparen', ',': 'comma',
+  '+': 'op',
+  '-': 'op',
+  '*': 'op',
+  '/': 'op',
+  '(': 'lparen',
+  ')': 'rparen',
+  ',': 'comma',
 };
 
 function matchAt(re: RegExp, text: string, at: number): string | undefined {
@@ -71,8 +86,9 @@ function tokenize(source: string, offset: number): ExpToken[] {
     if (number !== undefined) {
       const unit = matchAt(NAME, source, i + number.length);
       if (unit !== undefined && !UNITS.has(unit.toUpperCase())) {
-        throw filterError(`bad duration unit ${quoteSource(unit)} at position ${at(i + number.length) + 1}`
-          + ' (expected D, H, M or S right after the number, e.g. 7D)');
+        throw filterError(
+          `bad duration unit ${quoteSource(unit)} at position ${at(i + number.length) + 1}` + ' (expected D, H, M or S right after the number, e.g. 7D)',
+        );
       }
       const text = number + (unit ?? '');
       tokens.push({ kind: unit === undefined ? 'number' : 'duration', text, position: at(i) });
@@ -123,8 +139,9 @@ class ExpParser {
     if (token.kind !== 'eof') {
       // An unencoded "+" in a URL query arrives as a space: `now() + 7D` becomes `now()   7D`.
       const hint = OPERAND_START.has(token.kind) ? ' (a "+" in a URL must be sent as %2B)' : '';
-      throw filterError(`expected an operator (+, -, *, /) or the end of the exp() expression at position ${
-        token.position + 1}, found ${quoteSource(token.text)}${hint}`);
+      throw filterError(
+        `expected an operator (+, -, *, /) or the end of the exp() expression at position ${token.position + 1}, found ${quoteSource(token.text)}${hint}`,
+      );
     }
     return node;
   }

@@ -67,9 +67,7 @@ const ORDER_OPS: Record<string, string> = { gt: '>', ge: '>=', lt: '<', le: '<='
  *   segment other than the last is not a lookup, or naming the limit when the path walks more than
  *   `MAX_LOOKUP_HOPS` (3) lookups (SPEC §4.3, DESIGN §4).
  */
-export function resolvePath(
-  scope: Pick<FilterScope, 'manifest' | 'collection' | 'queryRow'>, path: string[], position?: number,
-): ResolvedPath {
+export function resolvePath(scope: Pick<FilterScope, 'manifest' | 'collection' | 'queryRow'>, path: string[], position?: number): ResolvedPath {
   const at = position === undefined ? '' : ` at position ${position}`;
   if (path.length === 0) throw filterError(`expected a property name${at}`);
   const hops: ResolvedPath['hops'] = [];
@@ -78,9 +76,8 @@ export function resolvePath(
     const name = path[i];
     const property = collection.properties.find((p) => p.name === name);
     const queryRow = hops.length === 0 ? scope.queryRow : undefined;
-    const type = property?.type ?? (queryRow
-      ? (name === 'id' ? queryRow.idType : undefined)
-      : (Object.hasOwn(SYSTEM_TYPES, name) ? SYSTEM_TYPES[name] : undefined));
+    const type =
+      property?.type ?? (queryRow ? (name === 'id' ? queryRow.idType : undefined) : Object.hasOwn(SYSTEM_TYPES, name) ? SYSTEM_TYPES[name] : undefined);
     if (type === undefined) {
       const where = hops.length > 0 ? ` (in "${path.join('.')}")` : '';
       throw filterError(`unknown property "${name}" on ${collection.name}${where}${at}`);
@@ -110,13 +107,18 @@ export function resolvePath(
 /* ---------- literals (DESIGN §4 "Data details": dates are strings, all UTC) ---------- */
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const DATE_TIME =
-  /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?([Zz]|[+-]\d{2}:?\d{2})?)?$/;
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?([Zz]|[+-]\d{2}:?\d{2})?)?$/;
 const INT32 = 2147483648;
 const EXPECTED: Record<FilterableType, string> = {
-  string: 'a string', text: 'a string', guid: 'a UUID string', lookup: 'a UUID string (the row id)',
-  integer: `an integer between -${INT32} and ${INT32 - 1}`, decimal: 'a number', boolean: 'true or false',
-  date: 'a date string "YYYY-MM-DD"', 'date-time': 'an ISO 8601 date-time string like "2024-01-31T10:00:00Z"',
+  string: 'a string',
+  text: 'a string',
+  guid: 'a UUID string',
+  lookup: 'a UUID string (the row id)',
+  integer: `an integer between -${INT32} and ${INT32 - 1}`,
+  decimal: 'a number',
+  boolean: 'true or false',
+  date: 'a date string "YYYY-MM-DD"',
+  'date-time': 'an ISO 8601 date-time string like "2024-01-31T10:00:00Z"',
 };
 
 /**
@@ -153,8 +155,16 @@ function expConstant(exp: ExpValue, ctx: ExpContext): Constant {
 
 /** How a value is named in error messages: `"abc"`, `1.5`, `exp("now() - 1D") = 2024-...Z`. */
 function describeValue(constant: Constant, exp: ExpValue | undefined): string {
-  const text = constant.kind === 'string' ? quoteSource(constant.value) : constant.kind === 'number' ? constant.raw
-    : constant.kind === 'date' ? constant.value.toISOString() : constant.kind === 'boolean' ? String(constant.value) : 'null';
+  const text =
+    constant.kind === 'string'
+      ? quoteSource(constant.value)
+      : constant.kind === 'number'
+        ? constant.raw
+        : constant.kind === 'date'
+          ? constant.value.toISOString()
+          : constant.kind === 'boolean'
+            ? String(constant.value)
+            : 'null';
   return exp === undefined ? text : `exp(${quoteSource(exp.source)}) = ${text}`;
 }
 
@@ -193,9 +203,7 @@ function nullMatches(op: FilterOperator, value: unknown): boolean {
  * on a string column both sides are lower-cased first; order operators then compare the
  * lower-cased strings byte-wise like the case-sensitive ones.
  */
-function predicate(
-  op: FilterOperator, column: Sql, value: unknown, type: PropertyType, provider: FilterScope['provider'], caseInsensitive: boolean,
-): Sql {
+function predicate(op: FilterOperator, column: Sql, value: unknown, type: PropertyType, provider: FilterScope['provider'], caseInsensitive: boolean): Sql {
   if (value === null) return op === 'eq' ? sql`${column} IS NULL` : sql`${column} IS NOT NULL`;
   const pg = provider === 'postgresql';
   let col = column;
@@ -204,22 +212,27 @@ function predicate(
     value = value.toLowerCase();
   }
   switch (op) {
-    case 'eq': return sql`${col} = ${value}`;
-    case 'ne': return sql`(${col} <> ${value} OR ${col} IS NULL)`;
+    case 'eq':
+      return sql`${col} = ${value}`;
+    case 'ne':
+      return sql`(${col} <> ${value} OR ${col} IS NULL)`;
     // Byte order on PostgreSQL too (its default collation may be locale-aware; SQLite's is BINARY).
-    case 'gt': case 'ge': case 'lt': case 'le': {
+    case 'gt':
+    case 'ge':
+    case 'lt':
+    case 'le': {
       const left = pg && (type === 'string' || type === 'text') ? sql`${col} COLLATE "C"` : col;
       return sql`${left} ${raw(ORDER_OPS[op])} ${value}`;
     }
     // SQLite's LIKE ignores ASCII case and both treat % and _ specially, so no LIKE here.
-    case 'con': return pg ? sql`strpos(${col}, ${value}) > 0` : sql`instr(${col}, ${value}) > 0`;
-    case 'ncon': return pg
-      ? sql`(strpos(${col}, ${value}) = 0 OR ${col} IS NULL)`
-      : sql`(instr(${col}, ${value}) = 0 OR ${col} IS NULL)`;
-    case 'sw': return pg ? sql`starts_with(${col}, ${value})` : sql`substr(${col}, 1, length(${value})) = ${value}`;
-    case 'ew': return pg
-      ? sql`right(${col}, length(CAST(${value} AS text))) = ${value}`
-      : sql`substr(${col}, length(${col}) - length(${value}) + 1) = ${value}`;
+    case 'con':
+      return pg ? sql`strpos(${col}, ${value}) > 0` : sql`instr(${col}, ${value}) > 0`;
+    case 'ncon':
+      return pg ? sql`(strpos(${col}, ${value}) = 0 OR ${col} IS NULL)` : sql`(instr(${col}, ${value}) = 0 OR ${col} IS NULL)`;
+    case 'sw':
+      return pg ? sql`starts_with(${col}, ${value})` : sql`substr(${col}, 1, length(${value})) = ${value}`;
+    case 'ew':
+      return pg ? sql`right(${col}, length(CAST(${value} AS text))) = ${value}` : sql`substr(${col}, length(${col}) - length(${value}) + 1) = ${value}`;
   }
 }
 
@@ -246,7 +259,7 @@ function compileComparison(node: Comparison, ctx: Context): Sql {
     throw filterError(`case-insensitive operator ${node.op}~ needs a string or text property; "${name}" is ${type}${ids} at position ${at}`);
   }
   const exp = node.value.kind === 'exp' ? node.value : undefined;
-  const literal = exp === undefined ? node.value as Constant : expConstant(exp, ctx.exp);
+  const literal = exp === undefined ? (node.value as Constant) : expConstant(exp, ctx.exp);
   if (literal.kind === 'null' && node.op !== 'eq' && node.op !== 'ne') {
     const from = exp === undefined ? '' : ` (${describeValue(literal, exp)})`;
     throw filterError(`null${from} can only be compared with eq or ne, not ${node.op} (property "${name}") at position ${at}`);
@@ -269,7 +282,11 @@ function compileComparison(node: Comparison, ctx: Context): Sql {
     const readable = scope.readableOf ? scope.readableOf(resolved.hops[i].target.name, inner) : [];
     // A looked-up row the caller may not see matches nothing, whatever its values.
     if (readable === null) condition = raw('1=0');
-    else if (readable.length > 0) condition = sql`${condition} AND ${join(readable.map((c) => sql`(${c})`), ' AND ')}`;
+    else if (readable.length > 0)
+      condition = sql`${condition} AND ${join(
+        readable.map((c) => sql`(${c})`),
+        ' AND ',
+      )}`;
     condition = sql`${lookup} IN (SELECT ${ident(inner, 'id')} FROM ${table} AS ${ident(inner)} WHERE ${condition})`;
     // A row without the lookup behaves as if the looked-up value were null.
     if (orNull) condition = sql`(${lookup} IS NULL OR ${condition})`;
@@ -279,7 +296,10 @@ function compileComparison(node: Comparison, ctx: Context): Sql {
 
 function compileNode(node: FilterNode, ctx: Context): Sql {
   if (node.kind === 'comparison') return compileComparison(node, ctx);
-  const parts = join(node.operands.map((operand) => compileNode(operand, ctx)), node.kind === 'and' ? ' AND ' : ' OR ');
+  const parts = join(
+    node.operands.map((operand) => compileNode(operand, ctx)),
+    node.kind === 'and' ? ' AND ' : ' OR ',
+  );
   return sql`(${parts})`;
 }
 

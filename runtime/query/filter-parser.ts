@@ -12,9 +12,7 @@
  *
  * `expression` (at most 200 characters) is the grammar of `exp-parser.ts`.
  */
-import {
-  FILTER_OPERATORS, type Comparison, type FilterNode, type FilterOperator, type Literal,
-} from './filter-ast.js';
+import { FILTER_OPERATORS, type Comparison, type FilterNode, type FilterOperator, type Literal } from './filter-ast.js';
 import { filterError, quoteSource, tokenizeFilter, type Token } from './filter-lexer.js';
 import { parseExpression } from './exp-parser.js';
 import { MAX_FILTER_PREDICATES } from '../contract/limits.js';

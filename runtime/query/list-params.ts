@@ -12,7 +12,10 @@ import { searchWords } from '../data/search.js';
 export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE };
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export interface SortSpec { property: string; descending: boolean }
+export interface SortSpec {
+  property: string;
+  descending: boolean;
+}
 
 export interface ListParams {
   filter?: string;
@@ -108,7 +111,10 @@ export function parseListParams(query: Query, collection: Collection, collection
   }
 
   const include = single(query, 'include');
-  for (const key of (include ?? '').split(',').map((k) => k.trim()).filter(Boolean)) {
+  for (const key of (include ?? '')
+    .split(',')
+    .map((k) => k.trim())
+    .filter(Boolean)) {
     const relation = collection.children.find((r) => r.key === key);
     if (!relation) {
       const known = collection.children.map((r) => r.key).join(', ') || 'none';

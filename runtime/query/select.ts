@@ -19,8 +19,7 @@ function has(c: Collection, name: string): boolean {
   return isSystemField(name) || c.properties.some((p) => p.name === name);
 }
 
-const bad = (message: string) =>
-  new HttpError('INVALID_PARAMETER', `select: ${message}`, { details: [{ path: '/select', message }] });
+const bad = (message: string) => new HttpError('INVALID_PARAMETER', `select: ${message}`, { details: [{ path: '/select', message }] });
 
 /**
  * @throws HttpError INVALID_PARAMETER (400) naming an unknown property or a path deeper than one lookup

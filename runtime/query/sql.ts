@@ -58,8 +58,7 @@ export function join(parts: readonly Sql[], separator: string): Sql {
 }
 
 export function isSql(value: unknown): value is Sql {
-  return typeof value === 'object' && value !== null && 'text' in value && 'values' in value
-    && Array.isArray((value as Sql).values);
+  return typeof value === 'object' && value !== null && 'text' in value && 'values' in value && Array.isArray((value as Sql).values);
 }
 
 /** Final statement text for the provider, with its values in order. */
@@ -72,5 +71,10 @@ export function renderSql(fragment: Sql, provider: DatabaseProvider): { text: st
 
 /** ` AND (c1) AND (c2)…` to append to a WHERE clause, or nothing when there are no conditions. */
 export function andAll(conditions: readonly Sql[]): Sql {
-  return conditions.length === 0 ? raw('') : sql` AND ${join(conditions.map((c) => sql`(${c})`), ' AND ')}`;
+  return conditions.length === 0
+    ? raw('')
+    : sql` AND ${join(
+        conditions.map((c) => sql`(${c})`),
+        ' AND ',
+      )}`;
 }

@@ -32,8 +32,20 @@ function treeHash(dir: string): Record<string, string> {
 }
 
 describe('svc CLI', () => {
-  it.each(['init', 'generate', 'migrate', 'serve', 'openapi', 'user create', 'user delete', 'user disable', 'user set-roles',
-    'service-account create', 'service-account delete', 'service-account disable'])('prints help for %s', async (command) => {
+  it.each([
+    'init',
+    'generate',
+    'migrate',
+    'serve',
+    'openapi',
+    'user create',
+    'user delete',
+    'user disable',
+    'user set-roles',
+    'service-account create',
+    'service-account delete',
+    'service-account disable',
+  ])('prints help for %s', async (command) => {
     const r = await runCli([...command.split(' '), '--help']);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`Usage: svc ${command}`);
@@ -101,7 +113,9 @@ describe('svc CLI', () => {
     writeFileSync(file, JSON.stringify(def, null, 2));
     const gen = await runCli(['generate', dir, '--name', 'add budget']);
     expect(gen.code, gen.stderr).toBe(0);
-    const folders = readdirSync(join(dir, 'migrations/sqlite')).filter((f) => f !== 'migration_lock.toml').sort();
+    const folders = readdirSync(join(dir, 'migrations/sqlite'))
+      .filter((f) => f !== 'migration_lock.toml')
+      .sort();
     expect(folders).toHaveLength(2);
     expect(folders[1]).toMatch(/^\d{14}_add_budget$/);
     expect(readFileSync(join(dir, 'migrations/sqlite', folders[1], 'migration.sql'), 'utf8')).toMatch(/ALTER TABLE "Project" ADD COLUMN "budget"/);
@@ -122,19 +136,28 @@ describe('svc CLI', () => {
     writeFileSync(join(dir, 'svc.json'), JSON.stringify({ name: 'broken', colour: 'red' }));
     // Schema problems in one file; model problems (cross-checks) in a schema-valid file beside it.
     writeFileSync(join(dir, 'collections/Item.json'), JSON.stringify({ name: 'Item', properties: { size: { type: 'huge' } } }));
-    writeFileSync(join(dir, 'collections/Order.json'), JSON.stringify({ name: 'Order', properties: { customer: { type: 'lookup', collection: 'Custmer' }, createdAt: { type: 'date-time' } }, access: [{ method: 'LISTEN', roleNames: ['_CREATOR'] }] }));
+    writeFileSync(
+      join(dir, 'collections/Order.json'),
+      JSON.stringify({
+        name: 'Order',
+        properties: { customer: { type: 'lookup', collection: 'Custmer' }, createdAt: { type: 'date-time' } },
+        access: [{ method: 'LISTEN', roleNames: ['_CREATOR'] }],
+      }),
+    );
     writeFileSync(join(dir, 'collections/Bad.json'), '{ "name": "Bad", ');
     const r = await runCli(['generate', dir]);
     expect(r.code).toBe(1);
     const lines = r.stderr.trim().split('\n');
-    expect(lines).toEqual(expect.arrayContaining([
-      expect.stringMatching(/^collections\/Bad\.json: .*JSON/),
-      expect.stringMatching(/^collections\/Order\.json: \/properties\/customer\/collection: .*Custmer/),
-      expect.stringMatching(/^collections\/Order\.json: \/properties\/createdAt: /),
-      expect.stringMatching(/^collections\/Item\.json: \/properties\/size\/type: .*huge/),
-      expect.stringMatching(/^collections\/Order\.json: \/access\/0.*_CREATOR/),
-      expect.stringMatching(/^svc\.json: \/colour: /),
-    ]));
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^collections\/Bad\.json: .*JSON/),
+        expect.stringMatching(/^collections\/Order\.json: \/properties\/customer\/collection: .*Custmer/),
+        expect.stringMatching(/^collections\/Order\.json: \/properties\/createdAt: /),
+        expect.stringMatching(/^collections\/Item\.json: \/properties\/size\/type: .*huge/),
+        expect.stringMatching(/^collections\/Order\.json: \/access\/0.*_CREATOR/),
+        expect.stringMatching(/^svc\.json: \/colour: /),
+      ]),
+    );
     expect(lines.at(-1)).toMatch(/^svc: \d+ problems/);
     expect(existsSync(join(dir, '.svc'))).toBe(false);
     expect(existsSync(join(dir, 'migrations'))).toBe(false);
@@ -144,21 +167,30 @@ describe('svc CLI', () => {
     const dir = join(work, 'badfilters');
     for (const folder of ['collections', 'views', 'queries']) mkdirSync(join(dir, folder), { recursive: true });
     writeFileSync(join(dir, 'svc.json'), JSON.stringify({ name: 'badfilters' }));
-    writeFileSync(join(dir, 'collections/Item.json'), JSON.stringify({
-      name: 'Item', properties: { title: { type: 'string' }, size: { type: 'integer' }, owner: { type: 'guid' } },
-      policies: [{ roleNames: ['_AUTHENTICATED_USER'], filter: 'owner eq exp(\'me()\')' }, { roleNames: ['x'], filter: 'colour eq "red"' }],
-    }));
+    writeFileSync(
+      join(dir, 'collections/Item.json'),
+      JSON.stringify({
+        name: 'Item',
+        properties: { title: { type: 'string' }, size: { type: 'integer' }, owner: { type: 'guid' } },
+        policies: [
+          { roleNames: ['_AUTHENTICATED_USER'], filter: "owner eq exp('me()')" },
+          { roleNames: ['x'], filter: 'colour eq "red"' },
+        ],
+      }),
+    );
     writeFileSync(join(dir, 'views/Big.json'), JSON.stringify({ name: 'Big', collection: 'Item', filter: 'size gt "large"' }));
     writeFileSync(join(dir, 'views/Fine.json'), JSON.stringify({ name: 'Fine', collection: 'Item', filter: 'size gt 3 and title sw~ "a"' }));
     writeFileSync(join(dir, 'queries/Titles.json'), JSON.stringify({ name: 'Titles', from: 'Item', filter: 'title eq', fields: { t: 'title' } }));
     const r = await runCli(['generate', dir]);
     expect(r.code).toBe(1);
     const lines = r.stderr.trim().split('\n');
-    expect(lines).toEqual(expect.arrayContaining([
-      expect.stringMatching(/^collections\/Item\.json: \/policies\/1\/filter: .*unknown property "colour"/),
-      expect.stringMatching(/^views\/Big\.json: \/filter: .*"large"/),
-      expect.stringMatching(/^queries\/Titles\.json: \/filter: .*expected a value/),
-    ]));
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^collections\/Item\.json: \/policies\/1\/filter: .*unknown property "colour"/),
+        expect.stringMatching(/^views\/Big\.json: \/filter: .*"large"/),
+        expect.stringMatching(/^queries\/Titles\.json: \/filter: .*expected a value/),
+      ]),
+    );
     expect(lines.some((l) => l.includes('Fine.json') || l.includes('/policies/0/'))).toBe(false);
     expect(existsSync(join(dir, '.svc'))).toBe(false);
   });
@@ -195,11 +227,15 @@ describe('svc CLI', () => {
     const body = JSON.stringify({ title: 'sent across a SIGTERM' });
     const socket = connect(Number(port), '127.0.0.1');
     let response = '';
-    socket.on('data', (d) => { response += d; });
+    socket.on('data', (d) => {
+      response += d;
+    });
     const ended = new Promise((ok) => socket.on('close', ok));
     await new Promise((ok) => socket.once('connect', ok));
     // Headers and half the body now; SIGTERM; the rest of the body after the server began draining.
-    socket.write(`POST /api/Project HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 10)}`);
+    socket.write(
+      `POST /api/Project HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 10)}`,
+    );
     await new Promise((r) => setTimeout(r, 200));
     const exit = server.close();
     await new Promise((r) => setTimeout(r, 200));

@@ -69,31 +69,50 @@ function accessSuite(backend: Backend): void {
       await walk('GET /Note/a1 (private)', { anonymous: 401, alice: 200, bob: 404, carol: 200, admin: 200 }, (w) => as(w, 'GET', `/Note/${n.a1}`));
       await walk('GET /Note/a2 (shared)', { anonymous: 401, alice: 200, bob: 200, carol: 200, admin: 200 }, (w) => as(w, 'GET', `/Note/${n.a2}`));
       await walk('GET /Bulletin (anonymous allowed)', { anonymous: 200, alice: 200, bob: 200, carol: 200, admin: 200 }, (w) => as(w, 'GET', '/Bulletin'));
-      await walk('POST /Bulletin (editor)', { anonymous: 401, alice: 403, bob: 403, carol: 201, admin: 201 }, (w) => as(w, 'POST', '/Bulletin', { text: 'hi' }));
-      await walk('PUT /Bulletin (no rule)', { anonymous: 401, alice: 403, bob: 403, carol: 403, admin: 404 }, (w) => as(w, 'PUT', `/Bulletin/${n.a1}`, { text: 'x' }));
+      await walk('POST /Bulletin (editor)', { anonymous: 401, alice: 403, bob: 403, carol: 201, admin: 201 }, (w) =>
+        as(w, 'POST', '/Bulletin', { text: 'hi' }),
+      );
+      await walk('PUT /Bulletin (no rule)', { anonymous: 401, alice: 403, bob: 403, carol: 403, admin: 404 }, (w) =>
+        as(w, 'PUT', `/Bulletin/${n.a1}`, { text: 'x' }),
+      );
     });
 
     it('creates for any authenticated caller, with createdBy from the caller and never from the body', async () => {
-      await walk('POST /Note', { anonymous: 401, alice: 201, bob: 201, carol: 201, admin: 201 }, (w) => as(w, 'POST', '/Note', { title: `by ${w}`, createdBy: id.bob.id, id: n.a1 }));
+      await walk('POST /Note', { anonymous: 401, alice: 201, bob: 201, carol: 201, admin: 201 }, (w) =>
+        as(w, 'POST', '/Note', { title: `by ${w}`, createdBy: id.bob.id, id: n.a1 }),
+      );
       const mine = await created('alice', '/Note', { title: 'forged', createdBy: id.bob.id });
       expect((await as('alice', 'GET', `/Note/${mine}`)).json.createdBy).toBe(id.alice.id);
       expect((await as('bob', 'GET', `/Note/${mine}`)).status).toBe(404); // not bob's, though the body said so
       // Nor can a write move a row to someone else.
-      expect((await as('alice', 'PATCH', `/Note/${mine}`, { createdBy: id.bob.id, title: 'still mine' })).json).toMatchObject({ createdBy: id.alice.id, title: 'still mine' });
-      expect((await as('alice', 'PUT', `/Note/${mine}`, { createdBy: id.bob.id, title: 'replaced' })).json).toMatchObject({ createdBy: id.alice.id, title: 'replaced' });
+      expect((await as('alice', 'PATCH', `/Note/${mine}`, { createdBy: id.bob.id, title: 'still mine' })).json).toMatchObject({
+        createdBy: id.alice.id,
+        title: 'still mine',
+      });
+      expect((await as('alice', 'PUT', `/Note/${mine}`, { createdBy: id.bob.id, title: 'replaced' })).json).toMatchObject({
+        createdBy: id.alice.id,
+        title: 'replaced',
+      });
     });
 
     it('updates and deletes: _CREATOR owns its rows (others 403), invisible rows are 404, editors and admins may', async () => {
       for (const method of ['PUT', 'PATCH']) {
-        await walk(`${method} /Note/a2 (shared)`, { anonymous: 401, alice: 200, bob: 403, carol: 200, admin: 200 }, (w) => as(w, method, `/Note/${n.a2}`, { title: `${method} by ${w}`, shared: true }));
-        await walk(`${method} /Note/a1 (private)`, { anonymous: 401, alice: 200, bob: 404, carol: 200, admin: 200 }, (w) => as(w, method, `/Note/${n.a1}`, { title: `${method} by ${w}` }));
+        await walk(`${method} /Note/a2 (shared)`, { anonymous: 401, alice: 200, bob: 403, carol: 200, admin: 200 }, (w) =>
+          as(w, method, `/Note/${n.a2}`, { title: `${method} by ${w}`, shared: true }),
+        );
+        await walk(`${method} /Note/a1 (private)`, { anonymous: 401, alice: 200, bob: 404, carol: 200, admin: 200 }, (w) =>
+          as(w, method, `/Note/${n.a1}`, { title: `${method} by ${w}` }),
+        );
       }
       expect((await as('admin', 'GET', `/Note/${n.a1}`)).json.title).toBe('PATCH by admin');
       const fresh = (w: Who) => created('alice', '/Note', { title: `to delete by ${w}`, shared: true });
       await walk('DELETE /Note/x', { anonymous: 401, alice: 204, bob: 403, carol: 204, admin: 204 }, async (w) => as(w, 'DELETE', `/Note/${await fresh(w)}`));
-      await walk('DELETE a private note of bob', { anonymous: 401, alice: 404, bob: 204, carol: 204, admin: 204 },
-        async (w) => as(w, 'DELETE', `/Note/${await created('bob', '/Note', { title: 'bob private' })}`));
-      await walk('bulk DELETE /Note', { anonymous: 401, alice: 204, bob: 403, carol: 204, admin: 204 }, async (w) => as(w, 'DELETE', '/Note', [await fresh(w), await fresh(w)]));
+      await walk('DELETE a private note of bob', { anonymous: 401, alice: 404, bob: 204, carol: 204, admin: 204 }, async (w) =>
+        as(w, 'DELETE', `/Note/${await created('bob', '/Note', { title: 'bob private' })}`),
+      );
+      await walk('bulk DELETE /Note', { anonymous: 401, alice: 204, bob: 403, carol: 204, admin: 204 }, async (w) =>
+        as(w, 'DELETE', '/Note', [await fresh(w), await fresh(w)]),
+      );
       // A bulk delete naming an invisible row is 404 and deletes nothing.
       const keep = await fresh('bob');
       expect((await as('bob', 'DELETE', '/Note', [keep, n.b1, n.a1])).status).toBe(404);
@@ -101,49 +120,67 @@ function accessSuite(backend: Backend): void {
       expect((await as('bob', 'GET', `/Note/${n.b1}`)).status).toBe(200);
     });
 
-    it('_CREATOR on every method: lists narrow to own rows, another caller\'s row is 403', async () => {
+    it("_CREATOR on every method: lists narrow to own rows, another caller's row is 403", async () => {
       const mine = await created('alice', '/Journal', { entry: 'dear diary', createdBy: id.bob.id });
       const theirs = await created('bob', '/Journal', { entry: 'bob writes' });
       await walk('POST /Journal', { anonymous: 401, alice: 201, bob: 201, carol: 201, admin: 201 }, (w) => as(w, 'POST', '/Journal', { entry: w }));
       expect((await as('alice', 'GET', '/Journal?pageSize=100')).json.data.map((j: any) => j.entry)).toEqual(['dear diary', 'alice']);
       expect((await as('alice', 'GET', '/Journal?count=only')).json.meta.count).toBe(2);
       await walk('GET /Journal/theirs', { anonymous: 401, alice: 403, bob: 200, carol: 403, admin: 200 }, (w) => as(w, 'GET', `/Journal/${theirs}`));
-      await walk('PATCH /Journal/theirs', { anonymous: 401, alice: 403, bob: 200, carol: 403, admin: 200 }, (w) => as(w, 'PATCH', `/Journal/${theirs}`, { entry: `patched by ${w}` }));
-      await walk('PUT /Journal/mine', { anonymous: 401, alice: 200, bob: 403, carol: 403, admin: 200 }, (w) => as(w, 'PUT', `/Journal/${mine}`, { entry: `put by ${w}` }));
+      await walk('PATCH /Journal/theirs', { anonymous: 401, alice: 403, bob: 200, carol: 403, admin: 200 }, (w) =>
+        as(w, 'PATCH', `/Journal/${theirs}`, { entry: `patched by ${w}` }),
+      );
+      await walk('PUT /Journal/mine', { anonymous: 401, alice: 200, bob: 403, carol: 403, admin: 200 }, (w) =>
+        as(w, 'PUT', `/Journal/${mine}`, { entry: `put by ${w}` }),
+      );
       expect((await as('bob', 'DELETE', '/Journal', [theirs, mine])).status).toBe(403);
       expect((await as('alice', 'GET', `/Journal/${mine}`)).json).toMatchObject({ entry: 'put by admin', createdBy: id.alice.id });
-      await walk('DELETE /Journal/x', { anonymous: 401, alice: 204, bob: 403, carol: 403, admin: 204 }, async (w) => as(w, 'DELETE', `/Journal/${await created('alice', '/Journal', { entry: 'gone' })}`));
+      await walk('DELETE /Journal/x', { anonymous: 401, alice: 204, bob: 403, carol: 403, admin: 204 }, async (w) =>
+        as(w, 'DELETE', `/Journal/${await created('alice', '/Journal', { entry: 'gone' })}`),
+      );
     });
 
-    it('views apply their filter and the base collection\'s rules and policies, or their own rules', async () => {
+    it("views apply their filter and the base collection's rules and policies, or their own rules", async () => {
       await walk('GET /SharedNotes', { anonymous: 401, alice: 200, bob: 200, carol: 200, admin: 200 }, (w) => as(w, 'GET', '/SharedNotes?pageSize=100'));
       const bobShared = ids(await as('bob', 'GET', '/SharedNotes?pageSize=100'));
       expect(bobShared).toContain(n.a2);
       expect(bobShared).not.toContain(n.b1); // his, but not shared
-      await walk('GET /SharedNotes/a1 (outside the view)', { anonymous: 401, alice: 404, bob: 404, carol: 404, admin: 404 }, (w) => as(w, 'GET', `/SharedNotes/${n.a1}`));
-      await walk('PATCH /SharedNotes/a2', { anonymous: 401, alice: 200, bob: 403, carol: 200, admin: 200 }, (w) => as(w, 'PATCH', `/SharedNotes/${n.a2}`, { body: w }));
+      await walk('GET /SharedNotes/a1 (outside the view)', { anonymous: 401, alice: 404, bob: 404, carol: 404, admin: 404 }, (w) =>
+        as(w, 'GET', `/SharedNotes/${n.a1}`),
+      );
+      await walk('PATCH /SharedNotes/a2', { anonymous: 401, alice: 200, bob: 403, carol: 200, admin: 200 }, (w) =>
+        as(w, 'PATCH', `/SharedNotes/${n.a2}`, { body: w }),
+      );
       await walk('GET /MyNotes', { anonymous: 401, alice: 200, bob: 200, carol: 200, admin: 200 }, (w) => as(w, 'GET', '/MyNotes?pageSize=100'));
-      expect(ids(await as('bob', 'GET', '/MyNotes?pageSize=100'))).toEqual(ids(await as('bob', 'GET', `/Note?pageSize=100&filter=${encodeURIComponent(`createdBy eq "${id.bob.id}"`)}`)));
+      expect(ids(await as('bob', 'GET', '/MyNotes?pageSize=100'))).toEqual(
+        ids(await as('bob', 'GET', `/Note?pageSize=100&filter=${encodeURIComponent(`createdBy eq "${id.bob.id}"`)}`)),
+      );
       expect(ids(await as('bob', 'GET', '/MyNotes?pageSize=100'))).toContain(n.b1);
-      await walk('POST /MyNotes (its own rules: GET only)', { anonymous: 401, alice: 403, bob: 403, carol: 403, admin: 201 }, (w) => as(w, 'POST', '/MyNotes', { title: 'x' }));
+      await walk('POST /MyNotes (its own rules: GET only)', { anonymous: 401, alice: 403, bob: 403, carol: 403, admin: 201 }, (w) =>
+        as(w, 'POST', '/MyNotes', { title: 'x' }),
+      );
       await walk('DELETE /MyNotes/b1', { anonymous: 401, alice: 403, bob: 403, carol: 403, admin: 404 }, (w) => as(w, 'DELETE', `/MyNotes/${n.b1}`));
     });
 
-    it('include reads children under the child collection\'s GET rule and policies', async () => {
+    it("include reads children under the child collection's GET rule and policies", async () => {
       const kids = async (w: Who) => (await as(w, 'GET', `/Note/${n.a2}?include=Comment.note`)).json['Comment.note'].map((c: any) => c.id).sort();
-      await walk('GET /Note/a2?include=Comment.note', { anonymous: 401, alice: 200, bob: 200, carol: 200, admin: 200 }, (w) => as(w, 'GET', `/Note/${n.a2}?include=Comment.note`));
+      await walk('GET /Note/a2?include=Comment.note', { anonymous: 401, alice: 200, bob: 200, carol: 200, admin: 200 }, (w) =>
+        as(w, 'GET', `/Note/${n.a2}?include=Comment.note`),
+      );
       expect(await kids('alice')).toEqual([n.cb, n.cc].sort()); // comments on her note
       expect(await kids('bob')).toEqual([n.cb]); // only his own
       expect(await kids('admin')).toEqual([n.cb, n.cc].sort());
       const listed = (await as('bob', 'GET', `/Note?pageSize=100&include=Comment.note&filter=${encodeURIComponent(`id eq "${n.a2}"`)}`)).json.data[0];
       expect(listed['Comment.note'].map((c: any) => c.id)).toEqual([n.cb]);
-      await walk('include of a child the caller may not read', { anonymous: 401, alice: 403, bob: 403, carol: 200, admin: 200 }, (w) => as(w, 'GET', `/Note?include=Attachment.note`));
+      await walk('include of a child the caller may not read', { anonymous: 401, alice: 403, bob: 403, carol: 200, admin: 200 }, (w) =>
+        as(w, 'GET', `/Note?include=Attachment.note`),
+      );
       await walk('GET /Comment (policies)', { anonymous: 401, alice: 200, bob: 200, carol: 200, admin: 200 }, (w) => as(w, 'GET', '/Comment?pageSize=100'));
       expect(ids(await as('bob', 'GET', '/Comment?pageSize=100'))).toEqual([n.cb]);
       await walk('GET /Comment/cc', { anonymous: 401, alice: 200, bob: 404, carol: 200, admin: 200 }, (w) => as(w, 'GET', `/Comment/${n.cc}`));
     });
 
-    it('nested children are written under the child collection\'s rules and policies', async () => {
+    it("nested children are written under the child collection's rules and policies", async () => {
       const dave = await userIdentity(app, base, 'dave', ['editor']); // may edit any visible note, sees only his comments
       const davePatch = await call(base, 'PATCH', `/Note/${n.a2}`, { 'Comment.note': [] }, dave.headers);
       expect(davePatch.status, davePatch.text).toBe(200);

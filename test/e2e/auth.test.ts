@@ -19,7 +19,10 @@ const PASSWORD = 'alice-password-1';
 /** The `Set-Cookie` lines of a response. */
 const cookiesOf = (r: Reply) => r.headers.getSetCookie();
 /** `name=value` of a response's cookie, for a `Cookie` request header. */
-const cookiePair = (r: Reply, name: string) => cookiesOf(r).find((c) => c.startsWith(`${name}=`))!.split(';')[0];
+const cookiePair = (r: Reply, name: string) =>
+  cookiesOf(r)
+    .find((c) => c.startsWith(`${name}=`))!
+    .split(';')[0];
 
 function authSuite(backend: Backend): void {
   describe(`authentication on ${backend}`, () => {
@@ -36,7 +39,10 @@ function authSuite(backend: Backend): void {
       seen.push(r.text, JSON.stringify([...r.headers]));
       return r;
     };
-    const form = (fields: Record<string, string>) => ({ body: new URLSearchParams(fields).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const form = (fields: Record<string, string>) => ({
+      body: new URLSearchParams(fields).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     const token = async (fields: Record<string, string>, extra: Record<string, string> = {}) => {
       const f = form(fields);
       return req('POST', '/_token', f.body, { ...f.headers, ...extra });
@@ -67,7 +73,10 @@ function authSuite(backend: Backend): void {
       expect(cookies.find((c) => c.startsWith('svc_access='))).toMatch(/; Max-Age=3600; Path=\/; .*HttpOnly; SameSite=Lax/);
       expect(cookies.find((c) => c.startsWith('svc_refresh='))).toMatch(/; Path=\/api; Expires=.*HttpOnly; SameSite=Lax/);
       const user = await req('POST', '/_auth', { authority: 'password', username: 'alice', password: PASSWORD });
-      expect((await req('GET', '/_me', undefined, { authorization: `Bearer ${user.json.access_token}` })).json).toMatchObject({ username: 'alice', roles: ['editor'] });
+      expect((await req('GET', '/_me', undefined, { authorization: `Bearer ${user.json.access_token}` })).json).toMatchObject({
+        username: 'alice',
+        roles: ['editor'],
+      });
       // A cross-site page may get tokens but must not sign the browser in.
       const foreign = await req('POST', '/_auth', { authority: 'password', username: 'alice', password: PASSWORD }, { origin: 'https://evil.example' });
       expect(foreign.status).toBe(200);
@@ -158,7 +167,10 @@ function authSuite(backend: Backend): void {
         ['wrong key, same kid', await sign(claims, other.privateKey)],
         ['alg none', `${b64({ alg: 'none', typ: 'at+jwt', kid })}.${payload}.`],
         ['HS256 keyed with the public key', await new SignJWT(claims).setProtectedHeader({ alg: 'HS256', kid, typ: 'at+jwt' }).sign(hsKey)],
-        ['HS256 keyed with the raw public key bytes', await new SignJWT(claims).setProtectedHeader({ alg: 'HS256', kid, typ: 'at+jwt' }).sign(base64url.decode(String(publicJwk.x)))],
+        [
+          'HS256 keyed with the raw public key bytes',
+          await new SignJWT(claims).setProtectedHeader({ alg: 'HS256', kid, typ: 'at+jwt' }).sign(base64url.decode(String(publicJwk.x))),
+        ],
         ['another app (issuer)', await sign({ ...claims, iss: 'svc:other', aud: 'svc:other' })],
         ['not a JWT', 'hello'],
       ];
@@ -209,7 +221,9 @@ function authSuite(backend: Backend): void {
       // Form body, from a cross-origin page holding a user's tokens: no cookie is involved, so no origin check.
       const user = (await req('POST', '/_auth', { authority: 'password', username: 'alice', password: PASSWORD }, { origin: 'https://spa.example' })).json;
       const f = form({ refresh_token: user.refresh_token });
-      expect((await req('POST', '/_logout', f.body, { ...f.headers, origin: 'https://spa.example', authorization: `Bearer ${user.access_token}` })).status).toBe(204);
+      expect(
+        (await req('POST', '/_logout', f.body, { ...f.headers, origin: 'https://spa.example', authorization: `Bearer ${user.access_token}` })).status,
+      ).toBe(204);
       expect((await req('POST', '/_refresh', undefined, { cookie: `svc_refresh=${user.refresh_token}` })).status).toBe(401);
       expect((await token({ grant_type: 'refresh_token', client_id: 'alice', refresh_token: user.refresh_token })).json.error).toBe('invalid_grant');
       // Unknown tokens are ignored; other sessions are untouched.
@@ -278,7 +292,13 @@ function authSuite(backend: Backend): void {
       }
       const ok = await req('POST', '/_log', [{ message: 'client says hi' }, { message: 'client failed', severity: 1 }], alice.headers);
       expect(ok.status).toBe(200);
-      const line = (m: string) => server.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).find((l) => l.clientMessage === m);
+      const line = (m: string) =>
+        server
+          .output()
+          .split('\n')
+          .filter((l) => l.startsWith('{'))
+          .map((l) => JSON.parse(l))
+          .find((l) => l.clientMessage === m);
       await expect.poll(() => line('client says hi')).toMatchObject({ level: 30, severity: 3, user: { id: alice.id, username: 'alice' } });
       await expect.poll(() => line('client failed')).toMatchObject({ level: 50, severity: 1, user: { username: 'alice' } });
       const admin = await adminIdentity(app, base, 'log-reader');
@@ -287,7 +307,10 @@ function authSuite(backend: Backend): void {
       const rows = await req('GET', `/_log?count=true&filter=${encodeURIComponent(`createdBy eq "${alice.id}"`)}&sortBy=severity`, undefined, admin.headers);
       expect(rows.status, rows.text).toBe(200);
       expect(rows.json.meta.count).toBe(2);
-      expect(rows.json.data.map((r: any) => [r.message, r.severity, r.username])).toEqual([['client failed', 1, 'alice'], ['client says hi', 3, 'alice']]);
+      expect(rows.json.data.map((r: any) => [r.message, r.severity, r.username])).toEqual([
+        ['client failed', 1, 'alice'],
+        ['client says hi', 3, 'alice'],
+      ]);
     });
 
     it('never shows a secret, password, hash or token in a response or a log line', async () => {
@@ -303,7 +326,17 @@ function authSuite(backend: Backend): void {
       }
       const log = server.output();
       expect(log).toContain('"msg":"request"');
-      for (const secret of [sa.clientSecret, PASSWORD, String(user.passwordHash), '$argon2', robot.token, robot.refreshToken, alice.token, alice.refreshToken, 'guess-']) {
+      for (const secret of [
+        sa.clientSecret,
+        PASSWORD,
+        String(user.passwordHash),
+        '$argon2',
+        robot.token,
+        robot.refreshToken,
+        alice.token,
+        alice.refreshToken,
+        'guess-',
+      ]) {
         expect(log).not.toContain(secret);
       }
     });

@@ -42,7 +42,12 @@ function badInputSuite(backend: Backend): void {
       ['a date-time in year 0', () => order_(',"placedAt":"0000-12-31T10:00:00Z"'), '/placedAt', '0001–9999'],
       ['a decimal of 1e999 (Infinity once parsed)', () => order_(',"total":1e999'), '/total', 'total must be'],
       ['a decimal beyond 35 integer digits', () => order_(',"total":1e40'), '/total', 'total must be'],
-      ['an integer of 1e999 inside a child row', () => order_(`,"OrderLine.order":[{"product":{"id":"${product}"},"quantity":1e999,"unitPrice":1}]`), '/OrderLine.order/0/quantity', 'quantity must be'],
+      [
+        'an integer of 1e999 inside a child row',
+        () => order_(`,"OrderLine.order":[{"product":{"id":"${product}"},"quantity":1e999,"unitPrice":1}]`),
+        '/OrderLine.order/0/quantity',
+        'quantity must be',
+      ],
     ])('POST with %s answers 400 naming the field and writes nothing', async (_title, body, path, words) => {
       const before = (await call(server.url, 'GET', '/Order?count=only', undefined, headers)).json.meta.count;
       const r = await call(server.url, 'POST', '/Order', body(), { ...headers, 'content-type': 'application/json' });
@@ -65,7 +70,13 @@ function badInputSuite(backend: Backend): void {
     });
 
     it('accepts the edge values the refusals border on', async () => {
-      const r = await post('/Order', { title: 'edge', customer: { id: customer }, dueOn: '0001-01-01', placedAt: '9999-12-31T23:59:59Z', total: `${'9'.repeat(35)}.5` });
+      const r = await post('/Order', {
+        title: 'edge',
+        customer: { id: customer },
+        dueOn: '0001-01-01',
+        placedAt: '9999-12-31T23:59:59Z',
+        total: `${'9'.repeat(35)}.5`,
+      });
       expect(r.status, r.text).toBe(201);
       const row = (await call(server.url, 'GET', `/Order/${r.json.data[0]}`, undefined, headers)).json;
       expect(row.dueOn).toBe('0001-01-01');

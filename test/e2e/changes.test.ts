@@ -39,7 +39,10 @@ function dataSuite(backend: Backend): void {
     beforeAll(async () => {
       app = await prepareApp(SHOP, backend);
       server = await startServer({
-        appDir: app.dir, port: 0, env: { ...process.env, ...app.env }, logger: pino({ level: 'silent' }),
+        appDir: app.dir,
+        port: 0,
+        env: { ...process.env, ...app.env },
+        logger: pino({ level: 'silent' }),
         sink: { publish: (changes, origin) => published.push({ changes, reqId: origin.reqId }) },
       });
       base = server.url;
@@ -56,7 +59,16 @@ function dataSuite(backend: Backend): void {
     it('POST one and many: one change with every id and the lookup ids', async () => {
       let ids: string[] = [];
       const sets = await changesOf(async () => {
-        const r = await call(base, 'POST', '/Order', [{ title: 'a', customer: { id: customer } }, { title: 'b', customer: { id: customer } }], { 'x-request-id': 'walk-post' });
+        const r = await call(
+          base,
+          'POST',
+          '/Order',
+          [
+            { title: 'a', customer: { id: customer } },
+            { title: 'b', customer: { id: customer } },
+          ],
+          { 'x-request-id': 'walk-post' },
+        );
         expect(r.status).toBe(201);
         ids = r.json.data;
       });
@@ -67,43 +79,68 @@ function dataSuite(backend: Backend): void {
     it('nested children through a parent: each collection reports its own change', async () => {
       let order = '';
       const created = await changesOf(async () => {
-        const r = await call(base, 'POST', '/Order', { title: 'with lines', customer: { id: customer }, 'OrderLine.order': [{ product: { id: product }, quantity: 1, unitPrice: 2 }, { product: { id: product }, quantity: 2, unitPrice: 2 }] });
+        const r = await call(base, 'POST', '/Order', {
+          title: 'with lines',
+          customer: { id: customer },
+          'OrderLine.order': [
+            { product: { id: product }, quantity: 1, unitPrice: 2 },
+            { product: { id: product }, quantity: 2, unitPrice: 2 },
+          ],
+        });
         expect(r.status).toBe(201);
         order = r.json.data[0];
       });
       expect(created).toHaveLength(1);
       const lines = (await call(base, 'GET', `/Order/${order}?include=OrderLine.order`)).json['OrderLine.order'] as { id: string }[];
-      expect(sorted(created[0])).toEqual(sorted([
-        { collection: 'Order', action: 'POST', ids: [order], lookupIds: [customer] },
-        { collection: 'OrderLine', action: 'POST', ids: lines.map((l) => l.id), lookupIds: [order, product] },
-      ]));
+      expect(sorted(created[0])).toEqual(
+        sorted([
+          { collection: 'Order', action: 'POST', ids: [order], lookupIds: [customer] },
+          { collection: 'OrderLine', action: 'POST', ids: lines.map((l) => l.id), lookupIds: [order, product] },
+        ]),
+      );
       // PATCH: one line updated, one removed (missing from the array), one created.
       const patched = await changesOf(async () => {
-        const r = await call(base, 'PATCH', `/Order/${order}`, { title: 'patched', 'OrderLine.order': [{ id: lines[0].id, quantity: 9 }, { product: { id: product }, quantity: 3, unitPrice: 1 }] });
+        const r = await call(base, 'PATCH', `/Order/${order}`, {
+          title: 'patched',
+          'OrderLine.order': [
+            { id: lines[0].id, quantity: 9 },
+            { product: { id: product }, quantity: 3, unitPrice: 1 },
+          ],
+        });
         expect(r.status).toBe(200);
       });
       const after = (await call(base, 'GET', `/Order/${order}?include=OrderLine.order`)).json['OrderLine.order'] as { id: string }[];
       const added = after.map((l) => l.id).filter((id) => id !== lines[0].id);
-      expect(sorted(patched[0])).toEqual(sorted([
-        { collection: 'Order', action: 'PATCH', ids: [order], lookupIds: [customer] },
-        { collection: 'OrderLine', action: 'PATCH', ids: [lines[1].id, lines[0].id, ...added], lookupIds: [order, product] },
-      ]));
+      expect(sorted(patched[0])).toEqual(
+        sorted([
+          { collection: 'Order', action: 'PATCH', ids: [order], lookupIds: [customer] },
+          { collection: 'OrderLine', action: 'PATCH', ids: [lines[1].id, lines[0].id, ...added], lookupIds: [order, product] },
+        ]),
+      );
     });
 
     it('PUT, PATCH and DELETE one, through the collection and through a view', async () => {
       const id = (await call(base, 'POST', '/Order', { title: 'v', customer: { id: customer } })).json.data[0];
-      expect(await changesOf(() => call(base, 'PUT', `/Order/${id}`, { title: 'put', customer: { id: customer } })))
-        .toEqual([[{ collection: 'Order', action: 'PUT', ids: [id], lookupIds: [customer] }]]);
+      expect(await changesOf(() => call(base, 'PUT', `/Order/${id}`, { title: 'put', customer: { id: customer } }))).toEqual([
+        [{ collection: 'Order', action: 'PUT', ids: [id], lookupIds: [customer] }],
+      ]);
       // A view reports its base collection.
-      expect(await changesOf(() => call(base, 'PATCH', `/OpenOrders/${id}`, { paid: true })))
-        .toEqual([[{ collection: 'Order', action: 'PATCH', ids: [id], lookupIds: [customer] }]]);
+      expect(await changesOf(() => call(base, 'PATCH', `/OpenOrders/${id}`, { paid: true }))).toEqual([
+        [{ collection: 'Order', action: 'PATCH', ids: [id], lookupIds: [customer] }],
+      ]);
       // The lookup ids of a deleted row are read before the delete.
-      expect(await changesOf(() => call(base, 'DELETE', `/Order/${id}`)))
-        .toEqual([[{ collection: 'Order', action: 'DELETE', ids: [id], lookupIds: [customer] }]]);
+      expect(await changesOf(() => call(base, 'DELETE', `/Order/${id}`))).toEqual([
+        [{ collection: 'Order', action: 'DELETE', ids: [id], lookupIds: [customer] }],
+      ]);
     });
 
     it('bulk DELETE reports every id', async () => {
-      const ids = (await call(base, 'POST', '/Order', [{ title: 'x', customer: { id: customer } }, { title: 'y', customer: { id: customer } }])).json.data as string[];
+      const ids = (
+        await call(base, 'POST', '/Order', [
+          { title: 'x', customer: { id: customer } },
+          { title: 'y', customer: { id: customer } },
+        ])
+      ).json.data as string[];
       const sets = await changesOf(() => call(base, 'DELETE', '/Order', ids));
       expect(sorted(sets[0])).toEqual(sorted([{ collection: 'Order', action: 'DELETE', ids, lookupIds: [customer] }]));
     });
@@ -115,7 +152,13 @@ function dataSuite(backend: Backend): void {
         // A dangling lookup: rejected by the database inside the unit of work.
         expect((await call(base, 'POST', '/Order', { title: 'dangling', customer: { id: '01890000-0000-7000-8000-000000000000' } })).status).toBe(400);
         // A child that belongs to another parent: the parent's update is rolled back.
-        const a = (await call(base, 'POST', '/Order', { title: 'a', customer: { id: customer }, 'OrderLine.order': [{ product: { id: product }, quantity: 1, unitPrice: 1 }] })).json.data[0];
+        const a = (
+          await call(base, 'POST', '/Order', {
+            title: 'a',
+            customer: { id: customer },
+            'OrderLine.order': [{ product: { id: product }, quantity: 1, unitPrice: 1 }],
+          })
+        ).json.data[0];
         const b = (await call(base, 'POST', '/Order', { title: 'b', customer: { id: customer } })).json.data[0];
         const lineOfA = (await call(base, 'GET', `/Order/${a}?include=OrderLine.order`)).json['OrderLine.order'][0].id;
         published.length = 0;
@@ -145,7 +188,11 @@ function dataSuite(backend: Backend): void {
       const row = await api.request({ method: 'GET', path: `/Order/${id}`, query: { select: 'title,createdBy' } });
       expect(row).toEqual({ status: 200, body: { id, title: 'in-process', createdBy: admin.id } });
       // Error bodies are those of HTTP, byte for byte.
-      for (const [method, path, body] of [['POST', '/Order', { title: 7 }], ['GET', '/Nope', undefined], ['PATCH', `/CustomerRevenue/${id}`, {}]] as const) {
+      for (const [method, path, body] of [
+        ['POST', '/Order', { title: 7 }],
+        ['GET', '/Nope', undefined],
+        ['PATCH', `/CustomerRevenue/${id}`, {}],
+      ] as const) {
         const viaHttp = await call(base, method, path, body);
         const inProcess = await api.request({ method, path, body });
         expect(inProcess.status, `${method} ${path}`).toBe(viaHttp.status);
@@ -159,7 +206,14 @@ function dataSuite(backend: Backend): void {
       controller.abort(new Error('stop'));
       const stopped = apiClientFor(server.runtime, caller, { signal: controller.signal });
       const before = published.length;
-      const r = await stopped.request({ method: 'POST', path: '/Order', body: [{ title: 'never', customer: { id: customer } }, { title: 'never', customer: { id: customer } }] });
+      const r = await stopped.request({
+        method: 'POST',
+        path: '/Order',
+        body: [
+          { title: 'never', customer: { id: customer } },
+          { title: 'never', customer: { id: customer } },
+        ],
+      });
       expect(r.status).toBe(500);
       expect(published.length).toBe(before);
       expect((await call(base, 'GET', '/Order?filter=title eq "never"&count=only')).json.meta.count).toBe(0);

@@ -14,9 +14,13 @@ import { userIdentity } from '../support/auth.js';
 
 type Row = Record<string, unknown> & { id: string };
 type Collection = {
-  list(p?: object): Promise<{ data: Row[]; meta?: { count?: number } }>; get(id: string, p?: object): Promise<Row>;
-  create(b: object | object[]): Promise<{ data: string[] }>; update(id: string, b: object): Promise<Row>; patch(id: string, b: object): Promise<Row>;
-  delete(id: string): Promise<void>; deleteMany(ids: string[]): Promise<void>;
+  list(p?: object): Promise<{ data: Row[]; meta?: { count?: number } }>;
+  get(id: string, p?: object): Promise<Row>;
+  create(b: object | object[]): Promise<{ data: string[] }>;
+  update(id: string, b: object): Promise<Row>;
+  patch(id: string, b: object): Promise<Row>;
+  delete(id: string): Promise<void>;
+  deleteMany(ids: string[]): Promise<void>;
 };
 type ClientModule = {
   createClient(o: object): { collections: Record<string, Collection>; views: object; functions: Record<string, Record<string, unknown>> };
@@ -34,7 +38,7 @@ describe.each(backends())('generated client on %s', (backend) => {
     const js = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ES2022, target: ts.ScriptTarget.ES2022 } }).outputText;
     const file = join(app.dir, 'client.mjs');
     writeFileSync(file, js);
-    mod = await import(pathToFileURL(file).href) as ClientModule;
+    mod = (await import(pathToFileURL(file).href)) as ClientModule;
   }, 120_000);
   afterAll(async () => {
     await server?.close();
@@ -44,7 +48,10 @@ describe.each(backends())('generated client on %s', (backend) => {
   it('lists, creates, reads, replaces, patches and deletes rows', async () => {
     const api = mod.createClient({ baseUrl: server.url });
     const notes = api.collections.Note;
-    const { data: ids } = await notes.create([{ title: 'First', rating: 4 }, { title: 'Second', status: 'published' }]);
+    const { data: ids } = await notes.create([
+      { title: 'First', rating: 4 },
+      { title: 'Second', status: 'published' },
+    ]);
     expect(ids).toHaveLength(2);
     const page = await notes.list({ filter: 'rating eq 4', count: 'true' });
     expect(page.meta?.count).toBe(1);
@@ -71,13 +78,24 @@ describe.each(backends())('generated client on %s', (backend) => {
     const seen: { url: string; headers: Record<string, string> }[] = [];
     const user = await userIdentity(app, server.url, 'client-user');
     const api = mod.createClient({
-      baseUrl: server.url, token: async () => user.token,
-      fetch: (url: string, init: { headers: Record<string, string> }) => { seen.push({ url, headers: init.headers }); return fetch(url, init); },
+      baseUrl: server.url,
+      token: async () => user.token,
+      fetch: (url: string, init: { headers: Record<string, string> }) => {
+        seen.push({ url, headers: init.headers });
+        return fetch(url, init);
+      },
     });
     await api.collections.Note.list({ pageSize: 1, filter: 'title eq "a b"' });
     expect(seen).toHaveLength(1);
     expect(seen[0].url).toBe(`${server.url}/Note?pageSize=1&filter=title%20eq%20%22a%20b%22`);
     expect(seen[0].headers.authorization).toBe(`Bearer ${user.token}`);
-    expect(Object.keys(api.functions).sort()).toEqual(['greet', 'opaque', 'ping', 'reindex_every_note_in_the_archive_and_report_progress_to_the_use', 'stats', 'sum']);
+    expect(Object.keys(api.functions).sort()).toEqual([
+      'greet',
+      'opaque',
+      'ping',
+      'reindex_every_note_in_the_archive_and_report_progress_to_the_use',
+      'stats',
+      'sum',
+    ]);
   });
 });

@@ -35,11 +35,20 @@ function dataSuite(backend: Backend): void {
       ]);
       customers.push(...c.json.data);
       // 25 products with known prices and stock: p01 (price 1.5, stock 1) ... p25 (price 37.5, stock 25).
-      const p = await call(base, 'POST', '/Product', Array.from({ length: 25 }, (_, i) => ({
-        sku: `p${String(i + 1).padStart(2, '0')}`, name: i % 2 === 0 ? `Red ${100 - i}% Kettle` : `blue_kettle ${i}`,
-        price: (i + 1) * 1.5, stock: i + 1, category: ['books', 'games', 'garden', 'kitchen', 'tools'][i % 5],
-        active: i % 3 !== 0, ...(i < 5 ? { description: null } : { description: `Item number ${i + 1}` }),
-      })));
+      const p = await call(
+        base,
+        'POST',
+        '/Product',
+        Array.from({ length: 25 }, (_, i) => ({
+          sku: `p${String(i + 1).padStart(2, '0')}`,
+          name: i % 2 === 0 ? `Red ${100 - i}% Kettle` : `blue_kettle ${i}`,
+          price: (i + 1) * 1.5,
+          stock: i + 1,
+          category: ['books', 'games', 'garden', 'kitchen', 'tools'][i % 5],
+          active: i % 3 !== 0,
+          ...(i < 5 ? { description: null } : { description: `Item number ${i + 1}` }),
+        })),
+      );
       products.push(...p.json.data);
     });
     afterAll(async () => {
@@ -48,12 +57,36 @@ function dataSuite(backend: Backend): void {
     });
 
     it('creates one row and reads it back with defaults, system fields and the full lookup', async () => {
-      const created = await runScenario(base, { name: 'post one', method: 'POST', url: '/Order', body: { title: 'First', customer: { id: customers[0] }, dueOn: '2024-02-29', ref: 'A0B1C2D3-0000-4000-8000-000000000001', id: 'not-mine', createdBy: 'mallory', colour: 'ignored' }, status: 201 });
+      const created = await runScenario(base, {
+        name: 'post one',
+        method: 'POST',
+        url: '/Order',
+        body: {
+          title: 'First',
+          customer: { id: customers[0] },
+          dueOn: '2024-02-29',
+          ref: 'A0B1C2D3-0000-4000-8000-000000000001',
+          id: 'not-mine',
+          createdBy: 'mallory',
+          colour: 'ignored',
+        },
+        status: 201,
+      });
       expect(created.json.data).toHaveLength(1);
       const id = created.json.data[0];
       expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/); // UUIDv7
       const item = (await runScenario(base, { name: 'get one', url: `/Order/${id}`, status: 200 })).json;
-      expect(item).toMatchObject({ id, title: 'First', status: 'new', paid: false, total: 0, dueOn: '2024-02-29', ref: 'a0b1c2d3-0000-4000-8000-000000000001', invoice: null, createdBy: admin.id }); // the caller, never the body's "mallory"
+      expect(item).toMatchObject({
+        id,
+        title: 'First',
+        status: 'new',
+        paid: false,
+        total: 0,
+        dueOn: '2024-02-29',
+        ref: 'a0b1c2d3-0000-4000-8000-000000000001',
+        invoice: null,
+        createdBy: admin.id,
+      }); // the caller, never the body's "mallory"
       expect(item.customer).toMatchObject({ id: customers[0], name: 'Ada Lovelace', vip: true, since: '2020-05-01' });
       expect(Date.parse(item.placedAt)).toBeGreaterThan(Date.now() - 60_000);
       expect(item.createdAt).toMatch(/Z$/);
@@ -64,34 +97,95 @@ function dataSuite(backend: Backend): void {
     it('creates an array atomically: one bad item creates nothing and names its index and property', async () => {
       const before = (await call(base, 'GET', '/Order?count=only')).json.meta.count;
       const r = await runScenario(base, {
-        name: 'post array with a bad item', method: 'POST', url: '/Order', status: 400,
-        body: [{ title: 'ok', customer: { id: customers[1] } }, { title: 'bad', customer: { id: customers[1] }, total: 'lots' }, { customer: { id: customers[1] } }],
+        name: 'post array with a bad item',
+        method: 'POST',
+        url: '/Order',
+        status: 400,
+        body: [
+          { title: 'ok', customer: { id: customers[1] } },
+          { title: 'bad', customer: { id: customers[1] }, total: 'lots' },
+          { customer: { id: customers[1] } },
+        ],
         json: { code: 'VALIDATION_FAILED', details: [{ path: '/1/total' }, { path: '/2/title' }] },
       });
       expect(r.json.error).toContain('total');
       expect((await call(base, 'GET', '/Order?count=only')).json.meta.count).toBe(before);
-      const ok = await runScenario(base, { name: 'post array', method: 'POST', url: '/Order', status: 201, body: [{ title: 'A', customer: { id: customers[1] } }, { title: 'B', customer: customers[2] }] });
+      const ok = await runScenario(base, {
+        name: 'post array',
+        method: 'POST',
+        url: '/Order',
+        status: 201,
+        body: [
+          { title: 'A', customer: { id: customers[1] } },
+          { title: 'B', customer: customers[2] },
+        ],
+      });
       expect(ok.json.data).toHaveLength(2);
       expect((await call(base, 'GET', '/Order?count=only')).json.meta.count).toBe(before + 2);
     });
 
     it('rejects bad values with 400 naming the property, and writes nothing', async () => {
       const scenarios: Scenario[] = [
-        { name: 'string too long', method: 'POST', url: '/Order', body: { title: 'x'.repeat(201), customer: { id: customers[0] } }, status: 400, json: { details: [{ path: '/title' }] }, contains: ['title'] },
-        { name: 'enum', method: 'POST', url: '/Order', body: { title: 't', customer: { id: customers[0] }, status: 'lost' }, status: 400, contains: ['status', 'shipped'] },
-        { name: 'integer', method: 'POST', url: '/OrderLine', body: { order: { id: customers[0] }, product: { id: products[0] }, quantity: 1.5, unitPrice: 1 }, status: 400, contains: ['quantity'] },
+        {
+          name: 'string too long',
+          method: 'POST',
+          url: '/Order',
+          body: { title: 'x'.repeat(201), customer: { id: customers[0] } },
+          status: 400,
+          json: { details: [{ path: '/title' }] },
+          contains: ['title'],
+        },
+        {
+          name: 'enum',
+          method: 'POST',
+          url: '/Order',
+          body: { title: 't', customer: { id: customers[0] }, status: 'lost' },
+          status: 400,
+          contains: ['status', 'shipped'],
+        },
+        {
+          name: 'integer',
+          method: 'POST',
+          url: '/OrderLine',
+          body: { order: { id: customers[0] }, product: { id: products[0] }, quantity: 1.5, unitPrice: 1 },
+          status: 400,
+          contains: ['quantity'],
+        },
         { name: 'integer minimum', method: 'POST', url: '/Product', body: { sku: 'x', name: 'x', price: 1, stock: -1 }, status: 400, contains: ['stock'] },
         { name: 'boolean', method: 'POST', url: '/Customer', body: { name: 'x', vip: 'yes' }, status: 400, contains: ['vip'] },
         { name: 'date', method: 'POST', url: '/Customer', body: { name: 'x', since: '2024-13-01' }, status: 400, contains: ['since'] },
-        { name: 'date-time', method: 'POST', url: '/Order', body: { title: 't', customer: { id: customers[0] }, placedAt: 'yesterday' }, status: 400, contains: ['placedAt'] },
+        {
+          name: 'date-time',
+          method: 'POST',
+          url: '/Order',
+          body: { title: 't', customer: { id: customers[0] }, placedAt: 'yesterday' },
+          status: 400,
+          contains: ['placedAt'],
+        },
         { name: 'guid', method: 'POST', url: '/Order', body: { title: 't', customer: { id: customers[0] }, ref: 'nope' }, status: 400, contains: ['ref'] },
         { name: 'lookup shape', method: 'POST', url: '/Order', body: { title: 't', customer: { name: 'Ada' } }, status: 400, contains: ['customer'] },
-        { name: 'lookup to nothing', method: 'POST', url: '/Order', body: { title: 't', customer: { id: '00000000-0000-4000-8000-000000000000' } }, status: 400, json: { details: [{ path: '/customer' }] }, contains: ['no Customer'] },
+        {
+          name: 'lookup to nothing',
+          method: 'POST',
+          url: '/Order',
+          body: { title: 't', customer: { id: '00000000-0000-4000-8000-000000000000' } },
+          status: 400,
+          json: { details: [{ path: '/customer' }] },
+          contains: ['no Customer'],
+        },
         { name: 'required missing', method: 'POST', url: '/Order', body: { title: 't' }, status: 400, contains: ['customer is required'] },
         { name: 'required null', method: 'POST', url: '/Order', body: { title: null, customer: { id: customers[0] } }, status: 400, contains: ['title'] },
         { name: 'body not an object', method: 'POST', url: '/Order', body: 42, status: 400 },
         { name: 'empty array', method: 'POST', url: '/Order', body: [], status: 400 },
-        { name: 'malformed JSON', method: 'POST', url: '/Order', rawBody: '{"title": ', headers: { 'content-type': 'application/json' }, status: 400, json: { code: 'INVALID_JSON' } },
+        {
+          name: 'malformed JSON',
+          method: 'POST',
+          url: '/Order',
+          rawBody: '{"title": ',
+          headers: { 'content-type': 'application/json' },
+          status: 400,
+          json: { code: 'INVALID_JSON' },
+        },
         { name: 'not JSON', method: 'POST', url: '/Order', rawBody: 'title=x', headers: { 'content-type': 'application/x-www-form-urlencoded' }, status: 415 },
       ];
       const before = (await call(base, 'GET', '/Order?count=only')).json.meta.count;
@@ -100,17 +194,67 @@ function dataSuite(backend: Backend): void {
     });
 
     it('replaces with PUT (omitted → default or null) and merges with PATCH', async () => {
-      const id = (await call(base, 'POST', '/Order', { title: 'Full', customer: { id: customers[0] }, status: 'paid', total: 12.25, paid: true, dueOn: '2024-03-01' })).json.data[0];
-      const patched = await runScenario(base, { name: 'patch', method: 'PATCH', url: `/Order/${id}`, body: { total: '99.95', customer: { id: customers[1] } }, status: 200 });
-      expect(patched.json).toMatchObject({ id, title: 'Full', status: 'paid', total: 99.95, paid: true, dueOn: '2024-03-01', customer: { id: customers[1], name: 'Björn Berg' } });
-      await runScenario(base, { name: 'patch bad', method: 'PATCH', url: `/Order/${id}`, body: { paid: 'no', title: 'Changed' }, status: 400, contains: ['paid'] });
+      const id = (
+        await call(base, 'POST', '/Order', { title: 'Full', customer: { id: customers[0] }, status: 'paid', total: 12.25, paid: true, dueOn: '2024-03-01' })
+      ).json.data[0];
+      const patched = await runScenario(base, {
+        name: 'patch',
+        method: 'PATCH',
+        url: `/Order/${id}`,
+        body: { total: '99.95', customer: { id: customers[1] } },
+        status: 200,
+      });
+      expect(patched.json).toMatchObject({
+        id,
+        title: 'Full',
+        status: 'paid',
+        total: 99.95,
+        paid: true,
+        dueOn: '2024-03-01',
+        customer: { id: customers[1], name: 'Björn Berg' },
+      });
+      await runScenario(base, {
+        name: 'patch bad',
+        method: 'PATCH',
+        url: `/Order/${id}`,
+        body: { paid: 'no', title: 'Changed' },
+        status: 400,
+        contains: ['paid'],
+      });
       expect((await call(base, 'GET', `/Order/${id}`)).json.title).toBe('Full');
-      await runScenario(base, { name: 'patch null into required', method: 'PATCH', url: `/Order/${id}`, body: { title: null }, status: 400, contains: ['title'] });
-      const put = await runScenario(base, { name: 'put', method: 'PUT', url: `/Order/${id}`, body: { title: 'Replaced', customer: { id: customers[2] } }, status: 200 });
+      await runScenario(base, {
+        name: 'patch null into required',
+        method: 'PATCH',
+        url: `/Order/${id}`,
+        body: { title: null },
+        status: 400,
+        contains: ['title'],
+      });
+      const put = await runScenario(base, {
+        name: 'put',
+        method: 'PUT',
+        url: `/Order/${id}`,
+        body: { title: 'Replaced', customer: { id: customers[2] } },
+        status: 200,
+      });
       expect(put.json).toMatchObject({ id, title: 'Replaced', status: 'new', total: 0, paid: false, dueOn: null, ref: null, customer: { id: customers[2] } });
-      await runScenario(base, { name: 'put missing required', method: 'PUT', url: `/Order/${id}`, body: { title: 'no customer' }, status: 400, contains: ['customer'] });
+      await runScenario(base, {
+        name: 'put missing required',
+        method: 'PUT',
+        url: `/Order/${id}`,
+        body: { title: 'no customer' },
+        status: 400,
+        contains: ['customer'],
+      });
       const missing = '01890000-0000-7000-8000-000000000000';
-      await runScenario(base, { name: 'put 404', method: 'PUT', url: `/Order/${missing}`, body: { title: 'x', customer: { id: customers[0] } }, status: 404, json: { code: 'NOT_FOUND' } });
+      await runScenario(base, {
+        name: 'put 404',
+        method: 'PUT',
+        url: `/Order/${missing}`,
+        body: { title: 'x', customer: { id: customers[0] } },
+        status: 404,
+        json: { code: 'NOT_FOUND' },
+      });
       await runScenario(base, { name: 'patch 404', method: 'PATCH', url: `/Order/${missing}`, body: { title: 'x' }, status: 404 });
       await runScenario(base, { name: 'get 404', url: `/Order/${missing}`, status: 404 });
       await runScenario(base, { name: 'get malformed id', url: '/Order/abc', status: 404 });
@@ -123,7 +267,14 @@ function dataSuite(backend: Backend): void {
       await runScenario(base, { name: 'bulk with unknown id', method: 'DELETE', url: '/Customer', body: [ids[1], ids[0]], status: 404 });
       expect((await call(base, 'GET', `/Customer/${ids[1]}`)).status).toBe(200);
       await runScenario(base, { name: 'bulk bad body', method: 'DELETE', url: '/Customer', body: { ids }, status: 400 });
-      await runScenario(base, { name: 'bulk bad id', method: 'DELETE', url: '/Customer', body: [ids[1], 'x'], status: 400, json: { details: [{ path: '/1' }] } });
+      await runScenario(base, {
+        name: 'bulk bad id',
+        method: 'DELETE',
+        url: '/Customer',
+        body: [ids[1], 'x'],
+        status: 400,
+        json: { details: [{ path: '/1' }] },
+      });
       await runScenario(base, { name: 'bulk', method: 'DELETE', url: '/Customer', body: [ids[1], ids[2]], status: 204 });
       expect((await call(base, 'GET', `/Customer/${ids[2]}`)).status).toBe(404);
       await runScenario(base, { name: 'referenced', method: 'DELETE', url: `/Customer/${customers[0]}`, status: 409, json: { code: 'CONFLICT' } });
@@ -171,7 +322,13 @@ function dataSuite(backend: Backend): void {
       let lastKey = '';
       for (let i = 0; i < 20; i++) {
         // The first page is the plain list (ordered by id); later pages pass sortBy, which lastKey ignores.
-        const page = (await call(base, 'GET', `/Product?pageSize=4${lastKey ? `&sortBy=price-&pageNo=3&lastKey=${lastKey}` : ''}&filter=${encodeURIComponent('active eq true')}`)).json.data;
+        const page = (
+          await call(
+            base,
+            'GET',
+            `/Product?pageSize=4${lastKey ? `&sortBy=price-&pageNo=3&lastKey=${lastKey}` : ''}&filter=${encodeURIComponent('active eq true')}`,
+          )
+        ).json.data;
         seen.push(...page.map((p: any) => p.id));
         if (page.length < 4) break;
         lastKey = page[page.length - 1].id;
@@ -193,21 +350,35 @@ function dataSuite(backend: Backend): void {
 
     it('includes child rows under their key, with bare-id lookups', async () => {
       const order = (await call(base, 'POST', '/Order', { title: 'With lines', customer: { id: customers[0] } })).json.data[0];
-      const lines = (await call(base, 'POST', '/OrderLine', [
-        { order: { id: order }, product: { id: products[0] }, quantity: 2, unitPrice: 1.5 },
-        { order: { id: order }, product: { id: products[1] }, quantity: 1, unitPrice: 3 },
-      ])).json.data;
+      const lines = (
+        await call(base, 'POST', '/OrderLine', [
+          { order: { id: order }, product: { id: products[0] }, quantity: 2, unitPrice: 1.5 },
+          { order: { id: order }, product: { id: products[1] }, quantity: 1, unitPrice: 3 },
+        ])
+      ).json.data;
       const one = (await runScenario(base, { name: 'get with include', url: `/Order/${order}?include=OrderLine.order`, status: 200 })).json;
       expect(one['OrderLine.order']).toEqual([
         expect.objectContaining({ id: lines[0], order, product: products[0], quantity: 2, unitPrice: 1.5 }),
         expect.objectContaining({ id: lines[1], order, product: products[1], quantity: 1, unitPrice: 3 }),
       ]);
-      const list = (await runScenario(base, { name: 'list with include', url: `/Order?pageSize=1000&include=OrderLine.order&filter=${encodeURIComponent('title sw "With"')}`, status: 200 })).json.data;
+      const list = (
+        await runScenario(base, {
+          name: 'list with include',
+          url: `/Order?pageSize=1000&include=OrderLine.order&filter=${encodeURIComponent('title sw "With"')}`,
+          status: 200,
+        })
+      ).json.data;
       expect(list).toHaveLength(1);
       expect(list[0]['OrderLine.order']).toHaveLength(2);
       const other = (await call(base, 'GET', `/Order?pageSize=1&include=OrderLine.order&filter=${encodeURIComponent('title eq "First"')}`)).json.data[0];
       expect(other['OrderLine.order']).toEqual([]);
-      await runScenario(base, { name: 'unknown include', url: '/Order?include=OrderLine.product', status: 400, json: { code: 'INVALID_PARAMETER' }, contains: ['OrderLine.order'] });
+      await runScenario(base, {
+        name: 'unknown include',
+        url: '/Order?include=OrderLine.product',
+        status: 400,
+        json: { code: 'INVALID_PARAMETER' },
+        contains: ['OrderLine.order'],
+      });
     });
 
     it('filters with every operator, and/or/parentheses and literals', async () => {
@@ -235,16 +406,22 @@ function dataSuite(backend: Backend): void {
       expect((await call(base, 'GET', `/Product?filter=${encodeURIComponent('STOCK lt 2')}`)).status).toBe(400); // names are not
       expect(await skus('name sw~ "RED 10"')).toEqual(['p01']); // ~: case-insensitive
       expect(await skus('name ew~ "KETTLE 1" and stock lt 5')).toEqual(['p02']);
-      expect(await skus('price gt exp(\'Pow(6, 2)\')')).toEqual(['p25']); // 37.5 > 36
+      expect(await skus("price gt exp('Pow(6, 2)')")).toEqual(['p25']); // 37.5 > 36
       expect(await skus('stock le exp("Floor(5 / 2) + 1")')).toEqual(['p01', 'p02', 'p03']);
       const customersSince = async (filter: string) => (await call(base, 'GET', `/Customer?count=only&filter=${encodeURIComponent(filter)}`)).json.meta.count;
-      expect(await customersSince('createdAt gt exp(\'now() - 1D\')')).toBeGreaterThanOrEqual(3);
-      expect(await customersSince('createdAt gt exp(\'now() + 1D\')')).toBe(0);
+      expect(await customersSince("createdAt gt exp('now() - 1D')")).toBeGreaterThanOrEqual(3);
+      expect(await customersSince("createdAt gt exp('now() + 1D')")).toBe(0);
       expect(await customersSince('name eq~ "CHLOÉ COSTA"')).toBe(1); // non-ASCII letters fold too
       // A "+" inside exp() must travel as %2B; a raw "+" in a URL is a space.
       const plus = await call(base, 'GET', `/Product?count=only&filter=stock%20lt%20exp('1%2B1')`);
       expect(plus.json.meta.count).toBe(1);
-      await runScenario(base, { name: 'exp too long', url: `/Product?filter=${encodeURIComponent(`stock lt exp('${'1+'.repeat(100)}1')`)}`, status: 400, json: { code: 'INVALID_FILTER' }, contains: ['200'] });
+      await runScenario(base, {
+        name: 'exp too long',
+        url: `/Product?filter=${encodeURIComponent(`stock lt exp('${'1+'.repeat(100)}1')`)}`,
+        status: 400,
+        json: { code: 'INVALID_FILTER' },
+        contains: ['200'],
+      });
       const orders = await call(base, 'GET', `/Order?pageSize=1000&filter=${encodeURIComponent('customer.name sw "Ada" and paid eq false')}`);
       expect(orders.status).toBe(200);
       expect(orders.json.data.every((o: any) => o.customer.name.startsWith('Ada'))).toBe(true);
@@ -270,7 +447,12 @@ function dataSuite(backend: Backend): void {
 
     it('writes a structured log line per request', async () => {
       await call(base, 'GET', '/Customer?pageSize=1', undefined, { 'x-request-id': 'trace-me-42' });
-      const line = await waitFor(() => server.output().split('\n').find((l) => l.includes('trace-me-42')));
+      const line = await waitFor(() =>
+        server
+          .output()
+          .split('\n')
+          .find((l) => l.includes('trace-me-42')),
+      );
       expect(JSON.parse(line!)).toMatchObject({ msg: 'request', reqId: 'trace-me-42', method: 'GET', status: 200, app: 'shop' });
     });
   });

@@ -26,7 +26,11 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Log lines (pino JSON) the server printed, parsed. */
 function logLines(server: TestServer): Record<string, any>[] {
-  return server.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  return server
+    .output()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l));
 }
 
 function functionSuite(backend: Backend): void {
@@ -55,8 +59,12 @@ function functionSuite(backend: Backend): void {
         { name: 'type 1 DELETE via _invoke', method: 'DELETE', url: '/_invoke/echo', status: 405, json: { code: 'METHOD_NOT_ALLOWED' } },
         { name: 'type 2 is not at /api/<name>', url: '/typed?n=1', status: 404, json: { code: 'NOT_FOUND' } },
         ...['GET', 'POST', 'PUT', 'DELETE'].map((method): Scenario => ({
-          name: `type 2 ${method}`, method, url: '/_invoke/typed?n=1', body: method === 'POST' || method === 'PUT' ? { title: 't' } : undefined,
-          status: 200, json: { method },
+          name: `type 2 ${method}`,
+          method,
+          url: '/_invoke/typed?n=1',
+          body: method === 'POST' || method === 'PUT' ? { title: 't' } : undefined,
+          status: 200,
+          json: { method },
         })),
         { name: 'type 2 PATCH', method: 'PATCH', url: '/_invoke/typed?n=1', body: {}, status: 405, json: { code: 'METHOD_NOT_ALLOWED' } },
         { name: 'disabled at /api/<name>', url: '/disabled', status: 404, json: { code: 'NOT_FOUND' } },
@@ -69,15 +77,35 @@ function functionSuite(backend: Backend): void {
 
     it('refuses methods without an access rule for the caller: anonymous → 401', async () => {
       await runScenario(base, { name: 'authenticated-only GET', url: '/authOnly', status: 401, json: { code: 'UNAUTHORIZED' }, contains: ['authOnly'] });
-      await runScenario(base, { name: 'POST where only GET is allowed', method: 'POST', url: '/_invoke/getOnly', body: {}, status: 401, json: { code: 'UNAUTHORIZED' } });
+      await runScenario(base, {
+        name: 'POST where only GET is allowed',
+        method: 'POST',
+        url: '/_invoke/getOnly',
+        body: {},
+        status: 401,
+        json: { code: 'UNAUTHORIZED' },
+      });
       await runScenario(base, { name: 'the allowed GET', url: '/_invoke/getOnly', status: 200, json: { ok: true } });
     });
 
     it('refuses an authenticated caller a method its roles do not have (403), and admits it where they do', async () => {
       const user = await userIdentity(app, base, 'fn-role-user');
-      await runScenario(base, { name: 'POST where only GET is allowed', method: 'POST', url: '/_invoke/getOnly', body: {}, headers: user.headers, status: 403, json: { code: 'FORBIDDEN' } });
+      await runScenario(base, {
+        name: 'POST where only GET is allowed',
+        method: 'POST',
+        url: '/_invoke/getOnly',
+        body: {},
+        headers: user.headers,
+        status: 403,
+        json: { code: 'FORBIDDEN' },
+      });
       await runScenario(base, { name: 'authenticated GET', url: '/authOnly', headers: user.headers, status: 200 });
-      await runScenario(base, { name: 'a bad token is 401, not anonymous', url: '/_invoke/getOnly', headers: { authorization: 'Bearer not-a-real-token' }, status: 401 });
+      await runScenario(base, {
+        name: 'a bad token is 401, not anonymous',
+        url: '/_invoke/getOnly',
+        headers: { authorization: 'Bearer not-a-real-token' },
+        status: 401,
+      });
     });
 
     it('runs get and post as the caller: collection access rules and policies apply', async () => {
@@ -87,7 +115,14 @@ function functionSuite(backend: Backend): void {
       const bob = await userIdentity(app, base, 'fn-bob');
       await runScenario(base, { name: 'ann writes', method: 'POST', url: '/mySecrets', body: { label: 'ann-1' }, headers: ann.headers, status: 200 });
       await runScenario(base, { name: 'ann writes again', method: 'POST', url: '/mySecrets', body: { label: 'ann-2' }, headers: ann.headers, status: 200 });
-      const bobs = await runScenario(base, { name: 'bob writes', method: 'POST', url: '/mySecrets', body: { label: 'bob-1' }, headers: bob.headers, status: 200 });
+      const bobs = await runScenario(base, {
+        name: 'bob writes',
+        method: 'POST',
+        url: '/mySecrets',
+        body: { label: 'bob-1' },
+        headers: bob.headers,
+        status: 200,
+      });
       expect(bobs.json).toEqual({ count: 1, labels: ['bob-1'], creators: [bob.id] });
       const anns = await runScenario(base, { name: 'ann reads', url: '/mySecrets', headers: ann.headers, status: 200 });
       expect(anns.json).toEqual({ count: 2, labels: ['ann-1', 'ann-2'], creators: [ann.id] });
@@ -96,12 +131,25 @@ function functionSuite(backend: Backend): void {
     it('coerces declared query parameters to their types before the code runs', async () => {
       const q = `n=7&price=-12.5&flag=false&day=2024-02-29&at=2024-01-31T10:00:00Z&ref=${GUID}&color=green&size=3&free=text`;
       const r = await runScenario(base, { name: 'every type', url: `/_invoke/typed?${q}`, status: 200 });
-      expect(r.json.query).toStrictEqual({ n: 7, price: -12.5, flag: false, day: '2024-02-29', at: '2024-01-31T10:00:00Z', ref: GUID, color: 'green', size: 3, free: 'text' });
+      expect(r.json.query).toStrictEqual({
+        n: 7,
+        price: -12.5,
+        flag: false,
+        day: '2024-02-29',
+        at: '2024-01-31T10:00:00Z',
+        ref: GUID,
+        color: 'green',
+        size: 3,
+        free: 'text',
+      });
     });
 
     it('answers 400 naming each missing or wrong-typed input, and does not run the code', async () => {
       const bad = (name: string, query: string, path: string, message: string): Scenario => ({
-        name, url: `/_invoke/typed?${query}`, status: 400, json: { code: 'VALIDATION_FAILED', details: [{ path, message }] },
+        name,
+        url: `/_invoke/typed?${query}`,
+        status: 400,
+        json: { code: 'VALIDATION_FAILED', details: [{ path, message }] },
       });
       const scenarios: Scenario[] = [
         bad('missing required', 'price=1', '/query/n', 'query parameter n is required (an integer)'),
@@ -113,41 +161,80 @@ function functionSuite(backend: Backend): void {
         bad('guid', 'n=1&ref=123', '/query/ref', 'query parameter ref must be a GUID'),
         bad('string enum', 'n=1&color=blue', '/query/color', 'query parameter color must be one of "red", "green"'),
         bad('integer enum', 'n=1&size=4', '/query/size', 'query parameter size must be one of 1, 2, 3'),
-        { name: 'body required on POST', method: 'POST', url: '/_invoke/typed?n=1', body: { qty: 1 }, status: 400,
-          json: { code: 'VALIDATION_FAILED', details: [{ path: '/body/title', message: 'body field title is required (a string)' }] } },
+        {
+          name: 'body required on POST',
+          method: 'POST',
+          url: '/_invoke/typed?n=1',
+          body: { qty: 1 },
+          status: 400,
+          json: { code: 'VALIDATION_FAILED', details: [{ path: '/body/title', message: 'body field title is required (a string)' }] },
+        },
         { name: 'no body on PUT', method: 'PUT', url: '/_invoke/typed?n=1', status: 400, json: { details: [{ path: '/body/title' }] } },
-        { name: 'body wrong types and enum', method: 'POST', url: '/_invoke/typed?n=1', body: { title: 3, qty: 'two', amount: 'x', kind: 'c' }, status: 400,
-          json: { details: [{ path: '/body/title' }, { path: '/body/qty' }, { path: '/body/amount' }, { path: '/body/kind' }] } },
+        {
+          name: 'body wrong types and enum',
+          method: 'POST',
+          url: '/_invoke/typed?n=1',
+          body: { title: 3, qty: 'two', amount: 'x', kind: 'c' },
+          status: 400,
+          json: { details: [{ path: '/body/title' }, { path: '/body/qty' }, { path: '/body/amount' }, { path: '/body/kind' }] },
+        },
         { name: 'body not an object', method: 'PUT', url: '/_invoke/typed?n=1', body: [{ title: 't' }], status: 400, json: { details: [{ path: '/body' }] } },
       ];
       for (const s of scenarios) await runScenario(base, s);
       // requestBody is enforced for POST and PUT only; responseFields are never validated.
       await runScenario(base, { name: 'DELETE without body', method: 'DELETE', url: '/_invoke/typed?n=1', status: 200, json: { body: null } });
-      const ok = await runScenario(base, { name: 'valid body', method: 'POST', url: '/_invoke/typed?n=1', body: { title: 'T', qty: 2, amount: '9.90', kind: 'a', extra: true }, status: 200 });
+      const ok = await runScenario(base, {
+        name: 'valid body',
+        method: 'POST',
+        url: '/_invoke/typed?n=1',
+        body: { title: 'T', qty: 2, amount: '9.90', kind: 'a', extra: true },
+        status: 200,
+      });
       expect(ok.json.body).toEqual({ title: 'T', qty: 2, amount: '9.90', kind: 'a', extra: true });
     });
 
     it('answers 400 with the entries of validationErrors (strings and { path, message })', async () => {
-      await runScenario(base, { name: 'one string', url: '/validates', status: 400,
-        json: { code: 'VALIDATION_FAILED', details: [{ path: '', message: 'name is required' }] }, contains: ['name is required'] });
+      await runScenario(base, {
+        name: 'one string',
+        url: '/validates',
+        status: 400,
+        json: { code: 'VALIDATION_FAILED', details: [{ path: '', message: 'name is required' }] },
+        contains: ['name is required'],
+      });
       const r = await runScenario(base, { name: 'both kinds', url: '/validates?age=old', status: 400 });
-      expect(r.json.details).toEqual([{ path: '', message: 'name is required' }, { path: '/query/age', message: 'age must be a number' }]);
+      expect(r.json.details).toEqual([
+        { path: '', message: 'name is required' },
+        { path: '/query/age', message: 'age must be a number' },
+      ]);
       await runScenario(base, { name: 'none', url: '/validates?name=Ada&age=36', status: 200, json: { hello: 'Ada' } });
     });
 
-    for (const [form, fn] of [['default-export', 'echo'], ['script', 'scriptEcho']] as const) {
+    for (const [form, fn] of [
+      ['default-export', 'echo'],
+      ['script', 'scriptEcho'],
+    ] as const) {
       it(`gives the ${form} form its context: request, filtered headers, raw body, me, api, secrets`, async () => {
         const raw = '{ "note" :  "hi",\n "n": 1 }';
         const caller = await userIdentity(app, base, `ctx-${form}`, ['editor']);
         const r = await runScenario(base, {
-          name: `${fn} POST`, method: 'POST', url: `/${fn}?tag=t1&list=a&list=b`, rawBody: raw, status: form === 'script' ? 201 : 200,
+          name: `${fn} POST`,
+          method: 'POST',
+          url: `/${fn}?tag=t1&list=a&list=b`,
+          rawBody: raw,
+          status: form === 'script' ? 201 : 200,
           headers: { 'content-type': 'application/json', authorization: caller.headers.authorization, cookie: 'session=abc', 'x-custom': 'custom value' },
         });
         expect(r.json).toMatchObject({
-          form: form === 'script' ? 'script' : 'default', tag: 't1', from: fn, method: 'POST',
-          query: { tag: 't1', list: ['a', 'b'] }, bodyJson: { note: 'hi', n: 1 }, bodyRaw: raw,
+          form: form === 'script' ? 'script' : 'default',
+          tag: 't1',
+          from: fn,
+          method: 'POST',
+          query: { tag: 't1', list: ['a', 'b'] },
+          bodyJson: { note: 'hi', n: 1 },
+          bodyRaw: raw,
           me: { id: caller.id, username: `ctx-${form}`, roles: ['editor'] },
-          api: { name: 'fnapp', baseUrl: base }, secrets: { API_KEY: 'key-123', OTHER: 'other' },
+          api: { name: 'fnapp', baseUrl: base },
+          secrets: { API_KEY: 'key-123', OTHER: 'other' },
         });
         expect(Object.keys(r.json.secrets).sort()).toEqual(['API_KEY', 'OTHER']);
         if (form === 'default-export') {
@@ -155,7 +242,14 @@ function functionSuite(backend: Backend): void {
           expect(r.json.headers).not.toHaveProperty('cookie');
           expect(r.json.headers).not.toHaveProperty('authorization');
         }
-        const text = await runScenario(base, { name: `${fn} text body`, method: 'POST', url: `/${fn}`, rawBody: 'plain words', headers: { 'content-type': 'text/plain' }, status: form === 'script' ? 201 : 200 });
+        const text = await runScenario(base, {
+          name: `${fn} text body`,
+          method: 'POST',
+          url: `/${fn}`,
+          rawBody: 'plain words',
+          headers: { 'content-type': 'text/plain' },
+          status: form === 'script' ? 201 : 200,
+        });
         expect(text.json).toMatchObject({ bodyJson: null, bodyRaw: 'plain words' });
         const none = await runScenario(base, { name: `${fn} GET`, url: `/${fn}`, status: 200 });
         expect(none.json).toMatchObject({ bodyJson: null, bodyRaw: '', method: 'GET', query: {} });
@@ -174,7 +268,14 @@ function functionSuite(backend: Backend): void {
     });
 
     it('get, post and patch act on collections through the API, with its result shapes and errors', async () => {
-      const r = await runScenario(base, { name: 'notes', method: 'POST', url: '/notes', body: { title: 'from a function' }, headers: { 'x-request-id': `notes-${backend}` }, status: 200 });
+      const r = await runScenario(base, {
+        name: 'notes',
+        method: 'POST',
+        url: '/notes',
+        body: { title: 'from a function' },
+        headers: { 'x-request-id': `notes-${backend}` },
+        status: 200,
+      });
       const id = r.json.created.data[0];
       expect(r.json.created).toEqual({ data: [id] });
       expect(r.json.patched).toMatchObject({ id, title: 'from a function', count: 5, createdBy: null });
@@ -190,22 +291,46 @@ function functionSuite(backend: Backend): void {
         const lines = logLines(server).filter((l) => l.reqId === `notes-${backend}` && (l.msg === 'request' || l.msg === 'api call'));
         return lines.length >= 6 && lines;
       });
-      expect(inner.map((l) => `${l.msg === 'api call' ? 'in-process' : 'http'} ${l.method} ${String(l.url).split('?')[0].replace(/[0-9a-f-]{36}/, ':id')} ${l.status}`).sort()).toEqual([
+      expect(
+        inner
+          .map(
+            (l) =>
+              `${l.msg === 'api call' ? 'in-process' : 'http'} ${l.method} ${String(l.url)
+                .split('?')[0]
+                .replace(/[0-9a-f-]{36}/, ':id')} ${l.status}`,
+          )
+          .sort(),
+      ).toEqual([
         'http POST /api/notes 200',
-        'in-process GET /api/Note 200', 'in-process PATCH /api/Note/:id 200', 'in-process PATCH /api/Note/:id 404', 'in-process POST /api/Note 201', 'in-process POST /api/Note 400',
+        'in-process GET /api/Note 200',
+        'in-process PATCH /api/Note/:id 200',
+        'in-process PATCH /api/Note/:id 404',
+        'in-process POST /api/Note 201',
+        'in-process POST /api/Note 400',
       ]);
     });
 
     it('refuses fetch when functions.allowFetch is off, through ctx.fetch and the global', async () => {
       const message = 'fetch is disabled for functions: set "functions": { "allowFetch": true } in svc.json to allow external calls';
       await runScenario(base, { name: 'ctx.fetch', url: `/callOut?url=${encodeURIComponent(`${base}/Note`)}`, status: 200, json: { error: message } });
-      await runScenario(base, { name: 'global fetch', url: `/callOut?global=1&url=${encodeURIComponent(`${base}/Note`)}`, status: 200, json: { error: message } });
+      await runScenario(base, {
+        name: 'global fetch',
+        url: `/callOut?global=1&url=${encodeURIComponent(`${base}/Note`)}`,
+        status: 200,
+        json: { error: message },
+      });
     });
 
     it('answers a throw with the generic 500, logs the stack with the request id, and keeps serving', async () => {
       const reqId = `boom-${backend}`;
-      const r = await runScenario(base, { name: 'throw', url: '/boom', headers: { 'x-request-id': reqId }, status: 500,
-        json: { error: 'Internal server error', code: 'INTERNAL' }, notContains: ['kaboom', 'boom.js', 'stack'] });
+      const r = await runScenario(base, {
+        name: 'throw',
+        url: '/boom',
+        headers: { 'x-request-id': reqId },
+        status: 500,
+        json: { error: 'Internal server error', code: 'INTERNAL' },
+        notContains: ['kaboom', 'boom.js', 'stack'],
+      });
       expect(Object.keys(r.json).sort()).toEqual(['code', 'error']);
       const logged = await waitFor(() => logLines(server).find((l) => l.reqId === reqId && l.level === 50));
       expect(logged.err.message).toBe('function boom threw Error: kaboom: internal detail 42');
@@ -250,8 +375,9 @@ function functionSuite(backend: Backend): void {
     it('keeps the globals of concurrent script-form calls apart', async () => {
       const n = 12;
       // Earlier calls wait longest, so they read their globals after later calls have set theirs.
-      const replies = await Promise.all(Array.from({ length: n }, (_, i) =>
-        call(base, i % 2 ? 'POST' : 'GET', `/scriptEcho?tag=c${i}&delayMs=${(n - i) * 25}`, i % 2 ? { i } : undefined)));
+      const replies = await Promise.all(
+        Array.from({ length: n }, (_, i) => call(base, i % 2 ? 'POST' : 'GET', `/scriptEcho?tag=c${i}&delayMs=${(n - i) * 25}`, i % 2 ? { i } : undefined)),
+      );
       replies.forEach((r, i) => {
         expect(r.status).toBe(i % 2 ? 201 : 200);
         expect(r.json).toMatchObject({ tag: `c${i}`, query: { tag: `c${i}` }, method: i % 2 ? 'POST' : 'GET', bodyJson: i % 2 ? { i } : null });
@@ -271,7 +397,10 @@ describe('functions with fetch allowed', () => {
 
   beforeAll(async () => {
     // The external service: a real HTTP server on loopback.
-    outside = createServer((req, res) => { res.setHeader('content-type', 'text/plain'); res.end(`hello from outside ${req.url}`); });
+    outside = createServer((req, res) => {
+      res.setHeader('content-type', 'text/plain');
+      res.end(`hello from outside ${req.url}`);
+    });
     await new Promise<void>((ok) => outside.listen(0, '127.0.0.1', () => ok()));
     outsideUrl = `http://127.0.0.1:${(outside.address() as AddressInfo).port}`;
     source = mkdtempSync(join(tmpdir(), 'svc-fetch-'));
@@ -289,8 +418,18 @@ describe('functions with fetch allowed', () => {
   });
 
   it('lets ctx.fetch and the global fetch reach an external server', async () => {
-    await runScenario(server.url, { name: 'ctx.fetch', url: `/callOut?url=${encodeURIComponent(`${outsideUrl}/a`)}`, status: 200, json: { status: 200, text: 'hello from outside /a' } });
-    await runScenario(server.url, { name: 'global', url: `/callOut?global=1&url=${encodeURIComponent(`${outsideUrl}/b`)}`, status: 200, json: { status: 200, text: 'hello from outside /b' } });
+    await runScenario(server.url, {
+      name: 'ctx.fetch',
+      url: `/callOut?url=${encodeURIComponent(`${outsideUrl}/a`)}`,
+      status: 200,
+      json: { status: 200, text: 'hello from outside /a' },
+    });
+    await runScenario(server.url, {
+      name: 'global',
+      url: `/callOut?global=1&url=${encodeURIComponent(`${outsideUrl}/b`)}`,
+      status: 200,
+      json: { status: 200, text: 'hello from outside /b' },
+    });
   });
 });
 
@@ -321,13 +460,18 @@ describe('function limits and isolation (functions.maxMemoryMb 128)', () => {
 
   it('stops a call holding 2 GB of Buffers (synchronously, or yielding) with a logged reason; the server stays bounded and serving', async () => {
     const before = peakRssMb();
-    for (const [name, url] of [['sync', '/hog?mb=2048'], ['yielding', '/hog?mb=2048&yield=1']]) {
+    for (const [name, url] of [
+      ['sync', '/hog?mb=2048'],
+      ['yielding', '/hog?mb=2048&yield=1'],
+    ]) {
       const reqId = `hog-${name}`;
       await runScenario(base, { name, url, headers: { 'x-request-id': reqId }, status: 500, json: { code: 'INTERNAL' } });
       const logged = await waitFor(() => logLines(server).find((l) => l.reqId === reqId && l.level === 50));
-      expect(logged.err.message).toMatch(name === 'sync'
-        ? /^function hog threw FunctionLimitError: function hog stopped reporting its memory while the server's memory \(\d+ MiB\) passed the bound for functions\.maxMemoryMb \(128 MiB\) per call; its thread was stopped$/
-        : /^function hog threw FunctionLimitError: function hog used \d+ MiB of memory, over functions\.maxMemoryMb \(128 MiB\); its thread was stopped$/);
+      expect(logged.err.message).toMatch(
+        name === 'sync'
+          ? /^function hog threw FunctionLimitError: function hog stopped reporting its memory while the server's memory \(\d+ MiB\) passed the bound for functions\.maxMemoryMb \(128 MiB\) per call; its thread was stopped$/
+          : /^function hog threw FunctionLimitError: function hog used \d+ MiB of memory, over functions\.maxMemoryMb \(128 MiB\); its thread was stopped$/,
+      );
       await runScenario(base, { name: 'still serving', url: '/echo?tag=after-hog', status: 200, json: { tag: 'after-hog' } });
     }
     // Far below the 2 GB the calls asked for: the bound is 128 MiB per call plus slack and one sampling period.
@@ -339,7 +483,9 @@ describe('function limits and isolation (functions.maxMemoryMb 128)', () => {
       const reqId = `exits-${how}`;
       await runScenario(base, { name: how, url: `/exits?how=${how}`, headers: { 'x-request-id': reqId }, status: 500, json: { code: 'INTERNAL' } });
       const logged = await waitFor(() => logLines(server).find((l) => l.reqId === reqId && l.level === 50));
-      expect(logged.err.message).toBe(`function exits threw FunctionUsageError: process.${how} is not available to functions: return a response or throw an error instead`);
+      expect(logged.err.message).toBe(
+        `function exits threw FunctionUsageError: process.${how} is not available to functions: return a response or throw an error instead`,
+      );
       expect(logged.err.stack).toMatch(/functions\/exits\.ts:\d+/);
     }
     expect(server.child.exitCode).toBeNull();
@@ -375,7 +521,9 @@ describe('svc generate on function code', () => {
       cpSync(FIXTURE, dir, { recursive: true });
       const r = await runCli(['generate', dir], { DATABASE_URL: `file:${join(dir, 'data', 'app.db')}` });
       expect(r.code).toBe(0);
-      expect(r.stderr).toBe('svc: warning: functions/mixed.ts: line 3 assigns the global res, which is ignored because the file has a default export; set ctx.res or return the value (SPEC §4.8 rule 4)\n');
+      expect(r.stderr).toBe(
+        'svc: warning: functions/mixed.ts: line 3 assigns the global res, which is ignored because the file has a default export; set ctx.res or return the value (SPEC §4.8 rule 4)\n',
+      );
       expect(readFileSync(join(dir, '.svc/functions/lib/tags.js'), 'utf8')).toContain('export function tagged');
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -414,10 +562,14 @@ describe('the functions of examples/shop', () => {
       writeFileSync(join(source, file), JSON.stringify(d));
     };
     for (const c of ['Customer', 'Order', 'OrderLine', 'Product']) {
-      rewrite(`collections/${c}.json`, (d) => { d.access = ['GET', 'POST', 'PATCH'].map((method) => ({ method, roleNames: anonymous })); });
+      rewrite(`collections/${c}.json`, (d) => {
+        d.access = ['GET', 'POST', 'PATCH'].map((method) => ({ method, roleNames: anonymous }));
+      });
     }
     for (const f of ['orderTotal', 'placeOrder']) {
-      rewrite(`functions/${f}.json`, (d) => { d.access = Object.fromEntries(Object.keys(d.access).map((m) => [m, anonymous])); });
+      rewrite(`functions/${f}.json`, (d) => {
+        d.access = Object.fromEntries(Object.keys(d.access).map((m) => [m, anonymous]));
+      });
     }
     app = await prepareApp(source, 'sqlite');
     server = await serve(app.dir, app.env);
@@ -435,20 +587,59 @@ describe('the functions of examples/shop', () => {
       { sku: 'kettle', name: 'Kettle', price: 19.95, stock: 3, category: 'kitchen', active: true },
       { sku: 'spade', name: 'Spade', price: 12.5, stock: 40, category: 'garden', active: true },
     ]);
-    await runScenario(base, { name: 'missing fields', method: 'POST', url: '/_invoke/placeOrder', body: { sku: 'kettle' }, status: 400,
-      json: { details: [{ path: '/body/customer' }, { path: '/body/quantity' }] } });
-    await runScenario(base, { name: 'unknown sku', method: 'POST', url: '/_invoke/placeOrder', body: { customer, sku: 'nope', quantity: 1 }, status: 400,
-      json: { details: [{ path: '/body/sku', message: 'no active product has SKU nope' }] } });
-    await runScenario(base, { name: 'out of stock', method: 'POST', url: '/_invoke/placeOrder', body: { customer, sku: 'kettle', quantity: 4 }, status: 409,
-      json: { code: 'OUT_OF_STOCK' } });
-    const placed = await runScenario(base, { name: 'place', method: 'POST', url: '/_invoke/placeOrder', body: { customer, sku: 'kettle', quantity: 2, dueOn: '2030-01-31' }, status: 201 });
+    await runScenario(base, {
+      name: 'missing fields',
+      method: 'POST',
+      url: '/_invoke/placeOrder',
+      body: { sku: 'kettle' },
+      status: 400,
+      json: { details: [{ path: '/body/customer' }, { path: '/body/quantity' }] },
+    });
+    await runScenario(base, {
+      name: 'unknown sku',
+      method: 'POST',
+      url: '/_invoke/placeOrder',
+      body: { customer, sku: 'nope', quantity: 1 },
+      status: 400,
+      json: { details: [{ path: '/body/sku', message: 'no active product has SKU nope' }] },
+    });
+    await runScenario(base, {
+      name: 'out of stock',
+      method: 'POST',
+      url: '/_invoke/placeOrder',
+      body: { customer, sku: 'kettle', quantity: 4 },
+      status: 409,
+      json: { code: 'OUT_OF_STOCK' },
+    });
+    const placed = await runScenario(base, {
+      name: 'place',
+      method: 'POST',
+      url: '/_invoke/placeOrder',
+      body: { customer, sku: 'kettle', quantity: 2, dueOn: '2030-01-31' },
+      status: 201,
+    });
     expect(placed.json).toEqual({ order: expect.any(String), total: 39.9 });
-    await runScenario(base, { name: 'the order', url: `/Order/${placed.json.order}`, status: 200, json: { title: '2 × Kettle', total: 39.9, dueOn: '2030-01-31' } });
-    await runScenario(base, { name: 'total', url: `/orderTotal?order=${placed.json.order}`, status: 200, json: { order: placed.json.order, lines: 1, total: 39.9 } });
+    await runScenario(base, {
+      name: 'the order',
+      url: `/Order/${placed.json.order}`,
+      status: 200,
+      json: { title: '2 × Kettle', total: 39.9, dueOn: '2030-01-31' },
+    });
+    await runScenario(base, {
+      name: 'total',
+      url: `/orderTotal?order=${placed.json.order}`,
+      status: 200,
+      json: { order: placed.json.order, lines: 1, total: 39.9 },
+    });
     await runScenario(base, { name: 'total needs a GUID', url: '/orderTotal?order=42', status: 400, json: { details: [{ path: '/query/order' }] } });
     const low = await runScenario(base, { name: 'low stock', url: '/lowStock?below=10', status: 200 });
     expect(low.json).toEqual({ below: 10, products: [{ id: expect.any(String), sku: 'kettle', name: 'Kettle', stock: 3 }] });
     await runScenario(base, { name: 'category enum', url: '/lowStock?category=toys', status: 400, json: { details: [{ path: '/query/category' }] } });
-    await runScenario(base, { name: 'negative threshold', url: '/lowStock?below=-1', status: 400, json: { details: [{ path: '/query/below', message: 'below must not be negative' }] } });
+    await runScenario(base, {
+      name: 'negative threshold',
+      url: '/lowStock?below=-1',
+      status: 400,
+      json: { details: [{ path: '/query/below', message: 'below must not be negative' }] },
+    });
   });
 });

@@ -23,13 +23,24 @@ async function sqlOn(app: PreparedApp, backend: Backend, text: string, values: u
   const url = app.env.DATABASE_URL as string;
   if (backend === 'sqlite') {
     const db = new Database(url.slice('file:'.length));
-    try { db.prepare(text).run(...values); } finally { db.close(); }
+    try {
+      db.prepare(text).run(...values);
+    } finally {
+      db.close();
+    }
     return;
   }
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   let n = 0;
-  try { await c.query(text.replace(/\?/g, () => `$${++n}`), values); } finally { await c.end(); }
+  try {
+    await c.query(
+      text.replace(/\?/g, () => `$${++n}`),
+      values,
+    );
+  } finally {
+    await c.end();
+  }
 }
 
 function healthSuite(backend: Backend): void {
@@ -62,7 +73,10 @@ function healthSuite(backend: Backend): void {
     });
 
     it('is not ready while a migration the server knows is missing from the database, and ready again once applied', async () => {
-      const migrations = readdirSync(join(app.dir, 'migrations', backend), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+      const migrations = readdirSync(join(app.dir, 'migrations', backend), { withFileTypes: true })
+        .filter((d) => d.isDirectory())
+        .map((d) => d.name)
+        .sort();
       const last = migrations[migrations.length - 1];
       // As if the database were restored from a backup older than the last migration.
       await sqlOn(app, backend, 'UPDATE _prisma_migrations SET finished_at = NULL WHERE migration_name = ?', [last]);
@@ -71,7 +85,10 @@ function healthSuite(backend: Backend): void {
         expect(ready.status, ready.text).toBe(503);
         expect(ready.headers.get('retry-after')).toBe('5');
         expect(ready.json).toMatchObject({
-          code: 'SERVICE_UNAVAILABLE', status: 'unavailable', database: 'ok', migrations: 'pending',
+          code: 'SERVICE_UNAVAILABLE',
+          status: 'unavailable',
+          database: 'ok',
+          migrations: 'pending',
           details: [{ path: '/migrations', message: '1 migration(s) not applied: run svc migrate' }],
         });
         expect(ready.json.error).toBe('not ready: migrations not available');
@@ -92,8 +109,12 @@ function healthSuite(backend: Backend): void {
         const down = await call(closed.url, 'GET', '/_ready');
         expect(down.status, down.text).toBe(503);
         expect(down.json).toEqual({
-          error: 'not ready: redis not available', code: 'SERVICE_UNAVAILABLE', status: 'unavailable',
-          database: 'ok', migrations: 'ok', redis: 'down',
+          error: 'not ready: redis not available',
+          code: 'SERVICE_UNAVAILABLE',
+          status: 'unavailable',
+          database: 'ok',
+          migrations: 'ok',
+          redis: 'down',
           details: [{ path: '/redis', message: 'Redis did not answer PING within 2 s' }],
         });
         expect(down.text).not.toMatch(/127\.0\.0\.1|ECONNREFUSED/);
@@ -113,8 +134,19 @@ describe('readiness checks (runtime/http/health.ts)', () => {
     const hung = await readiness({ ...healthy, ping: () => new Promise<void>(() => {}), timeoutMs: 200 });
     expect(Date.now() - started).toBeLessThan(1500);
     expect(hung.status).toBe(503);
-    expect(hung.body).toMatchObject({ database: 'down', code: 'SERVICE_UNAVAILABLE', details: [{ path: '/database', message: 'the database did not answer within 0.2 s' }] });
-    const refused = await readiness({ ping: async () => { throw new Error('connect ECONNREFUSED'); }, pendingMigrations: async () => { throw new Error('down'); } });
+    expect(hung.body).toMatchObject({
+      database: 'down',
+      code: 'SERVICE_UNAVAILABLE',
+      details: [{ path: '/database', message: 'the database did not answer within 0.2 s' }],
+    });
+    const refused = await readiness({
+      ping: async () => {
+        throw new Error('connect ECONNREFUSED');
+      },
+      pendingMigrations: async () => {
+        throw new Error('down');
+      },
+    });
     expect(refused.body).toMatchObject({ database: 'down', migrations: 'unknown' });
     expect(JSON.stringify(refused.body)).not.toContain('ECONNREFUSED');
   });

@@ -29,7 +29,10 @@ function identitySuite(backend: Backend): void {
     const statusOf = async (url: string, token: string) => (await call(base, 'GET', url, undefined, { authorization: `Bearer ${token}` })).status;
     /** Polls until `url` answers `status` with `token`; fails after WITHIN_MS. */
     const becomes = (url: string, token: string, status: number) => waitFor(async () => (await statusOf(url, token)) === status, WITHIN_MS);
-    const refresh = (clientId: string, refreshToken: string) => call(base, 'POST', '/_token', new URLSearchParams({ grant_type: 'refresh_token', client_id: clientId, refresh_token: refreshToken }).toString(), { 'content-type': 'application/x-www-form-urlencoded' });
+    const refresh = (clientId: string, refreshToken: string) =>
+      call(base, 'POST', '/_token', new URLSearchParams({ grant_type: 'refresh_token', client_id: clientId, refresh_token: refreshToken }).toString(), {
+        'content-type': 'application/x-www-form-urlencoded',
+      });
 
     beforeAll(async () => {
       app = await prepareApp(join(ROOT, 'test/fixtures/apps/secure'), backend);
@@ -45,7 +48,10 @@ function identitySuite(backend: Backend): void {
       const id = await createUser(app, 'rosa', 'rosa-password-1');
       const rosa = await userToken(base, 'rosa', 'rosa-password-1');
       expect(await statusOf('/Attachment', rosa.token)).toBe(403); // auditors only
-      expect(await cli(['user', 'set-roles', app.dir, '--username', 'rosa', '--roles', 'auditor,editor,auditor'])).toEqual({ id, roles: ['auditor', 'editor'] });
+      expect(await cli(['user', 'set-roles', app.dir, '--username', 'rosa', '--roles', 'auditor,editor,auditor'])).toEqual({
+        id,
+        roles: ['auditor', 'editor'],
+      });
       await becomes('/Attachment', rosa.token, 200);
       expect((await call(base, 'GET', '/_me', undefined, rosa.headers)).json).toEqual({ id, username: 'rosa', roles: ['auditor', 'editor'] });
       expect((await call(base, 'POST', '/Bulletin', { text: 'now an editor' }, rosa.headers)).status).toBe(201);

@@ -20,31 +20,47 @@ type Row = Scenario & { anonymous?: boolean };
 const scenarios: Row[] = [
   {
     name: '150 ORed dot-path comparisons → 400 naming the limit',
-    url: filter(ors(150, 'customer.vip eq true')), status: 400,
+    url: filter(ors(150, 'customer.vip eq true')),
+    status: 400,
     json: { code: 'INVALID_FILTER', error: `filter: more than 100 comparisons (the limit per filter) at position ${100 * 24 + 1}` },
   },
   {
-    name: '101 comparisons → 400', url: filter(ors(101, 'title eq "x"')), status: 400,
+    name: '101 comparisons → 400',
+    url: filter(ors(101, 'title eq "x"')),
+    status: 400,
     json: { code: 'INVALID_FILTER', error: expect.stringContaining('more than 100 comparisons') },
   },
   {
-    name: '100 comparisons → 200 with the matching order', url: `${filter(ors(99, 'title eq "nope"') + ' or customer.vip eq true')}&select=title`, status: 200,
+    name: '100 comparisons → 200 with the matching order',
+    url: `${filter(ors(99, 'title eq "nope"') + ' or customer.vip eq true')}&select=title`,
+    status: 200,
     json: { data: [{ title: 'For a VIP' }] },
   },
   {
-    name: 'NUL in a string literal → 400', url: '/Order?filter=title%20eq%20%22a%00b%22', status: 400,
+    name: 'NUL in a string literal → 400',
+    url: '/Order?filter=title%20eq%20%22a%00b%22',
+    status: 400,
     json: { code: 'INVALID_FILTER', error: 'filter: NUL character (U+0000) at position 12 is not allowed in a filter' },
   },
   {
-    name: 'NUL in a public collection filter, anonymous → 400', url: '/Product?filter=name%20con%20%22%00%22', status: 400,
-    anonymous: true, json: { code: 'INVALID_FILTER' },
+    name: 'NUL in a public collection filter, anonymous → 400',
+    url: '/Product?filter=name%20con%20%22%00%22',
+    status: 400,
+    anonymous: true,
+    json: { code: 'INVALID_FILTER' },
   },
   ...['/%', '/%E0%A4%A', '/Order/%zz', '/%C0%AF', '/Product/%'].map((path): Row => ({
-    name: `malformed percent-encoding in ${path}, anonymous`, url: path, anonymous: true, status: 400,
+    name: `malformed percent-encoding in ${path}, anonymous`,
+    url: path,
+    anonymous: true,
+    status: 400,
     json: { code: 'INVALID_PARAMETER', error: 'the path is not valid percent-encoding' },
   })),
   {
-    name: 'a lone % in the query string is a filter error, not a crash', url: '/Product?filter=%', anonymous: true, status: 400,
+    name: 'a lone % in the query string is a filter error, not a crash',
+    url: '/Product?filter=%',
+    anonymous: true,
+    status: 400,
     json: { code: 'INVALID_FILTER' },
   },
 ];
@@ -63,7 +79,10 @@ function hostileSuite(backend: Backend): void {
       admin = (await adminIdentity(app, base)).headers;
       const [vip] = (await call(base, 'POST', '/Customer', { name: 'Vera', vip: true }, admin)).json.data;
       const [plain] = (await call(base, 'POST', '/Customer', { name: 'Paul', vip: false }, admin)).json.data;
-      const orders = [{ title: 'For a VIP', customer: { id: vip } }, { title: 'Plain', customer: { id: plain } }];
+      const orders = [
+        { title: 'For a VIP', customer: { id: vip } },
+        { title: 'Plain', customer: { id: plain } },
+      ];
       expect((await call(base, 'POST', '/Order', orders, admin)).status).toBe(201);
     });
     afterAll(async () => {
@@ -71,7 +90,10 @@ function hostileSuite(backend: Backend): void {
       await app?.cleanup();
     });
 
-    for (const s of scenarios) it(s.name, async () => { await runScenario(base, { ...s, headers: s.anonymous ? {} : admin }); });
+    for (const s of scenarios)
+      it(s.name, async () => {
+        await runScenario(base, { ...s, headers: s.anonymous ? {} : admin });
+      });
 
     it('refuses 150 ORed lookups fast, and the server still serves', async () => {
       const started = performance.now();

@@ -22,9 +22,13 @@ describe('the /login page', () => {
   let server: TestServer;
   let origin: string;
   let userId: string;
-  const login = (fields: Record<string, string>, headers: Record<string, string> = {}) => fetch(`${origin}/login`, {
-    method: 'POST', redirect: 'manual', body: new URLSearchParams(fields), headers,
-  });
+  const login = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
+    fetch(`${origin}/login`, {
+      method: 'POST',
+      redirect: 'manual',
+      body: new URLSearchParams(fields),
+      headers,
+    });
 
   beforeAll(async () => {
     app = await prepareApp(join(ROOT, 'test/fixtures/apps/secure'), 'sqlite');
@@ -65,15 +69,41 @@ describe('the /login page', () => {
     const ok = await login({ username: 'walter', password: PASSWORD, returnUrl: '/app?x=1#top' });
     expect(ok.status).toBe(303);
     expect(ok.headers.get('location')).toBe('/app?x=1#top');
-    expect(ok.headers.getSetCookie().map((c) => c.split('=')[0]).sort()).toEqual(['svc_access', 'svc_refresh']);
+    expect(
+      ok.headers
+        .getSetCookie()
+        .map((c) => c.split('=')[0])
+        .sort(),
+    ).toEqual(['svc_access', 'svc_refresh']);
     const noReturn = await login({ username: 'walter', password: PASSWORD });
     expect(noReturn.status).toBe(200);
     expect(await noReturn.text()).toContain('You are signed in to secure as walter');
-    const attacks = ['//evil.example', '//evil.example/%2F..', 'https://evil.example/', 'http:evil.example', '/\\evil.example', '\\\\evil.example',
-      '/\t/evil.example', '/\n/evil.example', ' //evil.example', 'javascript:alert(1)', 'data:text/html,hi', '/%5Cevil.example', '/%2F%2Fevil.example',
+    const attacks = [
+      '//evil.example',
+      '//evil.example/%2F..',
+      'https://evil.example/',
+      'http:evil.example',
+      '/\\evil.example',
+      '\\\\evil.example',
+      '/\t/evil.example',
+      '/\n/evil.example',
+      ' //evil.example',
+      'javascript:alert(1)',
+      'data:text/html,hi',
+      '/%5Cevil.example',
+      '/%2F%2Fevil.example',
       // Dot segments that normalise to a scheme-relative `//host`.
-      '/.//evil.example', '/%2e%2e//evil.example', '/%2e//evil.example', '/x/..//evil.example/path',
-      '/..//evil.example', '/%2E%2E//evil.example', '/.%2e//evil.example', '/a/b/../..//evil.example?x=1#y', '/x/%2e%2e//evil.example', '/././/evil.example'];
+      '/.//evil.example',
+      '/%2e%2e//evil.example',
+      '/%2e//evil.example',
+      '/x/..//evil.example/path',
+      '/..//evil.example',
+      '/%2E%2E//evil.example',
+      '/.%2e//evil.example',
+      '/a/b/../..//evil.example?x=1#y',
+      '/x/%2e%2e//evil.example',
+      '/././/evil.example',
+    ];
     for (const returnUrl of attacks) {
       const r = await login({ username: 'walter', password: PASSWORD, returnUrl });
       const location = r.headers.get('location');
@@ -89,7 +119,11 @@ describe('the /login page', () => {
       if (kept !== undefined) expect(kept, returnUrl).toMatch(/^\/(?![/\\])/);
     }
     // Dot segments that stay on the origin are followed, normalised; one that yields `//` is not followed.
-    const local: [string, number, string | null][] = [['/a/./b', 303, '/a/b'], ['/a/%2e%2e/b?q=1', 303, '/b?q=1'], ['/x/..//', 200, null]];
+    const local: [string, number, string | null][] = [
+      ['/a/./b', 303, '/a/b'],
+      ['/a/%2e%2e/b?q=1', 303, '/b?q=1'],
+      ['/x/..//', 200, null],
+    ];
     for (const [returnUrl, status, location] of local) {
       const r = await login({ username: 'walter', password: PASSWORD, returnUrl });
       expect([r.status, r.headers.get('location')], returnUrl).toEqual([status, location]);
@@ -103,8 +137,18 @@ describe('the /login page', () => {
     try {
       // A fresh profile (--user-data-dir) per run.
       browser = await chromium.launchPersistentContext(profile, {
-        executablePath: CHROMIUM, headless: true,
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+        executablePath: CHROMIUM,
+        headless: true,
+        args: [
+          '--headless',
+          '--no-sandbox',
+          '--disable-gpu',
+          '--disable-quic',
+          '--no-first-run',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+        ],
       });
       // The login page carries no script (and its CSP allows none): the form works as plain HTML.
       const page = await browser.newPage();
@@ -122,10 +166,20 @@ describe('the /login page', () => {
       // A page script of the same origin sees the session without any header of its own.
       const result = await page.evaluate(async () => {
         const me = await fetch('/api/_me', { credentials: 'include' });
-        const created = await fetch('/api/Note', { method: 'POST', credentials: 'include', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'from the browser' }) });
+        const created = await fetch('/api/Note', {
+          method: 'POST',
+          credentials: 'include',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ title: 'from the browser' }),
+        });
         const list = await fetch('/api/Note?pageSize=100', { credentials: 'include' });
         const cookieVisible = document.cookie.includes('svc_');
-        return { me: { status: me.status, body: await me.json() }, created: created.status, list: { status: list.status, body: await list.json() }, cookieVisible };
+        return {
+          me: { status: me.status, body: await me.json() },
+          created: created.status,
+          list: { status: list.status, body: await list.json() },
+          cookieVisible,
+        };
       });
       expect(result.me).toEqual({ status: 200, body: { id: userId, username: 'walter', roles: [] } });
       expect(result.created).toBe(201);

@@ -21,7 +21,14 @@ const RESUME_DEADLINE_MS = 1500;
 const DOWN_MS = 3000;
 
 /** One answer seen by the load (status 0: no HTTP answer at all). */
-interface Seen { at: number; method: string; status: number; code?: string; retryAfter: string | null; failure?: string }
+interface Seen {
+  at: number;
+  method: string;
+  status: number;
+  code?: string;
+  retryAfter: string | null;
+  failure?: string;
+}
 
 describe('PostgreSQL restarts under load', () => {
   let cluster: PgCluster | undefined;
@@ -43,10 +50,14 @@ describe('PostgreSQL restarts under load', () => {
     server = await serve(dir, env);
     const s = server;
     let stderr = '';
-    s.child.stderr?.on('data', (d) => { stderr += d; });
-    exited = new Promise((done) => s.child.on('close', (code, signal) => {
-      done(`svc serve exited (code ${code}, signal ${signal}); stderr:\n${stderr.slice(-2000)}\nlast output:\n${s.output().slice(-1500)}`);
-    }));
+    s.child.stderr?.on('data', (d) => {
+      stderr += d;
+    });
+    exited = new Promise((done) =>
+      s.child.on('close', (code, signal) => {
+        done(`svc serve exited (code ${code}, signal ${signal}); stderr:\n${stderr.slice(-2000)}\nlast output:\n${s.output().slice(-1500)}`);
+      }),
+    );
   });
   afterAll(async () => {
     if (server && server.child.exitCode === null) await server.close();
@@ -60,17 +71,26 @@ describe('PostgreSQL restarts under load', () => {
     const seen: Seen[] = [];
     let running = true;
     let crashed: string | undefined;
-    void exited.then((why) => { crashed = why; running = false; });
+    void exited.then((why) => {
+      crashed = why;
+      running = false;
+    });
     const request = async (method: string, url: string, body?: unknown): Promise<Seen> => {
       const at = Date.now();
       try {
         const r = await fetch(base + url, {
-          method, headers: { ...headers, 'content-type': 'application/json' }, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+          method,
+          headers: { ...headers, 'content-type': 'application/json' },
+          signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
           body: body === undefined ? undefined : JSON.stringify(body),
         });
         const text = await r.text();
         let code: string | undefined;
-        try { code = JSON.parse(text).code; } catch { /* not JSON */ }
+        try {
+          code = JSON.parse(text).code;
+        } catch {
+          /* not JSON */
+        }
         return { at, method, status: r.status, code, retryAfter: r.headers.get('retry-after') };
       } catch (err) {
         return { at, method, status: 0, retryAfter: null, failure: (err as Error).name + ': ' + (err as Error).message };
@@ -78,15 +98,21 @@ describe('PostgreSQL restarts under load', () => {
     };
     const client = async (i: number) => {
       for (let n = 0; running; n++) {
-        const s = n % 3 === 2
-          ? await request('POST', '/Customer', { name: `Load ${i}-${n}`, vip: n % 2 === 0 })
-          : await request('GET', `/Product?pageSize=5&pageNo=${(n % 5) + 1}`);
+        const s =
+          n % 3 === 2
+            ? await request('POST', '/Customer', { name: `Load ${i}-${n}`, vip: n % 2 === 0 })
+            : await request('GET', `/Product?pageSize=5&pageNo=${(n % 5) + 1}`);
         seen.push(s);
       }
     };
     /** Resolves after `ms`, or throws at once when the server has exited. */
     const pause = async (ms: number) => {
-      await Promise.race([new Promise((r) => setTimeout(r, ms)), exited.then((why) => { throw new Error(why); })]);
+      await Promise.race([
+        new Promise((r) => setTimeout(r, ms)),
+        exited.then((why) => {
+          throw new Error(why);
+        }),
+      ]);
     };
     /** Polls until `url` answers 200; the time it took, in ms. Throws after `deadlineMs`. */
     const resumes = async (url: string, deadlineMs: number): Promise<number> => {
@@ -95,7 +121,8 @@ describe('PostgreSQL restarts under load', () => {
         if (crashed) throw new Error(crashed);
         const r = await request('GET', url);
         if (r.status === 200) return Date.now() - from;
-        if (Date.now() - from > deadlineMs) throw new Error(`${url} did not answer 200 within ${deadlineMs} ms after the database came back (last: ${JSON.stringify(r)})`);
+        if (Date.now() - from > deadlineMs)
+          throw new Error(`${url} did not answer 200 within ${deadlineMs} ms after the database came back (last: ${JSON.stringify(r)})`);
         await new Promise((r) => setTimeout(r, 25));
       }
     };
@@ -132,7 +159,7 @@ describe('PostgreSQL restarts under load', () => {
     expect(crashed, crashed).toBeUndefined();
     expect(server!.child.exitCode).toBeNull();
     const describeSeen = (list: Seen[]) => JSON.stringify(list.slice(0, 5));
-    const failures = seen.filter((s) => s.status === 0 || s.status >= 500 && s.status !== 503);
+    const failures = seen.filter((s) => s.status === 0 || (s.status >= 500 && s.status !== 503));
     expect(failures, `requests answered 500 or not at all: ${describeSeen(failures)}`).toEqual([]);
     const down = seen.filter((s) => s.at >= downFrom && s.at < downUntil);
     expect(down.length, 'the load kept running while the database was down').toBeGreaterThan(CLIENTS);

@@ -11,13 +11,21 @@ import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../s
 import { call, runScenario } from '../support/scenario.js';
 
 const AUTHORS = [
-  { name: 'Ann', country: 'NO' }, { name: 'Bob', country: 'SE' }, { name: 'Cat', country: 'NO' }, { name: 'Dan', country: null },
+  { name: 'Ann', country: 'NO' },
+  { name: 'Bob', country: 'SE' },
+  { name: 'Cat', country: 'NO' },
+  { name: 'Dan', country: null },
 ];
 // [author index or null, price, year, published, inStock]
 const BOOKS: [number | null, number | null, number, string | null, boolean][] = [
-  [0, 12.5, 2001, '2001-05-01', true], [0, 7.25, 2010, null, true], [0, 20, 1995, '1995-03-03', false],
-  [1, 30, 1999, '1999-01-02', false], [1, 10.1, 2003, '2003-07-07', true],
-  [2, 5, 2020, '2020-12-31', true], [3, null, 2022, '2022-01-01', true], [null, 8, 1980, null, true],
+  [0, 12.5, 2001, '2001-05-01', true],
+  [0, 7.25, 2010, null, true],
+  [0, 20, 1995, '1995-03-03', false],
+  [1, 30, 1999, '1999-01-02', false],
+  [1, 10.1, 2003, '2003-07-07', true],
+  [2, 5, 2020, '2020-12-31', true],
+  [3, null, 2022, '2022-01-01', true],
+  [null, 8, 1980, null, true],
 ];
 
 function querySuite(backend: Backend): void {
@@ -33,9 +41,21 @@ function querySuite(backend: Backend): void {
       server = await serve(app.dir, app.env);
       base = server.url;
       authorIds = (await call(base, 'POST', '/Author', AUTHORS)).json.data;
-      bookIds = (await call(base, 'POST', '/Book', BOOKS.map(([a, price, year, published, inStock], i) => ({
-        title: `B${i}`, author: a === null ? null : { id: authorIds[a] }, price, year, published, inStock,
-      })))).json.data;
+      bookIds = (
+        await call(
+          base,
+          'POST',
+          '/Book',
+          BOOKS.map(([a, price, year, published, inStock], i) => ({
+            title: `B${i}`,
+            author: a === null ? null : { id: authorIds[a] },
+            price,
+            year,
+            published,
+            inStock,
+          })),
+        )
+      ).json.data;
     });
     afterAll(async () => {
       await server?.close();
@@ -45,11 +65,19 @@ function querySuite(backend: Backend): void {
     it('join query: one row per matching from-row, fields through lookups, the definition filter applied', async () => {
       const res = await call(base, 'GET', '/BookCatalog?pageSize=100&count=true');
       expect(res.status, res.text).toBe(200);
-      const expected = BOOKS.map((b, i) => ({ b, i })).filter(({ b }) => b[4]).map(({ b: [a, price, year, published], i }) => ({
-        id: bookIds[i], title: `B${i}`, price, year, published,
-        author: a === null ? null : { id: authorIds[a] },
-        authorName: a === null ? null : AUTHORS[a].name, authorCountry: a === null ? null : AUTHORS[a].country,
-      })).sort((x, y) => (x.id < y.id ? -1 : 1));
+      const expected = BOOKS.map((b, i) => ({ b, i }))
+        .filter(({ b }) => b[4])
+        .map(({ b: [a, price, year, published], i }) => ({
+          id: bookIds[i],
+          title: `B${i}`,
+          price,
+          year,
+          published,
+          author: a === null ? null : { id: authorIds[a] },
+          authorName: a === null ? null : AUTHORS[a].name,
+          authorCountry: a === null ? null : AUTHORS[a].country,
+        }))
+        .sort((x, y) => (x.id < y.id ? -1 : 1));
       expect(res.json.data).toEqual(expected);
       expect(res.json.meta.count).toBe(expected.length);
       const one = await call(base, 'GET', `/BookCatalog/${bookIds[0]}`);
@@ -62,7 +90,9 @@ function querySuite(backend: Backend): void {
       const f = encodeURIComponent('authorCountry eq "NO" and price ge 5');
       const res = await call(base, 'GET', `/BookCatalog?filter=${f}&sortBy=price-&select=title,price&count=true`);
       expect(res.json.data).toEqual([
-        { id: bookIds[0], title: 'B0', price: 12.5 }, { id: bookIds[1], title: 'B1', price: 7.25 }, { id: bookIds[5], title: 'B5', price: 5 },
+        { id: bookIds[0], title: 'B0', price: 12.5 },
+        { id: bookIds[1], title: 'B1', price: 7.25 },
+        { id: bookIds[5], title: 'B5', price: 5 },
       ]);
       expect(res.json.meta.count).toBe(3);
       const through = await call(base, 'GET', `/BookCatalog?filter=${encodeURIComponent('author.name eq "Bob"')}&select=title`);
@@ -86,11 +116,20 @@ function querySuite(backend: Backend): void {
       for (const row of res.json.data) {
         const books = groups.get(row.id)!;
         const prices = books.map((b) => b[1]).filter((p): p is number => p !== null);
-        const published = books.map((b) => b[3]).filter((p): p is string => p !== null).sort();
+        const published = books
+          .map((b) => b[3])
+          .filter((p): p is string => p !== null)
+          .sort();
         expect(row).toEqual({
-          id: row.id, authorName: row.id === null ? null : AUTHORS[authorIds.indexOf(row.id)].name,
+          id: row.id,
+          authorName: row.id === null ? null : AUTHORS[authorIds.indexOf(row.id)].name,
           books: books.length,
-          totalPrice: prices.length ? expect.closeTo(prices.reduce((s, p) => s + p, 0), 9) : null,
+          totalPrice: prices.length
+            ? expect.closeTo(
+                prices.reduce((s, p) => s + p, 0),
+                9,
+              )
+            : null,
           avgPrice: prices.length ? expect.closeTo(prices.reduce((s, p) => s + p, 0) / prices.length, 9) : null,
           firstYear: Math.min(...books.map((b) => b[2])),
           lastPublished: published.at(-1) ?? null,
@@ -103,14 +142,19 @@ function querySuite(backend: Backend): void {
       expect(top.json.data.map((r: any) => r.authorName)).toEqual(['Bob']); // Bob 40.1 > Ann 39.75
       expect(top.json.meta.count).toBe(2);
       const avg = await call(base, 'GET', `/AuthorStats?filter=${encodeURIComponent('avgPrice gt 12 and avgPrice lt 20.05')}&select=authorName,avgPrice`);
-      expect(avg.json.data).toEqual([{ id: authorIds[0], authorName: 'Ann', avgPrice: 13.25 }, { id: authorIds[1], authorName: 'Bob', avgPrice: 20.05 }].filter((r) => r.avgPrice < 20.05));
+      expect(avg.json.data).toEqual(
+        [
+          { id: authorIds[0], authorName: 'Ann', avgPrice: 13.25 },
+          { id: authorIds[1], authorName: 'Bob', avgPrice: 20.05 },
+        ].filter((r) => r.avgPrice < 20.05),
+      );
     });
 
     it('aggregate query over several keys: a composite text id that addresses the group', async () => {
       const res = await call(base, 'GET', '/CountryStock?pageSize=100');
       const expected = new Map<string, { books: number; maxPrice: number | null }>();
       for (const [a, price, , , inStock] of BOOKS) {
-        const key = `${a === null ? '' : AUTHORS[a].country ?? ''}|${inStock}`;
+        const key = `${a === null ? '' : (AUTHORS[a].country ?? '')}|${inStock}`;
         const e = expected.get(key) ?? { books: 0, maxPrice: null };
         e.books += 1;
         if (price !== null) e.maxPrice = Math.max(e.maxPrice ?? -Infinity, price);
@@ -122,19 +166,48 @@ function querySuite(backend: Backend): void {
       expect(one.json).toEqual({ id: 'NO|false', country: 'NO', inStock: false, books: 1, maxPrice: 20 });
       expect((await call(base, 'GET', `/CountryStock?filter=${encodeURIComponent('id eq "SE|true"')}`)).json.data).toHaveLength(1);
       await runScenario(base, { name: 'unknown group', url: '/CountryStock/XX', status: 404 });
-      await runScenario(base, { name: 'keyset on groups', url: '/CountryStock?lastKey=01a1fbe0-00ac-732c-9388-3010e0010ced', status: 400, contains: ['pageNo'] });
+      await runScenario(base, {
+        name: 'keyset on groups',
+        url: '/CountryStock?lastKey=01a1fbe0-00ac-732c-9388-3010e0010ced',
+        status: 400,
+        contains: ['pageNo'],
+      });
     });
 
     it('is read-only (405 with the error body) and refuses parameters that do not apply (400)', async () => {
-      for (const [method, url] of [['POST', '/AuthorStats'], ['PUT', `/BookCatalog/${bookIds[0]}`], ['PATCH', `/BookCatalog/${bookIds[0]}`], ['DELETE', `/BookCatalog/${bookIds[0]}`], ['DELETE', '/BookCatalog']]) {
-        await runScenario(base, { name: `${method} ${url}`, method, url, body: {}, status: 405, json: { code: 'METHOD_NOT_ALLOWED' }, contains: ['read-only'] });
+      for (const [method, url] of [
+        ['POST', '/AuthorStats'],
+        ['PUT', `/BookCatalog/${bookIds[0]}`],
+        ['PATCH', `/BookCatalog/${bookIds[0]}`],
+        ['DELETE', `/BookCatalog/${bookIds[0]}`],
+        ['DELETE', '/BookCatalog'],
+      ]) {
+        await runScenario(base, {
+          name: `${method} ${url}`,
+          method,
+          url,
+          body: {},
+          status: 405,
+          json: { code: 'METHOD_NOT_ALLOWED' },
+          contains: ['read-only'],
+        });
       }
       await runScenario(base, { name: 'system field', url: '/BookCatalog?sortBy=createdAt', status: 400, contains: ['createdAt'] });
-      await runScenario(base, { name: 'system field in filter', url: `/BookCatalog?filter=${encodeURIComponent('createdAt gt "2020-01-01"')}`, status: 400, json: { code: 'INVALID_FILTER' } });
+      await runScenario(base, {
+        name: 'system field in filter',
+        url: `/BookCatalog?filter=${encodeURIComponent('createdAt gt "2020-01-01"')}`,
+        status: 400,
+        json: { code: 'INVALID_FILTER' },
+      });
       await runScenario(base, { name: 'unknown field', url: `/AuthorStats?filter=${encodeURIComponent('nope eq 1')}`, status: 400, contains: ['nope'] });
       await runScenario(base, { name: 'dot select', url: '/BookCatalog?select=author.name', status: 400, contains: ['define the field'] });
       await runScenario(base, { name: 'search', url: '/BookCatalog?search=b', status: 400 });
-      await runScenario(base, { name: 'wrong literal type', url: `/AuthorStats?filter=${encodeURIComponent('books eq "many"')}`, status: 400, json: { code: 'INVALID_FILTER' } });
+      await runScenario(base, {
+        name: 'wrong literal type',
+        url: `/AuthorStats?filter=${encodeURIComponent('books eq "many"')}`,
+        status: 400,
+        json: { code: 'INVALID_FILTER' },
+      });
       const ignored = await call(base, 'GET', '/BookCatalog?lookups=full&pageSize=1');
       expect(ignored.json.data[0].author).toEqual({ id: expect.any(String) });
     });

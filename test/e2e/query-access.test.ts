@@ -44,7 +44,7 @@ function suite(backend: Backend): void {
       await app?.cleanup();
     });
 
-    it("gates a query with its own rules: 401 anonymous, 403 without the role", async () => {
+    it('gates a query with its own rules: 401 anonymous, 403 without the role', async () => {
       expect((await as(null, '/NoteCounts')).status).toBe(401);
       const refused = await as(alice, '/NoteCounts');
       expect(refused.status).toBe(403);
@@ -70,7 +70,8 @@ function suite(backend: Backend): void {
     });
 
     it('never finds by search a row the caller cannot see', async () => {
-      const found = async (who: Identity, words: string) => (await as(who, `/Note?search=${encodeURIComponent(words)}&pageSize=100&sortBy=title`)).json.data.map((r: any) => r.title);
+      const found = async (who: Identity, words: string) =>
+        (await as(who, `/Note?search=${encodeURIComponent(words)}&pageSize=100&sortBy=title`)).json.data.map((r: any) => r.title);
       expect(await found(bob, 'secret')).toEqual(['bravo secret plan']);
       expect(await found(bob, 'alpha')).toEqual(['alpha shared plan']);
       expect(await found(alice, 'pla')).toEqual(['alpha secret plan', 'alpha shared plan']);

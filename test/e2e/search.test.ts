@@ -32,16 +32,52 @@ const BOOKS = [
 
 /** The reference: words are runs of Unicode letters/digits; every search word prefixes some row word. */
 function matches(row: { title: string; summary: string | null }, search: string): boolean {
-  const split = (s: string) => s.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
+  const split = (s: string) =>
+    s
+      .toLowerCase()
+      .split(/[^\p{L}\p{N}]+/u)
+      .filter(Boolean);
   const words = split([row.title, row.summary ?? ''].join(' '));
   return split(search).every((w) => words.some((x) => x.startsWith(w)));
 }
 
 const SEARCHES = [
-  'fjord', 'FJO', 'cold', 'cold water', 'cold mountain', 'col', 'æRL', 'ærlighet', 'øl', 'école', 'ecole',
-  'straße', 'STRASSE', 'john', 'example', 'example.com', 'hiking guide', 'under', 'score', '3', '3.5', '2024',
-  'v2', 'quoted', 'semi colons', 'comédie cinq', 'zzz', 'the', 'notes release', '"cold"', 'c*', 'cold OR fjord',
-  'fjord -tales', 'a:b', "o'brien", '(cold)',
+  'fjord',
+  'FJO',
+  'cold',
+  'cold water',
+  'cold mountain',
+  'col',
+  'æRL',
+  'ærlighet',
+  'øl',
+  'école',
+  'ecole',
+  'straße',
+  'STRASSE',
+  'john',
+  'example',
+  'example.com',
+  'hiking guide',
+  'under',
+  'score',
+  '3',
+  '3.5',
+  '2024',
+  'v2',
+  'quoted',
+  'semi colons',
+  'comédie cinq',
+  'zzz',
+  'the',
+  'notes release',
+  '"cold"',
+  'c*',
+  'cold OR fjord',
+  'fjord -tales',
+  'a:b',
+  "o'brien",
+  '(cold)',
 ];
 
 function searchSuite(backend: Backend): void {
@@ -66,7 +102,9 @@ function searchSuite(backend: Backend): void {
       for (const search of SEARCHES) {
         const res = await call(base, 'GET', `/Book?pageSize=100&select=title&search=${encodeURIComponent(search)}`);
         expect(res.status, `${search}: ${res.text}`).toBe(200);
-        const expected = BOOKS.map((b, i) => (matches(b, search) ? ids[i] : null)).filter(Boolean).sort();
+        const expected = BOOKS.map((b, i) => (matches(b, search) ? ids[i] : null))
+          .filter(Boolean)
+          .sort();
         expect(res.json.data.map((r: any) => r.id).sort(), search).toEqual(expected);
       }
       // The reference is not trivially everything or nothing.
@@ -118,11 +156,18 @@ function searchSuite(backend: Backend): void {
 
     it('uses the search index in the query plan', async () => {
       const book = { name: 'Book', properties: [], search: true, access: [], policies: [], children: [] } as unknown as Collection;
-      const statement = renderSql(sql`SELECT ${ident('t0', 'id')} FROM ${ident('Book')} AS "t0" WHERE ${searchCondition(backend, book, 't0', ['cold', 'wat'])}`, backend);
+      const statement = renderSql(
+        sql`SELECT ${ident('t0', 'id')} FROM ${ident('Book')} AS "t0" WHERE ${searchCondition(backend, book, 't0', ['cold', 'wat'])}`,
+        backend,
+      );
       let plan: string;
       if (backend === 'sqlite') {
         const db = new Database(app.env.DATABASE_URL!.slice('file:'.length), { readonly: true });
-        plan = db.prepare(`EXPLAIN QUERY PLAN ${statement.text}`).all(...(statement.values as string[])).map((r: any) => r.detail).join('\n');
+        plan = db
+          .prepare(`EXPLAIN QUERY PLAN ${statement.text}`)
+          .all(...(statement.values as string[]))
+          .map((r: any) => r.detail)
+          .join('\n');
         db.close();
         expect(plan).toMatch(/VIRTUAL TABLE INDEX/);
         expect(plan).not.toMatch(/SCAN t0\b/);
@@ -160,8 +205,11 @@ function searchSuite(backend: Backend): void {
       expect((await call(base, 'GET', '/Book?search=quokka%20sec&count=only')).json.meta.count).toBe(1);
       expect((await call(base, 'GET', '/Author?search=x')).status).toBe(400);
       const migrations = join(app.dir, 'migrations', backend);
-      const sqlText = (await import('node:fs')).readdirSync(migrations).filter((f) => f.endsWith('_change'))
-        .map((f) => readFileSync(join(migrations, f, 'migration.sql'), 'utf8')).join('');
+      const sqlText = (await import('node:fs'))
+        .readdirSync(migrations)
+        .filter((f) => f.endsWith('_change'))
+        .map((f) => readFileSync(join(migrations, f, 'migration.sql'), 'utf8'))
+        .join('');
       expect(sqlText).toContain(backend === 'sqlite' ? 'DROP TABLE IF EXISTS "Author__search"' : 'ALTER TABLE "Author" DROP COLUMN IF EXISTS "__search"');
     });
   });

@@ -55,13 +55,16 @@ describe('findChromium', () => {
     const apt = scripts({ 'apt-get': `echo "$@" >> ${calls}; exit 1` });
     const lines: string[] = [];
     try {
-      const found = findChromium({ candidates: [join(apt.dir, 'nope')], path: apt.dir, install: true, aptGet: join(apt.dir, 'apt-get'), log: (l) => lines.push(l) });
+      const found = findChromium({
+        candidates: [join(apt.dir, 'nope')],
+        path: apt.dir,
+        install: true,
+        aptGet: join(apt.dir, 'apt-get'),
+        log: (l) => lines.push(l),
+      });
       expect(found).toBeUndefined();
       const args = readFileSync(calls, 'utf8').trim().split('\n');
-      expect(args).toEqual([
-        '-o DPkg::Lock::Timeout=300 install -y chromium',
-        '-o DPkg::Lock::Timeout=300 update',
-      ]);
+      expect(args).toEqual(['-o DPkg::Lock::Timeout=300 install -y chromium', '-o DPkg::Lock::Timeout=300 update']);
       expect(lines.at(-1)).toBe('svc tests: installing Chromium failed; the login-page test will fail');
     } finally {
       apt.remove();
@@ -69,7 +72,7 @@ describe('findChromium', () => {
     }
   });
 
-  it('as root with apt-get, installs Debian\'s chromium when it is hidden (a no-op once installed)', () => {
+  it("as root with apt-get, installs Debian's chromium when it is hidden (a no-op once installed)", () => {
     const empty = scripts({});
     const lines: string[] = [];
     try {

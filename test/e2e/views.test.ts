@@ -25,8 +25,10 @@ function viewSuite(backend: Backend): void {
       useHeaders(base, (await adminIdentity(app, base)).headers);
       const customer = (await call(base, 'POST', '/Customer', { name: 'Viewer' })).json.data[0];
       const rows = Array.from({ length: 12 }, (_, i) => ({
-        title: `V${String(i).padStart(2, '0')}`, customer: { id: customer },
-        paid: i % 3 === 0, status: i === 1 ? 'cancelled' : 'new',
+        title: `V${String(i).padStart(2, '0')}`,
+        customer: { id: customer },
+        paid: i % 3 === 0,
+        status: i === 1 ? 'cancelled' : 'new',
       }));
       const ids: string[] = (await call(base, 'POST', '/Order', rows)).json.data;
       open = ids.filter((_, i) => i % 3 !== 0 && i !== 1);
@@ -55,7 +57,13 @@ function viewSuite(backend: Backend): void {
     it('answers 404 for reads and writes of rows outside the view, and changes nothing', async () => {
       await runScenario(base, { name: 'get hidden', url: `/OpenOrders/${closed[0]}`, status: 404 });
       await runScenario(base, { name: 'patch hidden', method: 'PATCH', url: `/OpenOrders/${closed[0]}`, body: { title: 'hacked' }, status: 404 });
-      await runScenario(base, { name: 'put hidden', method: 'PUT', url: `/OpenOrders/${closed[0]}`, body: { title: 'hacked', customer: { id: (await call(base, 'GET', `/Order/${closed[0]}`)).json.customer.id } }, status: 404 });
+      await runScenario(base, {
+        name: 'put hidden',
+        method: 'PUT',
+        url: `/OpenOrders/${closed[0]}`,
+        body: { title: 'hacked', customer: { id: (await call(base, 'GET', `/Order/${closed[0]}`)).json.customer.id } },
+        status: 404,
+      });
       await runScenario(base, { name: 'delete hidden', method: 'DELETE', url: `/OpenOrders/${closed[0]}`, status: 404 });
       await runScenario(base, { name: 'bulk delete with a hidden id', method: 'DELETE', url: '/OpenOrders', body: [open[0], closed[1]], status: 404 });
       expect((await call(base, 'GET', `/Order/${closed[0]}`)).json.title).not.toBe('hacked');
@@ -73,7 +81,13 @@ function viewSuite(backend: Backend): void {
       expect((await call(base, 'GET', `/Order/${open[2]}`)).json.paid).toBe(true);
       await runScenario(base, { name: 'moved row is outside the view', url: `/OpenOrders/${open[2]}`, status: 404 });
       const customer = (await call(base, 'GET', `/Order/${open[0]}`)).json.customer.id;
-      const created = await runScenario(base, { name: 'post paid through view', method: 'POST', url: '/OpenOrders', body: { title: 'paid already', paid: true, customer: { id: customer } }, status: 201 });
+      const created = await runScenario(base, {
+        name: 'post paid through view',
+        method: 'POST',
+        url: '/OpenOrders',
+        body: { title: 'paid already', paid: true, customer: { id: customer } },
+        status: 201,
+      });
       expect((await call(base, 'GET', `/Order/${created.json.data[0]}`)).status).toBe(200);
       expect((await call(base, 'GET', `/OpenOrders/${created.json.data[0]}`)).status).toBe(404);
       await runScenario(base, { name: 'delete visible', method: 'DELETE', url: `/OpenOrders/${open[3]}`, status: 204 });

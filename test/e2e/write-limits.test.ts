@@ -88,13 +88,21 @@ function dataSuite(backend: Backend): void {
     it('reads no body before routing and authorization', async () => {
       const huge = `[${Array.from({ length: 2_500_000 }, () => '{}').join(',')}]`; // ~10 MB
       expect(huge.length).toBeGreaterThan(9_000_000);
-      for (const [url, status, code] of [['/Nowhere', 404, 'NOT_FOUND'], ['/Order', 401, 'UNAUTHORIZED'], ['/_invoke/nope', 404, 'NOT_FOUND']] as const) {
+      for (const [url, status, code] of [
+        ['/Nowhere', 404, 'NOT_FOUND'],
+        ['/Order', 401, 'UNAUTHORIZED'],
+        ['/_invoke/nope', 404, 'NOT_FOUND'],
+      ] as const) {
         const r = await fetch(`${base}${url}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: huge });
         expect(r.status, url).toBe(status);
         expect((await r.json()).code).toBe(code);
       }
       // A body over the route's limit is refused by its size alone.
-      const auth = await fetch(`${base}/_auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ authority: 'password', username: 'x'.repeat(100_000), password: 'y' }) });
+      const auth = await fetch(`${base}/_auth`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ authority: 'password', username: 'x'.repeat(100_000), password: 'y' }),
+      });
       expect(auth.status).toBe(413);
       expect((await auth.json()).code).toBe('PAYLOAD_TOO_LARGE');
     });

@@ -47,8 +47,11 @@ describe.each(FLAVOURS)('golden output of %s', (flavour, env) => {
     const { manifest } = await loadAndValidate(SHOP, env);
     const doc = JSON.parse(buildFiles(manifest)['openapi.json']);
     await SwaggerParser.validate(structuredClone(doc));
-    const ops = Object.values(doc.paths as Record<string, Record<string, { operationId?: string }>>)
-      .flatMap((item) => Object.values(item).map((op) => op.operationId).filter(Boolean));
+    const ops = Object.values(doc.paths as Record<string, Record<string, { operationId?: string }>>).flatMap((item) =>
+      Object.values(item)
+        .map((op) => op.operationId)
+        .filter(Boolean),
+    );
     for (const c of manifest.collections) {
       for (const verb of ['list', 'create', 'deleteMany', 'get', 'replace', 'update', 'delete']) expect(ops).toContain(`${verb}${c.name}`);
       expect(doc.components.schemas[c.name].properties).toHaveProperty('createdAt');

@@ -6,7 +6,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
 
 const dir = new URL('../../schemas/', import.meta.url);
-const files = readdirSync(dir).filter((f) => f.endsWith('.schema.json')).sort();
+const files = readdirSync(dir)
+  .filter((f) => f.endsWith('.schema.json'))
+  .sort();
 
 /** Subschema keywords whose value is one schema, a list of schemas, or a map of name → schema. */
 const ONE = ['items', 'additionalProperties', 'propertyNames', 'if', 'then', 'else', 'not', 'contains'];
@@ -32,8 +34,12 @@ function undescribed(schema: unknown, at = ''): string[] {
 describe('definition schemas', () => {
   test('all six exist', () => {
     expect(files).toEqual([
-      'collection.schema.json', 'external.schema.json', 'function.schema.json', 'query.schema.json',
-      'svc.schema.json', 'view.schema.json',
+      'collection.schema.json',
+      'external.schema.json',
+      'function.schema.json',
+      'query.schema.json',
+      'svc.schema.json',
+      'view.schema.json',
     ]);
   });
 
@@ -47,7 +53,9 @@ describe('definition schemas', () => {
   });
 
   test('the walker finds a missing description', () => {
-    expect(undescribed({ properties: { a: { description: 'x', properties: { b: {} } } }, $defs: { d: { properties: { c: {} } } } }))
-      .toEqual(['/properties/a/properties/b', '/$defs/d/properties/c']);
+    expect(undescribed({ properties: { a: { description: 'x', properties: { b: {} } } }, $defs: { d: { properties: { c: {} } } } })).toEqual([
+      '/properties/a/properties/b',
+      '/$defs/d/properties/c',
+    ]);
   });
 });

@@ -33,7 +33,8 @@ const shop: Files = {
     properties: { title: { type: 'string', required: true, maxLength: 200 }, price: { type: 'decimal', default: 0 } },
   },
   'collections/Customer.json': {
-    name: 'Customer', search: true,
+    name: 'Customer',
+    search: true,
     properties: { name: { type: 'string', required: true }, email: { type: 'string' } },
     access: [{ method: 'GET', roleNames: authenticated }],
   },
@@ -47,7 +48,10 @@ const shop: Files = {
       placedAt: { type: 'date-time', default: 'now()' },
       status: { type: 'string', enum: ['new', 'shipped'], default: 'new' },
     },
-    access: [{ method: 'GET', roleNames: authenticated }, { method: 'LISTEN', roleNames: authenticated }],
+    access: [
+      { method: 'GET', roleNames: authenticated },
+      { method: 'LISTEN', roleNames: authenticated },
+    ],
     policies: [{ roleNames: authenticated, filter: "createdBy eq exp('me()')" }],
   },
   'collections/OrderLine.json': {
@@ -60,16 +64,22 @@ const shop: Files = {
   },
   'views/OpenOrders.json': { name: 'OpenOrders', collection: 'Order', filter: 'paid eq false' },
   'queries/OrderLines.json': {
-    name: 'OrderLines', from: 'OrderLine',
+    name: 'OrderLines',
+    from: 'OrderLine',
     fields: { customerName: 'order.customer.name', productTitle: 'product.title', quantity: 'quantity' },
     access: [{ method: 'GET', roleNames: authenticated }],
   },
   'queries/CustomerRevenue.json': {
-    name: 'CustomerRevenue', from: 'Order', filter: 'paid eq true', groupBy: ['customer'],
+    name: 'CustomerRevenue',
+    from: 'Order',
+    filter: 'paid eq true',
+    groupBy: ['customer'],
     fields: { customerName: 'customer.name', orders: { count: 'id' }, revenue: { sum: 'total' }, lastOrder: { max: 'placedAt' } },
   },
   'functions/sendMail.json': {
-    name: 'sendMail', functionTypeId: 1, endpoint: '/sendMail',
+    name: 'sendMail',
+    functionTypeId: 1,
+    endpoint: '/sendMail',
     requestBody: [{ name: 'to', type: 'string', isRequired: true }],
     access: { POST: authenticated },
   },
@@ -81,15 +91,20 @@ describe('a valid app', () => {
   test('loads, validates and normalises with defaults, children and sort order', async () => {
     const { manifest, raw } = await loadAndValidate(writeApp(shop), {});
     expect(raw.collections.map((f) => f.file)).toEqual([
-      'collections/Customer.json', 'collections/Order.json', 'collections/OrderLine.json', 'collections/Product.json',
+      'collections/Customer.json',
+      'collections/Order.json',
+      'collections/OrderLine.json',
+      'collections/Product.json',
     ]);
     expect(raw.functions).toEqual([expect.objectContaining({ file: 'functions/sendMail.json', codeFile: 'functions/sendMail.ts' })]);
     expect(manifest.name).toBe('shop');
     expect(manifest.provider).toBe('sqlite');
     expect(manifest.settings).toEqual({
-      database: 'file:./data/shop.db', port: 3000,
+      database: 'file:./data/shop.db',
+      port: 3000,
       auth: { accessTokenTtlSeconds: 3600, refreshTokenTtlDays: 70, secureCookies: false },
-      realtime: {}, functions: { allowFetch: false, timeoutMs: 30000, maxMemoryMb: 256 },
+      realtime: {},
+      functions: { allowFetch: false, timeoutMs: 30000, maxMemoryMb: 256 },
       agent: { providers: {}, rungs: {}, mcpServers: {}, idleTimeoutSeconds: 900, maxStepsPerTurn: 25 },
       credits: { mode: 'business', initialBalance: 0, monthlyCap: null },
     });
@@ -101,7 +116,11 @@ describe('a valid app', () => {
     expect(product.children).toEqual([{ key: 'OrderLine.product', collection: 'OrderLine', field: 'product' }]);
     expect(order.properties.map((p) => p.name)).toEqual(['number', 'customer', 'total', 'paid', 'placedAt', 'status']);
     expect(product).toEqual({
-      name: 'Product', search: false, access: [], policies: [], children: product.children,
+      name: 'Product',
+      search: false,
+      access: [],
+      policies: [],
+      children: product.children,
       properties: [
         { name: 'title', type: 'string', required: true, maxLength: 200 },
         { name: 'price', type: 'decimal', required: false, default: 0 },
@@ -111,22 +130,35 @@ describe('a valid app', () => {
     expect(manifest.views).toEqual([{ name: 'OpenOrders', collection: 'Order', filter: 'paid eq false', access: null }]);
     expect(manifest.queries.map((q) => q.name)).toEqual(['CustomerRevenue', 'OrderLines']);
     expect(manifest.queries[0]).toEqual({
-      name: 'CustomerRevenue', from: 'Order', filter: 'paid eq true', groupBy: ['customer'], access: [], idType: 'guid',
+      name: 'CustomerRevenue',
+      from: 'Order',
+      filter: 'paid eq true',
+      groupBy: ['customer'],
+      access: [],
+      idType: 'guid',
       fields: {
-        customerName: { path: 'customer.name', type: 'string' }, orders: { aggregate: 'count', path: 'id', type: 'integer' },
-        revenue: { aggregate: 'sum', path: 'total', type: 'decimal' }, lastOrder: { aggregate: 'max', path: 'placedAt', type: 'date-time' },
+        customerName: { path: 'customer.name', type: 'string' },
+        orders: { aggregate: 'count', path: 'id', type: 'integer' },
+        revenue: { aggregate: 'sum', path: 'total', type: 'decimal' },
+        lastOrder: { aggregate: 'max', path: 'placedAt', type: 'date-time' },
       },
     });
-    expect(manifest.functions).toEqual([{
-      name: 'sendMail', enabled: true, functionTypeId: 1, endpoint: '/sendMail', queryParams: [],
-      requestBody: [{ name: 'to', type: 'string', isRequired: true }], responseFields: [],
-      access: { POST: ['_AUTHENTICATED_USER'] }, module: 'functions/sendMail.js',
-      // SPEC §4.8 rule 7: the return type of the default export, read from sendMail.ts
-      codeTypes: { response: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] } },
-    }]);
-    expect(manifest.externals).toEqual([
-      { name: 'Weather', url: 'https://provider.example/weather', connection: { type: 'none' }, access: [] },
+    expect(manifest.functions).toEqual([
+      {
+        name: 'sendMail',
+        enabled: true,
+        functionTypeId: 1,
+        endpoint: '/sendMail',
+        queryParams: [],
+        requestBody: [{ name: 'to', type: 'string', isRequired: true }],
+        responseFields: [],
+        access: { POST: ['_AUTHENTICATED_USER'] },
+        module: 'functions/sendMail.js',
+        // SPEC §4.8 rule 7: the return type of the default export, read from sendMail.ts
+        codeTypes: { response: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] } },
+      },
     ]);
+    expect(manifest.externals).toEqual([{ name: 'Weather', url: 'https://provider.example/weather', connection: { type: 'none' }, access: [] }]);
   });
 
   test('is deterministic', async () => {
@@ -163,7 +195,10 @@ describe('a valid app', () => {
       providers: { global: { baseURL: 'https://llm.example/v1', apiKey: '${env.LLM_KEY}' } },
       rungs: { base: { provider: 'global', model: 'small-1', inputPer1k: 15, cachedInputPer1k: 4, outputPer1k: 60 } },
       instructions: 'You are the assistant of the shop app.',
-      mcpServers: { docs: { url: 'http://127.0.0.1:7070/mcp', headers: { authorization: 'Bearer ${secrets.DOCS}' } }, files: { command: 'node', args: ['mcp/files.mjs'] } },
+      mcpServers: {
+        docs: { url: 'http://127.0.0.1:7070/mcp', headers: { authorization: 'Bearer ${secrets.DOCS}' } },
+        files: { command: 'node', args: ['mcp/files.mjs'] },
+      },
       maxStepsPerTurn: 10,
     };
     const dir = writeApp({ ...shop, 'svc.json': { name: 'shop', agent, credits: { mode: 'self-serve', initialBalance: 500000 } } });
@@ -175,7 +210,10 @@ describe('a valid app', () => {
 
 /** Formatted diagnostics of an app folder. */
 async function problems(files: Files, env: NodeJS.ProcessEnv = {}): Promise<string[]> {
-  const err = await loadAndValidate(writeApp(files), env).then(() => null, (e: unknown) => e);
+  const err = await loadAndValidate(writeApp(files), env).then(
+    () => null,
+    (e: unknown) => e,
+  );
   if (err === null) return [];
   expect(err).toBeInstanceOf(DefinitionError);
   return (err as DefinitionError).diagnostics.map(formatDiagnostic);
@@ -192,22 +230,32 @@ describe('an app with many problems', () => {
         name: 'Order',
         properties: {
           ...(shop['collections/Order.json'] as { properties: object }).properties,
-          customer: { type: 'lookup', collection: 'Custmer' }, createdAt: { type: 'date-time' },
+          customer: { type: 'lookup', collection: 'Custmer' },
+          createdAt: { type: 'date-time' },
         },
-        access: [{ method: 'GET', roleNames: authenticated }, { method: 'LISTEN', roleNames: ['_CREATOR'] }],
+        access: [
+          { method: 'GET', roleNames: authenticated },
+          { method: 'LISTEN', roleNames: ['_CREATOR'] },
+        ],
       },
       'views/Customer.json': { name: 'Customer', collection: 'Order', filter: 'paid eq false' },
       'functions/sendMail.json': {
-        name: 'sendMail', functionTypeId: 1, endpoint: '/send',
-        requestBody: [{ name: 'payload', type: 'object' }], access: { POST: authenticated },
+        name: 'sendMail',
+        functionTypeId: 1,
+        endpoint: '/send',
+        requestBody: [{ name: 'payload', type: 'object' }],
+        access: { POST: authenticated },
       },
     };
-    const err = await loadAndValidate(writeApp(files), {}).then(() => null, (e: unknown) => e);
+    const err = await loadAndValidate(writeApp(files), {}).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(DefinitionError);
     const d = err as DefinitionError;
     expect(d.message).toBe('9 problems in app definitions');
     expect(d.diagnostics.map(formatDiagnostic)).toEqual([
-      'collections/Broken.json: not valid JSON at line 4, column 2: Expected \',\' or \'}\' after property value',
+      "collections/Broken.json: not valid JSON at line 4, column 2: Expected ',' or '}' after property value",
       'collections/Order.json: /properties/customer/collection: lookup target "Custmer" is not a collection',
       'collections/Order.json: /properties/createdAt: property "createdAt" uses a system field name (id, createdAt, updatedAt, createdBy are on every row)',
       'collections/Order.json: /access/1/roleNames/0: _CREATOR may not be granted LISTEN: a subscription does not narrow to own rows and would deliver the whole collection stream',
@@ -218,8 +266,15 @@ describe('an app with many problems', () => {
       'views/Customer.json: /name: name "Customer" is already used by collections/Customer.json',
     ]);
     expect(d.diagnostics.map((x) => x.code)).toEqual([
-      'DEF_INVALID_JSON', 'DEF_UNKNOWN_COLLECTION', 'DEF_RESERVED_PROPERTY_NAME', 'DEF_CREATOR_IN_LISTEN',
-      'DEF_UNKNOWN_FIELD_TYPE', 'DEF_ENDPOINT_MISMATCH', 'DEF_INPUT_TYPE_NOT_SCALAR', 'DEF_UNKNOWN_KEY', 'DEF_DUPLICATE_NAME',
+      'DEF_INVALID_JSON',
+      'DEF_UNKNOWN_COLLECTION',
+      'DEF_RESERVED_PROPERTY_NAME',
+      'DEF_CREATOR_IN_LISTEN',
+      'DEF_UNKNOWN_FIELD_TYPE',
+      'DEF_ENDPOINT_MISMATCH',
+      'DEF_INPUT_TYPE_NOT_SCALAR',
+      'DEF_UNKNOWN_KEY',
+      'DEF_DUPLICATE_NAME',
     ]);
     expect(d.diagnostics[0].line).toBe(4);
   });
@@ -234,75 +289,249 @@ describe('single problems', () => {
   const col = (properties: object, extra: object = {}): Files => ({ 'collections/Thing.json': { name: 'Thing', properties, ...extra } });
   test.each<[string, { given: Files; env?: NodeJS.ProcessEnv; want: string[] }]>([
     ['empty svc.json', { given: { 'svc.json': '' }, want: ['svc.json: not valid JSON at line 1, column 1: Unexpected end of JSON input'] }],
-    ['file name differs from name', { given: { 'collections/Thing.json': { name: 'Thin', properties: {} } },
-      want: ['collections/Thing.json: /name: name "Thin" must match the file name: rename the file to collections/Thin.json or the name to "Thing"'] }],
-    ['lookup without collection', { given: col({ a: { type: 'lookup' } }), want: ['collections/Thing.json: /properties/a: missing required key "collection"'] }],
-    ['lookup to a view', { given: col({ a: { type: 'lookup', collection: 'OpenOrders' } }),
-      want: ['collections/Thing.json: /properties/a/collection: lookup target "OpenOrders" is a view, not a collection'] }],
-    ['reserved __ in a property name', { given: col({ a__b: { type: 'string' } }),
-      want: ['collections/Thing.json: /properties/a__b: property name "a__b" must start with a letter, contain only letters, digits and _, and not contain __ (reserved for generated relation fields)'] }],
-    ['integer default', { given: col({ n: { type: 'integer', default: 1.5 } }),
-      want: ['collections/Thing.json: /properties/n/default: default 1.5 must be an integer for an integer property'] }],
-    ['date-time default', { given: col({ t: { type: 'date-time', default: 'yesterday' } }),
-      want: ['collections/Thing.json: /properties/t/default: default "yesterday" must be "now()" or an ISO date-time with a time zone such as "2024-01-31T10:00:00Z" for a date-time property'] }],
-    ['defaults the database would refuse: NUL, year 0, 36 integer digits', { given: col({ s: { type: 'string', default: 'a\u0000' }, d: { type: 'date-time', default: '0000-01-01T00:00:00Z' }, n: { type: 'decimal', default: 1e40 } }),
-      want: [
-        'collections/Thing.json: /properties/s/default: default "a\\u0000" must be text without NUL characters (\\u0000)',
-        'collections/Thing.json: /properties/d/default: default "0000-01-01T00:00:00Z" must be "now()" or an ISO date-time with a time zone such as "2024-01-31T10:00:00Z" for a date-time property',
-        'collections/Thing.json: /properties/n/default: default 1e+40 has more than 35 digits before the point',
-      ] }],
-    ['enum default', { given: col({ s: { type: 'string', enum: ['a'], default: 'b' } }),
-      want: ['collections/Thing.json: /properties/s/default: default "b" is not one of the enum values: a'] }],
-    ['maxLength on an integer', { given: col({ n: { type: 'integer', maxLength: 3 } }),
-      want: ['collections/Thing.json: /properties/n/maxLength: maxLength applies to string and text properties, not integer'] }],
-    ['unknown access method', { given: col({}, { access: [{ method: 'GOT', roleNames: ['x'] }] }),
-      want: ['collections/Thing.json: /access/0/method: method must be one of: GET, POST, PUT, PATCH, DELETE, LISTEN (got "GOT")'] }],
-    ['view of a missing collection', { given: { 'views/V.json': { name: 'V', collection: 'Nope', filter: 'a eq 1' } },
-      want: ['views/V.json: /collection: base collection "Nope" is not a collection'] }],
-    ['query from a missing collection', { given: { 'queries/Q.json': { name: 'Q', from: 'Nope', fields: { a: 'a' } } },
-      want: ['queries/Q.json: /from: from "Nope" is not a collection'] }],
-    ['query path through a non-lookup', { given: { 'queries/Q.json': { name: 'Q', from: 'Order', fields: { a: 'total.x', b: 'nope' } } },
-      want: ['queries/Q.json: /fields/a: path "total.x": "total" of Order is not a lookup, so the path cannot continue past it',
-        'queries/Q.json: /fields/b: path "nope": "nope" is not a property of Order'] }],
-    ['query field not grouped', { given: { 'queries/Q.json': { name: 'Q', from: 'Order', groupBy: ['customer'], fields: { n: 'number', s: { sum: 'number' } } } },
-      want: ['queries/Q.json: /fields/n: field "n" (path "number") must be a groupBy path, reached through one, or an aggregate (count, sum, avg, min, max)',
-        'queries/Q.json: /fields/s/sum: sum needs an integer or decimal path; "number" is string'] }],
-    ['query field with two aggregates', { given: { 'queries/Q.json': { name: 'Q', from: 'Order', fields: { x: { sum: 'total', max: 'total' } } } },
-      want: ['queries/Q.json: /fields/x: x must have exactly one key, one of: count, sum, avg, min, max'] }],
-    ['function without code', { given: { 'functions/f.json': { name: 'f', functionTypeId: 2, endpoint: '/f' } },
-      want: ['functions/f.json: no code file for this function: add functions/f.ts (or .tsx, .js, .mjs, .cjs)'] }],
-    ['function with a blob input', { given: { 'functions/f.json': { name: 'f', functionTypeId: 2, endpoint: '/f', queryParams: [{ name: 'file', type: 'blob' }] }, 'functions/f.ts': 'export default () => 1;' },
-      want: ['functions/f.json: /queryParams/0/type: queryParams field "file" has type "blob"; inputs must be scalar (string, integer, decimal, guid, boolean, date, date-time, text)'] }],
-    ['function endpoint other than /<name>', { given: { 'functions/f.json': { name: 'f', functionTypeId: 1, endpoint: '/api/f' }, 'functions/f.ts': 'export default () => 1;' },
-      want: ['functions/f.json: /endpoint: endpoint must be "/f" (the function is served at /api/f); got "/api/f"'] }],
-    ['function enum values of the wrong type, a field declared twice', {
-      given: { 'functions/f.json': { name: 'f', functionTypeId: 2, endpoint: '/f', requestBody: [{ name: 'n', type: 'integer', spec: { enum: [1, '2'] } }, { name: 'n', type: 'string' }] }, 'functions/f.ts': 'export default () => 1;' },
-      want: ['functions/f.json: /requestBody/0/spec/enum: requestBody field "n": every enum value must be of type integer',
-        'functions/f.json: /requestBody/1/name: requestBody declares "n" twice'] }],
-    ['function code with a syntax error', { given: { 'functions/f.json': { name: 'f', functionTypeId: 2, endpoint: '/f' }, 'functions/f.ts': 'export default (ctx => 1;\n' },
-      want: ["functions/f.ts: syntax error at line 1, column 25: ')' expected."] }],
-    ['function code without a definition', { given: { 'functions/orphan.ts': 'export default () => 1;' },
-      want: ['functions/orphan.ts: code without a definition: add functions/orphan.json, or move a shared module into a subfolder such as functions/lib/'] }],
-    ['external with an unknown connection type', { given: { 'external/E.json': { name: 'E', url: 'https://x.example', connection: { type: 'basic' } } },
-      want: ['external/E.json: /connection/type: connection type must be one of: none, oauth2, apiKey (got "basic")'] }],
-    ['agent and credits settings of the wrong shape', { given: { 'svc.json': { name: 'shop', agent: { rungs: { huge: { provider: 'p', model: 'm', inputPer1k: 1, outputPer1k: 1 } }, mcpServers: { docs: { port: 7070 } } }, credits: { mode: 'free', monthlyCap: -1 } } },
-      want: [
-        'svc.json: /agent/rungs/huge: key "huge" must be equal to one of the allowed values',
-        'svc.json: /agent/mcpServers/docs: missing required key "url"',
-        'svc.json: /agent/mcpServers/docs/port: unknown key "port"; allowed keys: url, headers',
-        'svc.json: /agent/mcpServers/docs: missing required key "command"',
-        'svc.json: /agent/mcpServers/docs/port: unknown key "port"; allowed keys: command, args, env',
-        'svc.json: /credits/mode: mode must be one of: business, self-serve (got "free")',
-        'svc.json: /credits/monthlyCap: monthlyCap must be at least 0 (got -1)',
-      ] }],
-    ['an oauth2 connection with a scope', { given: { 'external/E.json': { name: 'E', url: 'https://x.example', connection: { type: 'oauth2', tokenUrl: 'https://x.example/token', clientId: 'c', clientSecret: 's', scope: 'read' } } },
-      want: [] }],
-    ['unsupported DATABASE_URL (never echoed)', { given: {}, env: { DATABASE_URL: 'mysql://u:secret@h/db' },
-      want: ['svc.json: environment variable DATABASE_URL must start with file: (SQLite), postgres:// or postgresql:// (PostgreSQL); got "mysql:"'] }],
-    ['names differing only in case', { given: { 'views/order.json': { name: 'order', collection: 'Order', filter: 'paid eq true' } },
-      want: ['views/order.json: /name: name "order" differs only in letter case from "Order" in collections/Order.json'] }],
-    ['a collection named like a system model', { given: { 'collections/svcuser.json': { name: 'svcuser', properties: { a: { type: 'string' } } } },
-      want: ['collections/svcuser.json: /name: name "svcuser" is reserved for the system model SvcUser (users, service accounts, tokens, keys and the client log); choose another name'] }],
+    [
+      'file name differs from name',
+      {
+        given: { 'collections/Thing.json': { name: 'Thin', properties: {} } },
+        want: ['collections/Thing.json: /name: name "Thin" must match the file name: rename the file to collections/Thin.json or the name to "Thing"'],
+      },
+    ],
+    [
+      'lookup without collection',
+      { given: col({ a: { type: 'lookup' } }), want: ['collections/Thing.json: /properties/a: missing required key "collection"'] },
+    ],
+    [
+      'lookup to a view',
+      {
+        given: col({ a: { type: 'lookup', collection: 'OpenOrders' } }),
+        want: ['collections/Thing.json: /properties/a/collection: lookup target "OpenOrders" is a view, not a collection'],
+      },
+    ],
+    [
+      'reserved __ in a property name',
+      {
+        given: col({ a__b: { type: 'string' } }),
+        want: [
+          'collections/Thing.json: /properties/a__b: property name "a__b" must start with a letter, contain only letters, digits and _, and not contain __ (reserved for generated relation fields)',
+        ],
+      },
+    ],
+    [
+      'integer default',
+      {
+        given: col({ n: { type: 'integer', default: 1.5 } }),
+        want: ['collections/Thing.json: /properties/n/default: default 1.5 must be an integer for an integer property'],
+      },
+    ],
+    [
+      'date-time default',
+      {
+        given: col({ t: { type: 'date-time', default: 'yesterday' } }),
+        want: [
+          'collections/Thing.json: /properties/t/default: default "yesterday" must be "now()" or an ISO date-time with a time zone such as "2024-01-31T10:00:00Z" for a date-time property',
+        ],
+      },
+    ],
+    [
+      'defaults the database would refuse: NUL, year 0, 36 integer digits',
+      {
+        given: col({
+          s: { type: 'string', default: 'a\u0000' },
+          d: { type: 'date-time', default: '0000-01-01T00:00:00Z' },
+          n: { type: 'decimal', default: 1e40 },
+        }),
+        want: [
+          'collections/Thing.json: /properties/s/default: default "a\\u0000" must be text without NUL characters (\\u0000)',
+          'collections/Thing.json: /properties/d/default: default "0000-01-01T00:00:00Z" must be "now()" or an ISO date-time with a time zone such as "2024-01-31T10:00:00Z" for a date-time property',
+          'collections/Thing.json: /properties/n/default: default 1e+40 has more than 35 digits before the point',
+        ],
+      },
+    ],
+    [
+      'enum default',
+      {
+        given: col({ s: { type: 'string', enum: ['a'], default: 'b' } }),
+        want: ['collections/Thing.json: /properties/s/default: default "b" is not one of the enum values: a'],
+      },
+    ],
+    [
+      'maxLength on an integer',
+      {
+        given: col({ n: { type: 'integer', maxLength: 3 } }),
+        want: ['collections/Thing.json: /properties/n/maxLength: maxLength applies to string and text properties, not integer'],
+      },
+    ],
+    [
+      'unknown access method',
+      {
+        given: col({}, { access: [{ method: 'GOT', roleNames: ['x'] }] }),
+        want: ['collections/Thing.json: /access/0/method: method must be one of: GET, POST, PUT, PATCH, DELETE, LISTEN (got "GOT")'],
+      },
+    ],
+    [
+      'view of a missing collection',
+      {
+        given: { 'views/V.json': { name: 'V', collection: 'Nope', filter: 'a eq 1' } },
+        want: ['views/V.json: /collection: base collection "Nope" is not a collection'],
+      },
+    ],
+    [
+      'query from a missing collection',
+      { given: { 'queries/Q.json': { name: 'Q', from: 'Nope', fields: { a: 'a' } } }, want: ['queries/Q.json: /from: from "Nope" is not a collection'] },
+    ],
+    [
+      'query path through a non-lookup',
+      {
+        given: { 'queries/Q.json': { name: 'Q', from: 'Order', fields: { a: 'total.x', b: 'nope' } } },
+        want: [
+          'queries/Q.json: /fields/a: path "total.x": "total" of Order is not a lookup, so the path cannot continue past it',
+          'queries/Q.json: /fields/b: path "nope": "nope" is not a property of Order',
+        ],
+      },
+    ],
+    [
+      'query field not grouped',
+      {
+        given: { 'queries/Q.json': { name: 'Q', from: 'Order', groupBy: ['customer'], fields: { n: 'number', s: { sum: 'number' } } } },
+        want: [
+          'queries/Q.json: /fields/n: field "n" (path "number") must be a groupBy path, reached through one, or an aggregate (count, sum, avg, min, max)',
+          'queries/Q.json: /fields/s/sum: sum needs an integer or decimal path; "number" is string',
+        ],
+      },
+    ],
+    [
+      'query field with two aggregates',
+      {
+        given: { 'queries/Q.json': { name: 'Q', from: 'Order', fields: { x: { sum: 'total', max: 'total' } } } },
+        want: ['queries/Q.json: /fields/x: x must have exactly one key, one of: count, sum, avg, min, max'],
+      },
+    ],
+    [
+      'function without code',
+      {
+        given: { 'functions/f.json': { name: 'f', functionTypeId: 2, endpoint: '/f' } },
+        want: ['functions/f.json: no code file for this function: add functions/f.ts (or .tsx, .js, .mjs, .cjs)'],
+      },
+    ],
+    [
+      'function with a blob input',
+      {
+        given: {
+          'functions/f.json': { name: 'f', functionTypeId: 2, endpoint: '/f', queryParams: [{ name: 'file', type: 'blob' }] },
+          'functions/f.ts': 'export default () => 1;',
+        },
+        want: [
+          'functions/f.json: /queryParams/0/type: queryParams field "file" has type "blob"; inputs must be scalar (string, integer, decimal, guid, boolean, date, date-time, text)',
+        ],
+      },
+    ],
+    [
+      'function endpoint other than /<name>',
+      {
+        given: { 'functions/f.json': { name: 'f', functionTypeId: 1, endpoint: '/api/f' }, 'functions/f.ts': 'export default () => 1;' },
+        want: ['functions/f.json: /endpoint: endpoint must be "/f" (the function is served at /api/f); got "/api/f"'],
+      },
+    ],
+    [
+      'function enum values of the wrong type, a field declared twice',
+      {
+        given: {
+          'functions/f.json': {
+            name: 'f',
+            functionTypeId: 2,
+            endpoint: '/f',
+            requestBody: [
+              { name: 'n', type: 'integer', spec: { enum: [1, '2'] } },
+              { name: 'n', type: 'string' },
+            ],
+          },
+          'functions/f.ts': 'export default () => 1;',
+        },
+        want: [
+          'functions/f.json: /requestBody/0/spec/enum: requestBody field "n": every enum value must be of type integer',
+          'functions/f.json: /requestBody/1/name: requestBody declares "n" twice',
+        ],
+      },
+    ],
+    [
+      'function code with a syntax error',
+      {
+        given: { 'functions/f.json': { name: 'f', functionTypeId: 2, endpoint: '/f' }, 'functions/f.ts': 'export default (ctx => 1;\n' },
+        want: ["functions/f.ts: syntax error at line 1, column 25: ')' expected."],
+      },
+    ],
+    [
+      'function code without a definition',
+      {
+        given: { 'functions/orphan.ts': 'export default () => 1;' },
+        want: ['functions/orphan.ts: code without a definition: add functions/orphan.json, or move a shared module into a subfolder such as functions/lib/'],
+      },
+    ],
+    [
+      'external with an unknown connection type',
+      {
+        given: { 'external/E.json': { name: 'E', url: 'https://x.example', connection: { type: 'basic' } } },
+        want: ['external/E.json: /connection/type: connection type must be one of: none, oauth2, apiKey (got "basic")'],
+      },
+    ],
+    [
+      'agent and credits settings of the wrong shape',
+      {
+        given: {
+          'svc.json': {
+            name: 'shop',
+            agent: { rungs: { huge: { provider: 'p', model: 'm', inputPer1k: 1, outputPer1k: 1 } }, mcpServers: { docs: { port: 7070 } } },
+            credits: { mode: 'free', monthlyCap: -1 },
+          },
+        },
+        want: [
+          'svc.json: /agent/rungs/huge: key "huge" must be equal to one of the allowed values',
+          'svc.json: /agent/mcpServers/docs: missing required key "url"',
+          'svc.json: /agent/mcpServers/docs/port: unknown key "port"; allowed keys: url, headers',
+          'svc.json: /agent/mcpServers/docs: missing required key "command"',
+          'svc.json: /agent/mcpServers/docs/port: unknown key "port"; allowed keys: command, args, env',
+          'svc.json: /credits/mode: mode must be one of: business, self-serve (got "free")',
+          'svc.json: /credits/monthlyCap: monthlyCap must be at least 0 (got -1)',
+        ],
+      },
+    ],
+    [
+      'an oauth2 connection with a scope',
+      {
+        given: {
+          'external/E.json': {
+            name: 'E',
+            url: 'https://x.example',
+            connection: { type: 'oauth2', tokenUrl: 'https://x.example/token', clientId: 'c', clientSecret: 's', scope: 'read' },
+          },
+        },
+        want: [],
+      },
+    ],
+    [
+      'unsupported DATABASE_URL (never echoed)',
+      {
+        given: {},
+        env: { DATABASE_URL: 'mysql://u:secret@h/db' },
+        want: ['svc.json: environment variable DATABASE_URL must start with file: (SQLite), postgres:// or postgresql:// (PostgreSQL); got "mysql:"'],
+      },
+    ],
+    [
+      'names differing only in case',
+      {
+        given: { 'views/order.json': { name: 'order', collection: 'Order', filter: 'paid eq true' } },
+        want: ['views/order.json: /name: name "order" differs only in letter case from "Order" in collections/Order.json'],
+      },
+    ],
+    [
+      'a collection named like a system model',
+      {
+        given: { 'collections/svcuser.json': { name: 'svcuser', properties: { a: { type: 'string' } } } },
+        want: [
+          'collections/svcuser.json: /name: name "svcuser" is reserved for the system model SvcUser (users, service accounts, tokens, keys and the client log); choose another name',
+        ],
+      },
+    ],
   ])('%s', async (_title, { given, env, want }) => {
     expect(await problems({ ...shop, ...given }, env)).toEqual(want);
   });

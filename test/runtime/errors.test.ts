@@ -21,8 +21,14 @@ describe('error codes', () => {
   });
 
   it('writes the DESIGN §4 body, and hides everything about non-HttpErrors', () => {
-    const e = new HttpError('VALIDATION_FAILED', 'title is required', { details: [{ path: '/title', message: 'title is required' }], cause: new Error('secret') });
-    expect(toErrorBody(e)).toEqual({ status: 400, body: { error: 'title is required', code: 'VALIDATION_FAILED', details: [{ path: '/title', message: 'title is required' }] } });
+    const e = new HttpError('VALIDATION_FAILED', 'title is required', {
+      details: [{ path: '/title', message: 'title is required' }],
+      cause: new Error('secret'),
+    });
+    expect(toErrorBody(e)).toEqual({
+      status: 400,
+      body: { error: 'title is required', code: 'VALIDATION_FAILED', details: [{ path: '/title', message: 'title is required' }] },
+    });
     const hidden = toErrorBody(new Error('password=hunter2 at db.ts:12'));
     expect(hidden).toEqual({ status: 500, body: { error: 'Internal server error', code: 'INTERNAL' } });
   });

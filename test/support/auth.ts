@@ -7,10 +7,18 @@ import { expect } from 'vitest';
 import { runCli } from './cli.js';
 
 /** A signed-in identity: its id, its access token, and the refresh token of its session. */
-export interface Identity { id: string; token: string; refreshToken: string; headers: Record<string, string> }
+export interface Identity {
+  id: string;
+  token: string;
+  refreshToken: string;
+  headers: Record<string, string>;
+}
 
 /** The app folder and environment the CLI needs (a `PreparedApp`). */
-export interface AppRef { dir: string; env: NodeJS.ProcessEnv }
+export interface AppRef {
+  dir: string;
+  env: NodeJS.ProcessEnv;
+}
 
 async function me(base: string, token: string): Promise<string> {
   const r = await fetch(`${base}/_me`, { headers: { authorization: `Bearer ${token}` } });
@@ -19,7 +27,11 @@ async function me(base: string, token: string): Promise<string> {
 }
 
 /** Creates a service account with the CLI. */
-export async function createServiceAccount(app: AppRef, name: string, options: { admin?: boolean; roles?: string[] } = {}): Promise<{ clientId: string; clientSecret: string }> {
+export async function createServiceAccount(
+  app: AppRef,
+  name: string,
+  options: { admin?: boolean; roles?: string[] } = {},
+): Promise<{ clientId: string; clientSecret: string }> {
   const args = ['service-account', 'create', app.dir, '--name', name];
   if (options.admin) args.push('--admin');
   if (options.roles?.length) args.push('--roles', options.roles.join(','));
@@ -30,10 +42,18 @@ export async function createServiceAccount(app: AppRef, name: string, options: {
 
 /** Signs a service account in with the OAuth 2.0 client-credentials grant. */
 export async function serviceAccountToken(base: string, clientId: string, clientSecret: string): Promise<Identity> {
-  const r = await fetch(`${base}/_token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }) });
+  const r = await fetch(`${base}/_token`, {
+    method: 'POST',
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
+  });
   const body = await r.json();
   expect(r.status, JSON.stringify(body)).toBe(200);
-  return { id: await me(base, body.access_token), token: body.access_token, refreshToken: body.refresh_token, headers: { authorization: `Bearer ${body.access_token}` } };
+  return {
+    id: await me(base, body.access_token),
+    token: body.access_token,
+    refreshToken: body.refresh_token,
+    headers: { authorization: `Bearer ${body.access_token}` },
+  };
 }
 
 /** A new admin service account, signed in. */
@@ -53,10 +73,19 @@ export async function createUser(app: AppRef, username: string, password: string
 
 /** Signs a user in through `_auth` with `authority: "password"`. */
 export async function userToken(base: string, username: string, password: string): Promise<Identity> {
-  const r = await fetch(`${base}/_auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ authority: 'password', username, password }) });
+  const r = await fetch(`${base}/_auth`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ authority: 'password', username, password }),
+  });
   const body = await r.json();
   expect(r.status, JSON.stringify(body)).toBe(200);
-  return { id: await me(base, body.access_token), token: body.access_token, refreshToken: body.refresh_token, headers: { authorization: `Bearer ${body.access_token}` } };
+  return {
+    id: await me(base, body.access_token),
+    token: body.access_token,
+    refreshToken: body.refresh_token,
+    headers: { authorization: `Bearer ${body.access_token}` },
+  };
 }
 
 /** A new user, signed in. */

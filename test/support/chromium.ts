@@ -39,7 +39,11 @@ const isExecutable = (file: string): boolean => {
 
 /** The first executable named `name` in the folders of `path`, or undefined. */
 function onPath(name: string, path: string): string | undefined {
-  return path.split(delimiter).filter(Boolean).map((dir) => join(dir, name)).find(isExecutable);
+  return path
+    .split(delimiter)
+    .filter(Boolean)
+    .map((dir) => join(dir, name))
+    .find(isExecutable);
 }
 
 /** The first existing executable among the candidates and on `path`. */
@@ -68,7 +72,8 @@ export function findChromium(options: FindChromiumOptions = {}): string | undefi
     log(`svc tests: Chromium is missing; running ${aptGet} ${args.join(' ')}`);
     // Waits up to 5 minutes for another apt/dpkg run to release its lock.
     const r = spawnSync(aptGet, ['-o', 'DPkg::Lock::Timeout=300', ...args], {
-      stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
     });
     return r.status === 0;
   };

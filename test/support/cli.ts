@@ -11,7 +11,11 @@ import { createPgDatabase, type Backend } from './backends.js';
 export const ROOT = resolve(import.meta.dirname, '../..');
 export const CLI = join(ROOT, 'dist/cli/index.js');
 
-export interface CliResult { code: number | null; stdout: string; stderr: string }
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
 
 /** Runs `svc <args>` to completion. */
 export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, cwd = ROOT): Promise<CliResult> {
@@ -19,8 +23,12 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, cwd = ROOT):
     const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { ...process.env, SVC_LOG_LEVEL: 'warn', ...env } });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
     child.on('error', fail);
     child.on('close', (code) => ok({ code, stdout, stderr }));
   });
@@ -43,11 +51,22 @@ export function serve(appDir: string, env: NodeJS.ProcessEnv = {}): Promise<Test
     let out = '';
     let err = '';
     const exited = new Promise<number | null>((done) => child.on('close', (code) => done(code)));
-    child.stderr.on('data', (d) => { err += d; });
+    child.stderr.on('data', (d) => {
+      err += d;
+    });
     child.stdout.on('data', (d) => {
       out += d;
       const m = /serving \S+ at (http:\/\/\S+)/.exec(out);
-      if (m) ok({ url: m[1], child, output: () => out, close: () => { child.kill('SIGTERM'); return exited; } });
+      if (m)
+        ok({
+          url: m[1],
+          child,
+          output: () => out,
+          close: () => {
+            child.kill('SIGTERM');
+            return exited;
+          },
+        });
     });
     exited.then((code) => fail(new Error(`svc serve exited (${code}) before serving: ${err || out}`)));
   });
@@ -71,7 +90,8 @@ export async function prepareApp(source: string, backend: Backend): Promise<Prep
   const result = await runCli(['generate', dir], env);
   if (result.code !== 0) throw new Error(`svc generate failed: ${result.stderr}`);
   return {
-    dir, env,
+    dir,
+    env,
     cleanup: async () => {
       await pgdb?.drop();
       rmSync(dir, { recursive: true, force: true });

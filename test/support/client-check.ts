@@ -13,7 +13,13 @@ import { join } from 'node:path';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { ROOT } from './cli.js';
 
-type Operation = { operationId?: string; 'x-svc-resource'?: string; parameters?: { in: string }[]; requestBody?: unknown; responses: Record<string, { content?: unknown }> };
+type Operation = {
+  operationId?: string;
+  'x-svc-resource'?: string;
+  parameters?: { in: string }[];
+  requestBody?: unknown;
+  responses: Record<string, { content?: unknown }>;
+};
 type Doc = { paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, unknown> } };
 
 /** The checks of the consumer file: one `check<Same<ours, theirs>>()` per schema and function operation. */
@@ -57,10 +63,23 @@ export async function compileClient(clientTs: string, openapi: object, usage = '
     writeFileSync(join(dir, 'client.ts'), clientTs);
     writeFileSync(join(dir, 'openapi.d.ts'), theirs);
     writeFileSync(join(dir, 'consumer.ts'), `${PRELUDE}${agreementChecks(openapi as Doc)}\n${usage}\n`);
-    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
-      compilerOptions: { strict: true, noEmit: true, target: 'ES2022', lib: ['ES2022'], types: [], module: 'ESNext', moduleResolution: 'Bundler', skipLibCheck: false, noUnusedLocals: false },
-      files: ['client.ts', 'openapi.d.ts', 'consumer.ts'],
-    }));
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          noEmit: true,
+          target: 'ES2022',
+          lib: ['ES2022'],
+          types: [],
+          module: 'ESNext',
+          moduleResolution: 'Bundler',
+          skipLibCheck: false,
+          noUnusedLocals: false,
+        },
+        files: ['client.ts', 'openapi.d.ts', 'consumer.ts'],
+      }),
+    );
     const tsc = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', dir], { encoding: 'utf8' });
     return { code: tsc.status, output: `${tsc.stdout}${tsc.stderr}` };
   } finally {

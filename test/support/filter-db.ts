@@ -15,23 +15,29 @@ import { parseFilter } from '../../runtime/query/filter-parser.js';
 import { ident, renderSql, sql } from '../../runtime/query/sql.js';
 import { PG_ADMIN_URL } from './backends.js';
 
-const prop = (name: string, type: Property['type'], collection?: string): Property =>
-  ({ name, type, required: false, ...(collection ? { collection } : {}) });
-const coll = (name: string, properties: Property[]): Collection =>
-  ({ name, properties, search: false, access: [], policies: [], children: [] });
+const prop = (name: string, type: Property['type'], collection?: string): Property => ({ name, type, required: false, ...(collection ? { collection } : {}) });
+const coll = (name: string, properties: Property[]): Collection => ({ name, properties, search: false, access: [], policies: [], children: [] });
 
 export const customer = coll('Customer', [
-  prop('name', 'string'), prop('age', 'integer'), prop('vip', 'boolean'), prop('since', 'date'),
-  prop('credit', 'decimal'), prop('referrer', 'lookup', 'Customer'), prop('photo', 'blob'),
+  prop('name', 'string'),
+  prop('age', 'integer'),
+  prop('vip', 'boolean'),
+  prop('since', 'date'),
+  prop('credit', 'decimal'),
+  prop('referrer', 'lookup', 'Customer'),
+  prop('photo', 'blob'),
 ]);
-export const order = coll('Order', [
-  prop('title', 'string'), prop('note', 'text'), prop('placedAt', 'date-time'), prop('customer', 'lookup', 'Customer'),
-]);
+export const order = coll('Order', [prop('title', 'string'), prop('note', 'text'), prop('placedAt', 'date-time'), prop('customer', 'lookup', 'Customer')]);
 export const manifest = { manifestVersion: 1, name: 'shop', provider: 'sqlite', collections: [customer, order] } as unknown as AppManifest;
 
 /** A filter scope on alias `t0`; `extra` sets `now` and `callerId`. */
-export const scope = (collection: Collection, provider: FilterScope['provider'] = 'sqlite', extra: Partial<FilterScope> = {}): FilterScope =>
-  ({ manifest, collection, provider, alias: 't0', ...extra });
+export const scope = (collection: Collection, provider: FilterScope['provider'] = 'sqlite', extra: Partial<FilterScope> = {}): FilterScope => ({
+  manifest,
+  collection,
+  provider,
+  alias: 't0',
+  ...extra,
+});
 
 /** Row ids encode short row names (`o3`, at most 6 bytes), so ids sort like names and map back. */
 export const uid = (name: string) => `00000000-0000-7000-8000-${Buffer.from(name).toString('hex').padStart(12, '0')}`;
@@ -57,7 +63,7 @@ function sqliteValue(key: string, v: Row[string]): unknown {
 }
 const pgValue = (key: string, v: Row[string]) => (v !== null && LOOKUPS.has(key) ? uid(v as string) : v);
 /** Bound values as Prisma's raw query layer maps them. */
-const sqliteParam = (v: unknown) => v instanceof Date ? v.toISOString().replace('Z', '+00:00') : typeof v === 'boolean' ? (v ? 1 : 0) : v;
+const sqliteParam = (v: unknown) => (v instanceof Date ? v.toISOString().replace('Z', '+00:00') : typeof v === 'boolean' ? (v ? 1 : 0) : v);
 const pgParam = (v: unknown) => (v instanceof Date ? v.toISOString() : v);
 
 const insert = (table: string, columns: string[], marks: string[]) =>
@@ -84,7 +90,10 @@ export async function openFilterDatabases(customers: Row[], orders: Row[]): Prom
   const url = new URL(PG_ADMIN_URL);
   url.pathname = `/${dbName}`;
   const client = new pg.Client({ connectionString: url.toString() });
-  const data = [['Customer', COLUMNS.Customer, customers], ['Order', COLUMNS.Order, orders]] as const;
+  const data = [
+    ['Customer', COLUMNS.Customer, customers],
+    ['Order', COLUMNS.Order, orders],
+  ] as const;
 
   const system = '"createdAt" TIMESTAMP(3), "updatedAt" TIMESTAMP(3), "createdBy" TEXT';
   const liteSystem = system.replaceAll('TIMESTAMP(3)', 'DATETIME');
@@ -92,11 +101,18 @@ export async function openFilterDatabases(customers: Row[], orders: Row[]): Prom
     "credit" DECIMAL, "referrer" TEXT, "photo" BLOB, ${liteSystem});
     CREATE TABLE "Order" ("id" TEXT PRIMARY KEY, "title" TEXT, "note" TEXT, "placedAt" DATETIME, "customer" TEXT, ${liteSystem});`);
   for (const [table, columns, rows] of data) {
-    const stmt = sqlite.prepare(insert(table, columns, columns.map(() => '?')));
+    const stmt = sqlite.prepare(
+      insert(
+        table,
+        columns,
+        columns.map(() => '?'),
+      ),
+    );
     for (const row of rows) stmt.run(...columns.map((c) => sqliteValue(c, row[c] ?? null)));
   }
   await admin.connect();
-  await admin.query(`CREATE DATABASE "${dbName}" TEMPLATE template0 ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'`)
+  await admin
+    .query(`CREATE DATABASE "${dbName}" TEMPLATE template0 ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'`)
     .catch(() => admin.query(`CREATE DATABASE "${dbName}"`));
   await client.connect();
   await client.query(`CREATE TABLE "Customer" ("id" UUID PRIMARY KEY, "name" TEXT, "age" INTEGER, "vip" BOOLEAN, "since" DATE,
@@ -107,7 +123,14 @@ export async function openFilterDatabases(customers: Row[], orders: Row[]): Prom
     // Customers refer to customers: insert without referrers first, then set them.
     for (const row of rows) {
       const values = columns.map((c) => (c === 'referrer' ? null : pgValue(c, row[c] ?? null)));
-      await client.query(insert(table, columns, columns.map((_, i) => `$${i + 1}`)), values);
+      await client.query(
+        insert(
+          table,
+          columns,
+          columns.map((_, i) => `$${i + 1}`),
+        ),
+        values,
+      );
     }
     if (table === 'Customer') {
       for (const row of rows.filter((r) => r.referrer)) {

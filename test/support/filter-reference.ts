@@ -64,8 +64,15 @@ function fromLiteral(literal: Literal, type: PropertyType, exp: ExpContext): Com
       const ms = result.getTime();
       return type === 'date' ? ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS) : ms;
     }
-    return fromLiteral(result === null ? { kind: 'null' } : typeof result === 'number'
-      ? { kind: 'number', value: result, raw: String(result) } : { kind: 'string', value: result }, type, exp);
+    return fromLiteral(
+      result === null
+        ? { kind: 'null' }
+        : typeof result === 'number'
+          ? { kind: 'number', value: result, raw: String(result) }
+          : { kind: 'string', value: result },
+      type,
+      exp,
+    );
   }
   if (literal.kind !== 'string') return literal.value;
   if (type === 'guid' || type === 'lookup') return literal.value.toLowerCase();
@@ -99,16 +106,26 @@ function holds(node: FilterNode, data: ReferenceData, collection: Collection, ro
     c = c.toLowerCase();
   }
   switch (op) {
-    case 'eq': return v === c;
-    case 'ne': return v !== c;
-    case 'gt': return compare(v, c) > 0;
-    case 'ge': return compare(v, c) >= 0;
-    case 'lt': return compare(v, c) < 0;
-    case 'le': return compare(v, c) <= 0;
-    case 'con': return (v as string).includes(c as string);
-    case 'ncon': return !(v as string).includes(c as string);
-    case 'sw': return (v as string).startsWith(c as string);
-    case 'ew': return (v as string).endsWith(c as string);
+    case 'eq':
+      return v === c;
+    case 'ne':
+      return v !== c;
+    case 'gt':
+      return compare(v, c) > 0;
+    case 'ge':
+      return compare(v, c) >= 0;
+    case 'lt':
+      return compare(v, c) < 0;
+    case 'le':
+      return compare(v, c) <= 0;
+    case 'con':
+      return (v as string).includes(c as string);
+    case 'ncon':
+      return !(v as string).includes(c as string);
+    case 'sw':
+      return (v as string).startsWith(c as string);
+    case 'ew':
+      return (v as string).endsWith(c as string);
   }
 }
 

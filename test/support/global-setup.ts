@@ -40,7 +40,9 @@ export default async function setup(): Promise<() => Promise<void>> {
       try {
         embedded = await startPgCluster();
       } catch (err) {
-        throw new Error(`PostgreSQL at ${PG_ADMIN_URL} is unreachable and the embedded one did not start (${(err as Error).message}); start PostgreSQL or set SVC_TEST_BACKENDS=sqlite`);
+        throw new Error(
+          `PostgreSQL at ${PG_ADMIN_URL} is unreachable and the embedded one did not start (${(err as Error).message}); start PostgreSQL or set SVC_TEST_BACKENDS=sqlite`,
+        );
       }
       process.env.SVC_TEST_PG_URL = embedded.url();
       say(`embedded PostgreSQL serves ${embedded.url()} for this run`);

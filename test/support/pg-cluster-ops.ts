@@ -95,19 +95,28 @@ function hydrateBinaries(): void {
  * @throws Error with the server's log when initdb or the server fails to start
  */
 export async function startPgCluster(options: { port?: number } = {}): Promise<PgCluster> {
-  const port = options.port ?? await freePort();
+  const port = options.port ?? (await freePort());
   const root = mkdtempSync(join(tmpdir(), 'svc-pg-'));
   let log = '';
   const asRoot = process.getuid?.() === 0;
   const ep = new EmbeddedPostgres({
     // authMethod goes to `initdb --auth` as is; the package's type omits "trust".
-    databaseDir: join(root, 'data'), port, user: 'root', password: 'unused', authMethod: 'trust' as 'password',
-    persistent: true, createPostgresUser: asRoot,
+    databaseDir: join(root, 'data'),
+    port,
+    user: 'root',
+    password: 'unused',
+    authMethod: 'trust' as 'password',
+    persistent: true,
+    createPostgresUser: asRoot,
     initdbFlags: ['--encoding=UTF8'],
     // fsync off: the server is disposable. The socket lives in our own folder.
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-k', root, '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'max_connections=200'],
-    onLog: (line: string) => { log = (log + line).slice(-4000); },
-    onError: (err: unknown) => { log += `\n${String(err)}`; },
+    onLog: (line: string) => {
+      log = (log + line).slice(-4000);
+    },
+    onError: (err: unknown) => {
+      log += `\n${String(err)}`;
+    },
   });
   const url = (db = 'postgres') => `postgres://root@127.0.0.1:${port}/${db}`;
   const start = async () => {
@@ -120,9 +129,15 @@ export async function startPgCluster(options: { port?: number } = {}): Promise<P
   };
   let removed = false;
   const cluster: PgCluster = {
-    port, name: `embedded:${port}`, url, start,
+    port,
+    name: `embedded:${port}`,
+    url,
+    start,
     stop: () => ep.stop(),
-    restart: async () => { await ep.stop(); await start(); },
+    restart: async () => {
+      await ep.stop();
+      await start();
+    },
     remove: async () => {
       if (removed) return;
       removed = true;

@@ -32,7 +32,9 @@ export interface PgCluster {
 
 /** The newest installed PostgreSQL major version (the directory names under /usr/lib/postgresql). */
 function pgVersion(): string {
-  const versions = readdirSync('/usr/lib/postgresql').filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(a) - Number(b));
+  const versions = readdirSync('/usr/lib/postgresql')
+    .filter((v) => /^\d+$/.test(v))
+    .sort((a, b) => Number(a) - Number(b));
   if (!versions.length) throw new Error('no PostgreSQL installation under /usr/lib/postgresql');
   return versions[versions.length - 1];
 }
@@ -74,18 +76,24 @@ export async function startPgCluster(): Promise<PgCluster> {
   const name = `svc_drv_${Math.random().toString(36).slice(2, 10)}`;
   const port = await freePort();
   // fsync off: the cluster is disposable, and tests restart it often.
-  await run('pg_createcluster', [version, name, '-p', String(port), '-o', 'fsync=off',
-    '-o', 'synchronous_commit=off', '--start-conf=manual']);
-  writeFileSync(`/etc/postgresql/${version}/${name}/pg_hba.conf`,
-    'local all all trust\nhost all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\n');
+  await run('pg_createcluster', [version, name, '-p', String(port), '-o', 'fsync=off', '-o', 'synchronous_commit=off', '--start-conf=manual']);
+  writeFileSync(`/etc/postgresql/${version}/${name}/pg_hba.conf`, 'local all all trust\nhost all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\n');
   const ctl = (action: string, ...extra: string[]) => run('pg_ctlcluster', [version, name, action, ...extra]);
   const url = (db = 'postgres') => `postgresql://postgres@127.0.0.1:${port}/${db}`;
   let removed = false;
   const cluster: PgCluster = {
-    port, name, url,
-    restart: async () => { await ctl('restart', '-m', 'fast'); },
-    stop: async () => { await ctl('stop', '-m', 'fast'); },
-    start: async () => { await ctl('start'); },
+    port,
+    name,
+    url,
+    restart: async () => {
+      await ctl('restart', '-m', 'fast');
+    },
+    stop: async () => {
+      await ctl('stop', '-m', 'fast');
+    },
+    start: async () => {
+      await ctl('start');
+    },
     remove: async () => {
       if (removed) return;
       removed = true;

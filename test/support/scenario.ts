@@ -21,7 +21,12 @@ export interface Scenario {
   notContains?: string[];
 }
 
-export interface Reply { status: number; text: string; json: any; headers: Headers }
+export interface Reply {
+  status: number;
+  text: string;
+  json: any;
+  headers: Headers;
+}
 
 const defaultHeaders = new Map<string, Record<string, string>>();
 
@@ -44,7 +49,11 @@ export async function call(base: string, method: string, url: string, body?: unk
   const res = await fetch(base + url, init);
   const text = await res.text();
   let json: unknown;
-  try { json = text ? JSON.parse(text) : undefined; } catch { json = undefined; }
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = undefined;
+  }
   return { status: res.status, text, json, headers: res.headers };
 }
 

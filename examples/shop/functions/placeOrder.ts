@@ -1,8 +1,19 @@
 // A typed POST: the declared requestBody is checked before this runs, so the fields are there and typed.
 import { linesTotal } from './lib/money.js';
 
-interface Body { customer: string; sku: string; quantity: number; dueOn?: string }
-interface Product { id: string; name: string; price: number; stock: number; active: boolean }
+interface Body {
+  customer: string;
+  sku: string;
+  quantity: number;
+  dueOn?: string;
+}
+interface Product {
+  id: string;
+  name: string;
+  price: number;
+  stock: number;
+  active: boolean;
+}
 interface Ctx {
   req: { bodyJson: Body };
   res: { status?: number; bodyJson?: unknown };
@@ -25,7 +36,10 @@ export default async (ctx: Ctx) => {
   const lines = [{ product: { id: product.id }, quantity, unitPrice: product.price }];
   const total = linesTotal(lines.map((l) => ({ quantity: l.quantity, unitPrice: l.unitPrice })));
   const created = await ctx.post('Order', {
-    title: `${quantity} × ${product.name}`, customer: { id: customer }, total, ...(dueOn && { dueOn }),
+    title: `${quantity} × ${product.name}`,
+    customer: { id: customer },
+    total,
+    ...(dueOn && { dueOn }),
     'OrderLine.order': lines,
   });
   ctx.res = { status: 201, bodyJson: { order: created.data[0], total } };

@@ -10,9 +10,15 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import { buildFiles, loadAndValidate } from '../../../generator/index.js';
 import { ROOT } from '../../support/cli.js';
 
-type Op = { operationId: string; tags: string[]; parameters?: { name: string; required?: boolean; schema: Record<string, unknown> }[];
+type Op = {
+  operationId: string;
+  tags: string[];
+  parameters?: { name: string; required?: boolean; schema: Record<string, unknown> }[];
   requestBody?: { required: boolean; content: Record<string, { schema: Record<string, unknown> }> };
-  responses: Record<string, unknown>; security: Record<string, string[]>[]; 'x-svc-alias-of'?: string };
+  responses: Record<string, unknown>;
+  security: Record<string, string[]>[];
+  'x-svc-alias-of'?: string;
+};
 
 const { manifest } = await loadAndValidate(join(ROOT, 'test/fixtures/apps/typed'), {});
 const doc = JSON.parse(buildFiles(manifest)['openapi.json']);
@@ -31,14 +37,21 @@ describe('OpenAPI document of an app with functions', () => {
 
   it('gives every operation a unique operationId, tags and error responses', () => {
     const ops = Object.values(doc.paths as Record<string, Record<string, Op>>).flatMap((item) =>
-      Object.entries(item).filter(([k]) => k !== 'parameters').map(([, o]) => o));
+      Object.entries(item)
+        .filter(([k]) => k !== 'parameters')
+        .map(([, o]) => o),
+    );
     expect(ops.length).toBeGreaterThan(30);
     expect(new Set(ops.map((o) => o.operationId)).size).toBe(ops.length);
     for (const o of ops) {
       expect(o.tags.length, o.operationId).toBeGreaterThan(0);
-      expect(Object.keys(o.responses).some((s) => /^[45]\d\d$/.test(s)), o.operationId).toBe(true);
+      expect(
+        Object.keys(o.responses).some((s) => /^[45]\d\d$/.test(s)),
+        o.operationId,
+      ).toBe(true);
       for (const [status, response] of Object.entries(o.responses)) {
-        if (/^[45]/.test(status) && o.operationId !== 'svc_token') expect(response, `${o.operationId} ${status}`).toEqual({ $ref: `#/components/responses/Error${status}` });
+        if (/^[45]/.test(status) && o.operationId !== 'svc_token')
+          expect(response, `${o.operationId} ${status}`).toEqual({ $ref: `#/components/responses/Error${status}` });
       }
     }
   });
@@ -61,12 +74,19 @@ describe('OpenAPI document of an app with functions', () => {
 
   it('declared body fields win and are required; code-only fields are advisory', () => {
     expect(schemas['greet.Body']).toMatchObject({
-      properties: { name: { type: 'string', description: 'Who to greet' }, shout: { type: 'boolean' } }, required: ['name'],
+      properties: { name: { type: 'string', description: 'Who to greet' }, shout: { type: 'boolean' } },
+      required: ['name'],
     });
     expect(String(schemas['greet.Body'].description)).toContain('`shout` comes from the code');
-    expect(op('/greet', 'post').requestBody).toEqual({ required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/greet.Body' } } } });
+    expect(op('/greet', 'post').requestBody).toEqual({
+      required: true,
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/greet.Body' } } },
+    });
     expect(op('/greet', 'get').requestBody).toBeUndefined();
-    expect(schemas['greet.Response']).toMatchObject({ properties: { greeting: { type: 'string' }, length: { type: 'number' } }, required: ['greeting', 'length'] });
+    expect(schemas['greet.Response']).toMatchObject({
+      properties: { greeting: { type: 'string' }, length: { type: 'number' } },
+      required: ['greeting', 'length'],
+    });
   });
 
   it('uses code types as they are when nothing is declared, and opaque objects where they do not convert', () => {
@@ -100,8 +120,17 @@ describe('OpenAPI document of an app with functions', () => {
     expect(Object.keys(token.requestBody!.content)).toEqual(['application/x-www-form-urlencoded', 'application/json']);
     expect(token.responses['400']).toMatchObject({ content: { 'application/json': { schema: { $ref: '#/components/schemas/svc.OAuthError' } } } });
     expect(op('/_auth', 'post').requestBody?.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/svc.AuthRequest' });
-    for (const [path, method] of [['/_refresh', 'post'], ['/_logout', 'post'], ['/_me', 'get'], ['/_webAppConfig', 'get']]) expect(op(path, method), path).toBeDefined();
-    expect(op('/_log', 'post').requestBody?.content['application/json'].schema).toEqual({ type: 'array', items: { $ref: '#/components/schemas/svc.ClientLogEvent' } });
+    for (const [path, method] of [
+      ['/_refresh', 'post'],
+      ['/_logout', 'post'],
+      ['/_me', 'get'],
+      ['/_webAppConfig', 'get'],
+    ])
+      expect(op(path, method), path).toBeDefined();
+    expect(op('/_log', 'post').requestBody?.content['application/json'].schema).toEqual({
+      type: 'array',
+      items: { $ref: '#/components/schemas/svc.ClientLogEvent' },
+    });
     expect(schemas['svc.ClientLogEvent']).toMatchObject({ required: ['message'], properties: { severity: { type: 'integer', default: 3 } } });
     expect(doc.paths['/login']).toBeUndefined();
   });

@@ -10,8 +10,13 @@ import { HttpError } from '../../../runtime/errors.js';
 import { renderSql } from '../../../runtime/query/sql.js';
 
 const note: Collection = {
-  name: 'Note', search: false, children: [],
-  properties: [{ name: 'title', type: 'string', required: true }, { name: 'shared', type: 'boolean', required: false }],
+  name: 'Note',
+  search: false,
+  children: [],
+  properties: [
+    { name: 'title', type: 'string', required: true },
+    { name: 'shared', type: 'boolean', required: false },
+  ],
   access: [
     { method: 'GET', roleNames: ['_AUTHENTICATED_USER'] },
     { method: 'POST', roleNames: ['_CREATOR'] },
@@ -52,7 +57,7 @@ describe('authorize', () => {
     expect(outcome(caller, method)).toBe(want);
   });
 
-  test('applies only the policies of the caller\'s roles, with me() bound to the caller', () => {
+  test("applies only the policies of the caller's roles, with me() bound to the caller", () => {
     const [own] = policyConditions(user([], 'u9'), manifest, note);
     expect(renderSql(own, 'sqlite').values).toContain('u9');
     expect(renderSql(own, 'sqlite').text).not.toContain('IS NOT NULL'); // the auditor policy is not the user's
@@ -66,13 +71,28 @@ describe('authorize', () => {
 
   test('authorizeRead returns policies and the _CREATOR condition together, and refuses like authorize', () => {
     const rules: AccessRule[] = [{ method: 'GET', roleNames: ['_CREATOR'] }];
-    expect(authorizeRead(user([], 'u3'), manifest, 'Note', rules).map((c) => renderSql(c, 'sqlite').values).flat()).toEqual(expect.arrayContaining(['u3']));
+    expect(
+      authorizeRead(user([], 'u3'), manifest, 'Note', rules)
+        .map((c) => renderSql(c, 'sqlite').values)
+        .flat(),
+    ).toEqual(expect.arrayContaining(['u3']));
     expect(authorizeRead(user(), manifest, 'Note', rules)).toHaveLength(2);
     expect(() => authorizeRead(ANONYMOUS, manifest, 'Note', rules)).toThrow(/requires authentication/);
   });
 
   test('checkPolicies names every policy that does not compile', () => {
-    const broken = { ...manifest, collections: [{ ...note, policies: [{ roleNames: ['x'], filter: 'colour eq "red"' }, { roleNames: ['x'], filter: 'title eq' }] }] } as AppManifest;
+    const broken = {
+      ...manifest,
+      collections: [
+        {
+          ...note,
+          policies: [
+            { roleNames: ['x'], filter: 'colour eq "red"' },
+            { roleNames: ['x'], filter: 'title eq' },
+          ],
+        },
+      ],
+    } as AppManifest;
     expect(checkPolicies(broken)).toEqual([expect.stringMatching(/^Note policy 0: .*colour/), expect.stringMatching(/^Note policy 1: /)]);
     expect(checkPolicies(manifest)).toEqual([]);
   });

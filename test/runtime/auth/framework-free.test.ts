@@ -14,10 +14,13 @@ describe('runtime/auth', () => {
     const dir = join(ROOT, 'runtime/auth');
     const files = readdirSync(dir).filter((f) => f.endsWith('.ts'));
     expect(files).toContain('authenticate.ts');
-    const bad = files.flatMap((f) => ts.preProcessFile(readFileSync(join(dir, f), 'utf8'), true, true).importedFiles
-      .map((i) => i.fileName)
-      .filter((spec) => /^(express|body-parser|ws|node:http|node:https|\.\.\/http\/)/.test(spec))
-      .map((spec) => `${f} imports ${spec}`));
+    const bad = files.flatMap((f) =>
+      ts
+        .preProcessFile(readFileSync(join(dir, f), 'utf8'), true, true)
+        .importedFiles.map((i) => i.fileName)
+        .filter((spec) => /^(express|body-parser|ws|node:http|node:https|\.\.\/http\/)/.test(spec))
+        .map((spec) => `${f} imports ${spec}`),
+    );
     expect(bad).toEqual([]);
   });
 });

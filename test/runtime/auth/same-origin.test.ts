@@ -47,8 +47,16 @@ function statusOf(fn: () => void): number {
 describe('requireSameOrigin', () => {
   test('refuses unsafe methods from another origin with 403, lets safe ones pass', () => {
     const foreign = { ...server, origin: 'https://app.example:8080' };
-    for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) expect(statusOf(() => requireSameOrigin({ ...foreign, method })), method).toBe(403);
-    for (const method of ['GET', 'HEAD', 'OPTIONS', 'get']) expect(statusOf(() => requireSameOrigin({ ...foreign, method })), method).toBe(0);
+    for (const method of ['POST', 'PUT', 'PATCH', 'DELETE'])
+      expect(
+        statusOf(() => requireSameOrigin({ ...foreign, method })),
+        method,
+      ).toBe(403);
+    for (const method of ['GET', 'HEAD', 'OPTIONS', 'get'])
+      expect(
+        statusOf(() => requireSameOrigin({ ...foreign, method })),
+        method,
+      ).toBe(0);
     expect(statusOf(() => requireSameOrigin({ ...server, method: 'POST', origin: 'http://app.example:8080' }))).toBe(0);
   });
 });

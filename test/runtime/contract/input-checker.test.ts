@@ -87,7 +87,12 @@ describe('published schema = enforced schema', () => {
 
   it.each([
     { title: 'ab', rating: 5, total: '12.50', dueOn: '2024-02-29', status: 'paid' },
-    { title: 'x'.repeat(11) }, { qty: 2 ** 31 }, { rating: -1 }, { big: '1e5' }, { status: 'gone' }, { dueOn: '2023-02-29' },
+    { title: 'x'.repeat(11) },
+    { qty: 2 ** 31 },
+    { rating: -1 },
+    { big: '1e5' },
+    { status: 'gone' },
+    { dueOn: '2023-02-29' },
   ])('the input schema and the checker agree on %j', (body) => {
     const publishedOk = ajv.validate(collectionInputSchema(order, { mode: 'merge' }), body);
     expect(check(body).length === 0).toBe(publishedOk);

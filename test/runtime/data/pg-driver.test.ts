@@ -36,8 +36,11 @@ async function fillPool(d: typeof driver, n: number): Promise<void> {
 beforeAll(async () => {
   cluster = await startPgCluster();
   driver = createPgDriver(cluster.url(), { max: 5, applicationName: 'svc-driver-test', onConnectionError: (e) => connectionErrors.push(e) });
-  await driver.query(`CREATE TABLE item (id text PRIMARY KEY, n integer, big int8, price numeric(12,2), ok boolean,
-    day date, at timestamptz, data bytea, note text)`, []);
+  await driver.query(
+    `CREATE TABLE item (id text PRIMARY KEY, n integer, big int8, price numeric(12,2), ok boolean,
+    day date, at timestamptz, data bytea, note text)`,
+    [],
+  );
 });
 
 afterAll(async () => {
@@ -48,16 +51,37 @@ afterAll(async () => {
 describe('values and session settings', () => {
   it('round-trips encoded values; date reads as YYYY-MM-DD, numeric and int8 as strings, timestamptz as a Date', async () => {
     const big = 9007199254740993n; // 2^53 + 1: not representable as a number
-    await driver.query('INSERT INTO item (id, n, big, price, ok, day, at, data, note) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)',
-      ['a', 42, big, '12.50', true, '2024-02-29', '2024-03-01T10:00:00.000Z', Buffer.from([0, 1, 255]), null]);
+    await driver.query('INSERT INTO item (id, n, big, price, ok, day, at, data, note) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)', [
+      'a',
+      42,
+      big,
+      '12.50',
+      true,
+      '2024-02-29',
+      '2024-03-01T10:00:00.000Z',
+      Buffer.from([0, 1, 255]),
+      null,
+    ]);
     const [row] = await driver.query('SELECT * FROM item WHERE id = $1', ['a']);
-    expect(row).toEqual({ id: 'a', n: 42, big: '9007199254740993', price: '12.50', ok: true, day: '2024-02-29',
-      at: new Date('2024-03-01T10:00:00.000Z'), data: Buffer.from([0, 1, 255]), note: null });
+    expect(row).toEqual({
+      id: 'a',
+      n: 42,
+      big: '9007199254740993',
+      price: '12.50',
+      ok: true,
+      day: '2024-02-29',
+      at: new Date('2024-03-01T10:00:00.000Z'),
+      data: Buffer.from([0, 1, 255]),
+      note: null,
+    });
   });
 
   it('every connection runs in UTC with the statement timeout and the application name', async () => {
-    const [row] = await driver.query(`SELECT current_setting('TimeZone') AS tz, current_setting('statement_timeout') AS st,
-      current_setting('application_name') AS app, '2024-01-01 00:00'::timestamp::timestamptz::text AS ts`, []);
+    const [row] = await driver.query(
+      `SELECT current_setting('TimeZone') AS tz, current_setting('statement_timeout') AS st,
+      current_setting('application_name') AS app, '2024-01-01 00:00'::timestamp::timestamptz::text AS ts`,
+      [],
+    );
     expect(row).toEqual({ tz: 'UTC', st: '10s', app: 'svc-driver-test', ts: '2024-01-01 00:00:00+00' });
   });
 
@@ -98,24 +122,34 @@ describe('transactions', () => {
 
   it('rolls back when fn throws', async () => {
     const boom = new Error('boom');
-    await expect(driver.transaction(async (tx) => {
-      await tx.query("INSERT INTO item (id) VALUES ('t2')", []);
-      throw boom;
-    })).rejects.toBe(boom);
+    await expect(
+      driver.transaction(async (tx) => {
+        await tx.query("INSERT INTO item (id) VALUES ('t2')", []);
+        throw boom;
+      }),
+    ).rejects.toBe(boom);
     expect(await driver.query("SELECT id FROM item WHERE id = 't2'", [])).toEqual([]);
   });
 
   it('rolls back when the signal aborts before the commit, rejecting with the reason', async () => {
     const controller = new AbortController();
     const reason = new Error('request gone');
-    await expect(driver.transaction(async (tx) => {
-      await tx.query("INSERT INTO item (id) VALUES ('t3')", []);
-      controller.abort(reason);
-      return 'done';
-    }, { signal: controller.signal })).rejects.toBe(reason);
+    await expect(
+      driver.transaction(
+        async (tx) => {
+          await tx.query("INSERT INTO item (id) VALUES ('t3')", []);
+          controller.abort(reason);
+          return 'done';
+        },
+        { signal: controller.signal },
+      ),
+    ).rejects.toBe(reason);
     expect(await driver.query("SELECT id FROM item WHERE id = 't3'", [])).toEqual([]);
     // Nothing is left open: all clients are back in the pool, none inside a transaction.
-    const [{ n }] = await driver.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'svc-driver-test' AND state LIKE 'idle in transaction%'", []);
+    const [{ n }] = await driver.query(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'svc-driver-test' AND state LIKE 'idle in transaction%'",
+      [],
+    );
     expect(n).toBe(0);
   });
 
@@ -123,7 +157,14 @@ describe('transactions', () => {
     const controller = new AbortController();
     controller.abort(new Error('too late'));
     let ran = false;
-    await expect(driver.transaction(async () => { ran = true; }, { signal: controller.signal })).rejects.toThrow('too late');
+    await expect(
+      driver.transaction(
+        async () => {
+          ran = true;
+        },
+        { signal: controller.signal },
+      ),
+    ).rejects.toThrow('too late');
     expect(ran).toBe(false);
   });
 });
@@ -148,7 +189,12 @@ describe('the server goes away', () => {
         await tx.query("INSERT INTO item (id) VALUES ('t4')", []);
         await tx.query('SELECT pg_sleep(5)', []);
       }),
-    ].map((p) => p.then(() => 'resolved', (e) => e));
+    ].map((p) =>
+      p.then(
+        () => 'resolved',
+        (e) => e,
+      ),
+    );
     await new Promise((r) => setTimeout(r, 200)); // the statements reach the server
     await cluster.stop();
     for (const outcome of await Promise.all(inFlight)) expect(outcome).toMatchObject({ unavailable: true });

@@ -15,7 +15,8 @@ let dir: string;
 let file: string;
 let driver: SqlDriver;
 /** A recursive count over `rows` rows, each through `expr` (`*`: SQLite only; `svc_lower('A')`: a call into JS). */
-const counting = (rows: number, expr: string) => `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ${Math.round(rows)}) SELECT count(${expr}) AS n FROM c`;
+const counting = (rows: number, expr: string) =>
+  `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ${Math.round(rows)}) SELECT count(${expr}) AS n FROM c`;
 /** Rows per ms of each kind, calibrated in beforeAll, so a statement keeps one SQLite thread busy for ~`ms`. */
 const rate = { native: 0, js: 0 };
 const longCount = (ms: number) => counting(ms * rate.native, '*');
@@ -28,12 +29,18 @@ beforeAll(async () => {
   file = join(dir, 'data', 'app.db'); // the folder does not exist yet: the driver creates it
   driver = await createSqliteDriver(`file:${file}`);
   await driver.query('CREATE TABLE owner (id TEXT PRIMARY KEY, name TEXT NOT NULL)', []);
-  await driver.query(`CREATE TABLE item (id TEXT PRIMARY KEY, owner TEXT REFERENCES owner(id), n INTEGER, price REAL,
-    ok BOOLEAN, data BLOB, note TEXT)`, []);
+  await driver.query(
+    `CREATE TABLE item (id TEXT PRIMARY KEY, owner TEXT REFERENCES owner(id), n INTEGER, price REAL,
+    ok BOOLEAN, data BLOB, note TEXT)`,
+    [],
+  );
   await driver.query('CREATE TABLE counter (id INTEGER PRIMARY KEY, value INTEGER NOT NULL)', []);
   await driver.query('INSERT INTO counter (id, value) VALUES (1, 0)', []);
   await driver.query("INSERT INTO owner (id, name) VALUES ('o1', 'Öla')", []);
-  for (const [kind, expr] of [['native', '*'], ['js', "svc_lower('A')"]] as const) {
+  for (const [kind, expr] of [
+    ['native', '*'],
+    ['js', "svc_lower('A')"],
+  ] as const) {
     const started = performance.now();
     await driver.query(counting(300_000, expr), []);
     rate[kind] = 300_000 / (performance.now() - started);
@@ -47,8 +54,15 @@ afterAll(async () => {
 
 describe('statements', () => {
   it('writes and reads encoded values; integers come back as numbers, blobs as Buffers', async () => {
-    await driver.query('INSERT INTO item (id, owner, n, price, ok, data, note) VALUES (?, ?, ?, ?, ?, ?, ?)',
-      ['a', 'o1', 42, 12.5, true, Buffer.from([0, 1, 255]), null]);
+    await driver.query('INSERT INTO item (id, owner, n, price, ok, data, note) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+      'a',
+      'o1',
+      42,
+      12.5,
+      true,
+      Buffer.from([0, 1, 255]),
+      null,
+    ]);
     expect(await driver.query('SELECT * FROM item WHERE id = ?', ['a'])).toEqual([
       { id: 'a', owner: 'o1', n: 42, price: 12.5, ok: 1, data: Buffer.from([0, 1, 255]), note: null },
     ]);
@@ -71,13 +85,14 @@ describe('statements', () => {
 
   it('a foreign key violation rejects with SQLITE_CONSTRAINT_FOREIGNKEY, in and out of a transaction', async () => {
     await expect(driver.query("INSERT INTO item (id, owner) VALUES ('f1', 'nobody')", [])).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_FOREIGNKEY' });
-    await expect(driver.transaction((tx) => tx.query("INSERT INTO item (id, owner) VALUES ('f2', 'nobody')", [])))
-      .rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_FOREIGNKEY' });
+    await expect(driver.transaction((tx) => tx.query("INSERT INTO item (id, owner) VALUES ('f2', 'nobody')", []))).rejects.toMatchObject({
+      code: 'SQLITE_CONSTRAINT_FOREIGNKEY',
+    });
     await expect(driver.query("DELETE FROM owner WHERE id = 'o1'", [])).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_FOREIGNKEY' });
     expect(await driver.query("SELECT id FROM item WHERE id IN ('f1', 'f2')", [])).toEqual([]);
   });
 
-  it('a syntax error rejects with SQLite\'s message and code', async () => {
+  it("a syntax error rejects with SQLite's message and code", async () => {
     await expect(driver.query('SELEC 1', [])).rejects.toMatchObject({ code: 'SQLITE_ERROR', message: expect.stringContaining('syntax error') });
   });
 });
@@ -94,10 +109,12 @@ describe('transactions', () => {
 
   it('rolls back when fn throws', async () => {
     const boom = new Error('boom');
-    await expect(driver.transaction(async (tx) => {
-      await tx.query("INSERT INTO item (id) VALUES ('t2')", []);
-      throw boom;
-    })).rejects.toBe(boom);
+    await expect(
+      driver.transaction(async (tx) => {
+        await tx.query("INSERT INTO item (id) VALUES ('t2')", []);
+        throw boom;
+      }),
+    ).rejects.toBe(boom);
     expect(await driver.query("SELECT id FROM item WHERE id = 't2'", [])).toEqual([]);
   });
 
@@ -106,12 +123,18 @@ describe('transactions', () => {
     const reason = new Error('request gone');
     let late!: Promise<unknown>;
     let fnDone!: Promise<void>;
-    await expect(driver.transaction((tx) => fnDone = (async () => {
-      await tx.query("INSERT INTO item (id) VALUES ('t3')", []);
-      controller.abort(reason);
-      await new Promise((r) => setTimeout(r, 20));
-      late = tx.query("INSERT INTO item (id) VALUES ('t3-late')", []);
-    })(), { signal: controller.signal })).rejects.toBe(reason);
+    await expect(
+      driver.transaction(
+        (tx) =>
+          (fnDone = (async () => {
+            await tx.query("INSERT INTO item (id) VALUES ('t3')", []);
+            controller.abort(reason);
+            await new Promise((r) => setTimeout(r, 20));
+            late = tx.query("INSERT INTO item (id) VALUES ('t3-late')", []);
+          })()),
+        { signal: controller.signal },
+      ),
+    ).rejects.toBe(reason);
     await fnDone; // fn went on after the abort: its late statement must not run outside the transaction
     await expect(late).rejects.toThrow('the transaction is over');
     expect(await driver.query("SELECT id FROM item WHERE id LIKE 't3%'", [])).toEqual([]);
@@ -119,10 +142,20 @@ describe('transactions', () => {
 
   it('a transaction waiting in line gives up when its signal aborts, without running', async () => {
     let release!: () => void;
-    const holding = driver.transaction(() => new Promise<void>((r) => { release = r; }));
+    const holding = driver.transaction(
+      () =>
+        new Promise<void>((r) => {
+          release = r;
+        }),
+    );
     const controller = new AbortController();
     let ran = false;
-    const waiting = driver.transaction(async () => { ran = true; }, { signal: controller.signal });
+    const waiting = driver.transaction(
+      async () => {
+        ran = true;
+      },
+      { signal: controller.signal },
+    );
     await new Promise((r) => setTimeout(r, 20));
     controller.abort(new Error('gave up'));
     await expect(waiting).rejects.toThrow('gave up');
@@ -132,11 +165,12 @@ describe('transactions', () => {
   });
 
   it('concurrent transactions are serialized (no lost updates)', async () => {
-    const bump = () => driver.transaction(async (tx) => {
-      const [{ value }] = await tx.query('SELECT value FROM counter WHERE id = 1', []);
-      await new Promise((r) => setImmediate(r));
-      await tx.query('UPDATE counter SET value = ? WHERE id = 1', [Number(value) + 1]);
-    });
+    const bump = () =>
+      driver.transaction(async (tx) => {
+        const [{ value }] = await tx.query('SELECT value FROM counter WHERE id = 1', []);
+        await new Promise((r) => setImmediate(r));
+        await tx.query('UPDATE counter SET value = ? WHERE id = 1', [Number(value) + 1]);
+      });
     await Promise.all(Array.from({ length: 40 }, bump));
     expect(await driver.query('SELECT value FROM counter WHERE id = 1', [])).toEqual([{ value: 40 }]);
   });
@@ -178,9 +212,15 @@ describe('threads', () => {
     for (let k = 0; k < N; k++) await driver.query('SELECT * FROM item WHERE id = ?', ['a']);
     const sequentialUs = ((performance.now() - t) * 1000) / N;
     t = performance.now();
-    await Promise.all(Array.from({ length: 8 }, async () => { for (let k = 0; k < N / 8; k++) await driver.query('SELECT * FROM item WHERE id = ?', ['a']); }));
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        for (let k = 0; k < N / 8; k++) await driver.query('SELECT * FROM item WHERE id = ?', ['a']);
+      }),
+    );
     const parallelUs = ((performance.now() - t) * 1000) / N;
-    console.log(`SELECT by id: better-sqlite3 direct ${directUs.toFixed(1)} µs; driver sequential ${sequentialUs.toFixed(1)} µs/call; driver 8 in parallel ${parallelUs.toFixed(1)} µs/call`);
+    console.log(
+      `SELECT by id: better-sqlite3 direct ${directUs.toFixed(1)} µs; driver sequential ${sequentialUs.toFixed(1)} µs/call; driver 8 in parallel ${parallelUs.toFixed(1)} µs/call`,
+    );
     expect(sequentialUs).toBeLessThan(1000);
   });
 
@@ -220,7 +260,8 @@ describe('threads', () => {
   it('a statement past the time limit rejects with STATEMENT_TIMEOUT, and the reader is replaced at once', async () => {
     const quick = await createSqliteDriver(file, { readers: 1, statementTimeoutMs: 300 });
     try {
-      for (const sql of [longLower(3000), longCount(1500)]) { // JS re-entry per row, and pure native work
+      for (const sql of [longLower(3000), longCount(1500)]) {
+        // JS re-entry per row, and pure native work
         const started = performance.now();
         await expect(quick.query(sql, [])).rejects.toMatchObject({ code: 'STATEMENT_TIMEOUT' });
         expect(performance.now() - started).toBeLessThan(800);
@@ -236,10 +277,12 @@ describe('threads', () => {
   it('a statement timeout in a transaction restarts the writer and the transaction is rolled back', async () => {
     const quick = await createSqliteDriver(file, { readers: 1, statementTimeoutMs: 300, busyTimeoutMs: 100 });
     try {
-      await expect(quick.transaction(async (tx) => {
-        await tx.query("INSERT INTO item (id) VALUES ('timeout-tx')", []);
-        await tx.query(longLower(1000), []);
-      })).rejects.toMatchObject({ code: 'STATEMENT_TIMEOUT' });
+      await expect(
+        quick.transaction(async (tx) => {
+          await tx.query("INSERT INTO item (id) VALUES ('timeout-tx')", []);
+          await tx.query(longLower(1000), []);
+        }),
+      ).rejects.toMatchObject({ code: 'STATEMENT_TIMEOUT' });
       // better-sqlite3 cannot interrupt a running statement: the old thread ends (and its connection
       // releases the write lock, rolling back) when the statement returns. Until then writes are busy.
       const deadline = performance.now() + 5000;

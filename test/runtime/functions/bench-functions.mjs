@@ -29,14 +29,22 @@ try {
   server = spawn(process.execPath, [CLI, 'serve', dir, '--port', '0'], { env });
   const base = await new Promise((ok, fail) => {
     let out = '';
-    server.stdout.on('data', (d) => { out += d; const m = /serving \S+ at (http:\/\/\S+)/.exec(out); if (m) ok(m[1]); });
+    server.stdout.on('data', (d) => {
+      out += d;
+      const m = /serving \S+ at (http:\/\/\S+)/.exec(out);
+      if (m) ok(m[1]);
+    });
     server.on('exit', (code) => fail(new Error(`svc serve exited (${code})`)));
   });
   const created = await (await fetch(`${base}/Note`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"title":"bench"}' })).json();
   const id = created.data[0];
   const run = (url, duration) => autocannon({ url, connections: CONNECTIONS, duration });
   const rows = [];
-  for (const [name, path] of [['GET one', `/Note/${id}`], ['function (default export)', '/warm'], ['function (script form)', '/modern?q=1']]) {
+  for (const [name, path] of [
+    ['GET one', `/Note/${id}`],
+    ['function (default export)', '/warm'],
+    ['function (script form)', '/modern?q=1'],
+  ]) {
     await run(base + path, 2);
     const r = await run(base + path, DURATION);
     if (r.non2xx > 0) throw new Error(`${name}: ${r.non2xx} non-2xx answers`);

@@ -7,7 +7,15 @@ import { compileFunctionInputs } from '../../../runtime/functions/input-checker.
 import type { FunctionDefinition, TypedField } from '../../../runtime/manifest.js';
 
 const fn = (queryParams: TypedField[], requestBody: TypedField[] = []): FunctionDefinition => ({
-  name: 'f', enabled: true, functionTypeId: 2, endpoint: '/f', queryParams, requestBody, responseFields: [], access: {}, module: 'functions/f.js',
+  name: 'f',
+  enabled: true,
+  functionTypeId: 2,
+  endpoint: '/f',
+  queryParams,
+  requestBody,
+  responseFields: [],
+  access: {},
+  module: 'functions/f.js',
 });
 
 describe('query parameters', () => {
@@ -23,7 +31,14 @@ describe('query parameters', () => {
     ['date', { field: { name: 'x', type: 'date' }, given: '2024-02-29', want: '2024-02-29' }],
     ['date refuses an impossible day', { field: { name: 'x', type: 'date' }, given: '2023-02-29', error: 'query parameter x must be a date "YYYY-MM-DD"' }],
     ['date-time', { field: { name: 'x', type: 'date-time' }, given: '2024-01-31T10:00:00+02:00', want: '2024-01-31T10:00:00+02:00' }],
-    ['date-time needs a time zone', { field: { name: 'x', type: 'date-time' }, given: '2024-01-31T10:00:00', error: 'query parameter x must be a date-time in ISO 8601 with a time zone, e.g. "2024-01-31T10:00:00Z"' }],
+    [
+      'date-time needs a time zone',
+      {
+        field: { name: 'x', type: 'date-time' },
+        given: '2024-01-31T10:00:00',
+        error: 'query parameter x must be a date-time in ISO 8601 with a time zone, e.g. "2024-01-31T10:00:00Z"',
+      },
+    ],
     ['guid', { field: { name: 'x', type: 'guid' }, given: '0190AAAA-0000-7000-8000-000000000001', want: '0190AAAA-0000-7000-8000-000000000001' }],
     ['guid refuses text', { field: { name: 'x', type: 'guid' }, given: 'abc', error: 'query parameter x must be a GUID' }],
     ['string enum', { field: { name: 'x', type: 'string', spec: { enum: ['a', 'b'] } }, given: 'c', error: 'query parameter x must be one of "a", "b"' }],
@@ -41,16 +56,28 @@ describe('query parameters', () => {
   });
 
   test('a missing required parameter is named; an optional one may be absent', () => {
-    const checker = compileFunctionInputs(fn([{ name: 'need', type: 'integer', isRequired: true }, { name: 'may', type: 'integer' }]));
+    const checker = compileFunctionInputs(
+      fn([
+        { name: 'need', type: 'integer', isRequired: true },
+        { name: 'may', type: 'integer' },
+      ]),
+    );
     expect(checker.checkQuery({})).toEqual([{ path: '/query/need', message: 'query parameter need is required (an integer)' }]);
     expect(checker.checkQuery({ need: '1' })).toEqual([]);
   });
 });
 
 describe('request body', () => {
-  const checker = compileFunctionInputs(fn([], [
-    { name: 'title', type: 'string', isRequired: true }, { name: 'qty', type: 'integer' }, { name: 'price', type: 'decimal' },
-  ]));
+  const checker = compileFunctionInputs(
+    fn(
+      [],
+      [
+        { name: 'title', type: 'string', isRequired: true },
+        { name: 'qty', type: 'integer' },
+        { name: 'price', type: 'decimal' },
+      ],
+    ),
+  );
   test.each<[string, unknown, { path: string; message: string }[]]>([
     ['valid', { title: 't', qty: 2, price: '9.99', extra: [1] }, []],
     ['missing required field', { qty: 2 }, [{ path: '/body/title', message: 'body field title is required (a string)' }]],

@@ -61,7 +61,13 @@ const modulePath = (name: string) => join(dir, '.svc/functions', `${name}.js`);
 
 beforeAll(() => {
   const raw: RawApp = {
-    appDir: '/nowhere', svc: null, collections: [], views: [], queries: [], externals: [], loadDiagnostics: [],
+    appDir: '/nowhere',
+    svc: null,
+    collections: [],
+    views: [],
+    queries: [],
+    externals: [],
+    loadDiagnostics: [],
     functions: Object.keys(CODE).map((file) => ({ file: file.replace(/\.ts$/, '.json'), data: {}, codeFile: file })),
     codeFiles: Object.entries(CODE).map(([file, text]) => ({ file, text })),
   };
@@ -76,9 +82,14 @@ beforeAll(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const job = (name: string, query: Record<string, string> = {}): FunctionJob => ({
-  modulePath: modulePath(name), req: { method: 'GET', headers: {}, query, bodyJson: null, bodyRaw: '' }, me: null,
-  api: { name: 'app', baseUrl: 'http://public.example/api' }, secrets: {}, allowFetch: false,
-  readable: ['Note', 'OpenNotes', 'NoteStats', 'down'], writable: ['Note', 'OpenNotes'],
+  modulePath: modulePath(name),
+  req: { method: 'GET', headers: {}, query, bodyJson: null, bodyRaw: '' },
+  me: null,
+  api: { name: 'app', baseUrl: 'http://public.example/api' },
+  secrets: {},
+  allowFetch: false,
+  readable: ['Note', 'OpenNotes', 'NoteStats', 'down'],
+  writable: ['Note', 'OpenNotes'],
 });
 
 /** Options with a callApi that records each request and answers with `answer`. */
@@ -86,8 +97,12 @@ function recording(answer: (r: ApiRequest, signal: AbortSignal) => Promise<ApiRe
   const seen: { request: ApiRequest; signal: AbortSignal }[] = [];
   const output: string[] = [];
   const options: InvocationOptions = {
-    name: 'f', timeoutMs: 3000,
-    callApi: (request, signal) => { seen.push({ request, signal }); return answer(request, signal); },
+    name: 'f',
+    timeoutMs: 3000,
+    callApi: (request, signal) => {
+      seen.push({ request, signal });
+      return answer(request, signal);
+    },
     output: (stream, text, capped) => output.push(`${stream}${capped ? ' (capped)' : ''}: ${text}`),
   };
   return { seen, output, options };
@@ -97,7 +112,9 @@ const body = (o: FunctionOutcome): any => (o.kind === 'done' && o.bodyText ? JSO
 
 describe('the worker pool', () => {
   let pool: WorkerPool;
-  beforeAll(() => { pool = new WorkerPool({ spareThreads: 1, maxThreads: 3, maxMemoryMb: 64, maxOutputBytes: 1000 }); });
+  beforeAll(() => {
+    pool = new WorkerPool({ spareThreads: 1, maxThreads: 3, maxMemoryMb: 64, maxOutputBytes: 1000 });
+  });
   afterAll(() => pool.close());
 
   test('get, post and patch become ApiRequests answered by callApi; non-2xx → FunctionApiError; bad names → FunctionUsageError', async () => {
@@ -115,8 +132,12 @@ describe('the worker pool', () => {
       { method: 'GET', path: '/down', query: {} },
     ]);
     expect(out).toMatchObject({ list: { data: ['GET'] }, created: { data: ['POST'] }, patched: { data: ['PATCH'] } });
-    expect(out.missing).toEqual({ name: 'FunctionApiError', status: 404, body: { error: 'Note "missing" was not found', code: 'NOT_FOUND' },
-      message: 'PATCH /api/Note/missing answered 404: Note "missing" was not found' });
+    expect(out.missing).toEqual({
+      name: 'FunctionApiError',
+      status: 404,
+      body: { error: 'Note "missing" was not found', code: 'NOT_FOUND' },
+      message: 'PATCH /api/Note/missing answered 404: Note "missing" was not found',
+    });
     expect(out.down).toEqual({ name: 'Error', message: 'the database is unavailable' });
     expect(out.usage).toEqual([
       'FunctionUsageError: get: "someFunction" is not a collection, view or query of this app',
@@ -168,7 +189,9 @@ describe('the worker pool', () => {
     const { options } = recording();
     for (const how of ['exit', 'kill', 'abort']) {
       expect(await pool.run(job('exits', { how }), options)).toMatchObject({
-        kind: 'threw', name: 'FunctionUsageError', message: `process.${how} is not available to functions: return a response or throw an error instead`,
+        kind: 'threw',
+        name: 'FunctionUsageError',
+        message: `process.${how} is not available to functions: return a response or throw an error instead`,
       });
     }
     expect(body(await pool.run(job('warm'), options)).calls).toBeGreaterThan(0);
@@ -177,10 +200,16 @@ describe('the worker pool', () => {
   test('stops a call over maxMemoryMb, in Buffers or in its heap, and keeps serving', async () => {
     const { options } = recording();
     expect(await pool.run(job('hog', { mb: '200' }), { ...options, name: 'hog' })).toMatchObject({
-      kind: 'threw', name: 'FunctionLimitError', message: expect.stringMatching(/^function hog used \d+ MiB of memory, over functions\.maxMemoryMb \(64 MiB\); its thread was stopped$/),
+      kind: 'threw',
+      name: 'FunctionLimitError',
+      message: expect.stringMatching(/^function hog used \d+ MiB of memory, over functions\.maxMemoryMb \(64 MiB\); its thread was stopped$/),
     });
     expect(await pool.run(job('hog', { mb: '200', heap: '1' }), { ...options, name: 'hog' })).toMatchObject({
-      kind: 'threw', name: 'FunctionLimitError', message: expect.stringMatching(/^function hog (used \d+ MiB of memory, over functions\.maxMemoryMb \(64 MiB\)|its heap reached functions\.maxMemoryMb \(64 MiB\)); its thread was stopped$/),
+      kind: 'threw',
+      name: 'FunctionLimitError',
+      message: expect.stringMatching(
+        /^function hog (used \d+ MiB of memory, over functions\.maxMemoryMb \(64 MiB\)|its heap reached functions\.maxMemoryMb \(64 MiB\)); its thread was stopped$/,
+      ),
     });
     expect(body(await pool.run(job('hog', { mb: '4' }), options))).toEqual({ held: 4 });
   });

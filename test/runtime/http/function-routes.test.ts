@@ -11,7 +11,15 @@ import { checkFunctionAccess, secretsFromEnv } from '../../../runtime/http/funct
 import type { FunctionDefinition } from '../../../runtime/manifest.js';
 
 const fn = (functionTypeId: 1 | 2, access: Record<string, string[]>): FunctionDefinition => ({
-  name: 'f', enabled: true, functionTypeId, endpoint: '/f', queryParams: [], requestBody: [], responseFields: [], access, module: 'functions/f.js',
+  name: 'f',
+  enabled: true,
+  functionTypeId,
+  endpoint: '/f',
+  queryParams: [],
+  requestBody: [],
+  responseFields: [],
+  access,
+  module: 'functions/f.js',
 });
 const user = (roles: string[] = []): Caller => ({ kind: 'user', id: '0190aaaa-0000-7000-8000-000000000001', username: 'ada', roles, admin: false });
 const admin: Caller = { kind: 'serviceAccount', id: '0190aaaa-0000-7000-8000-000000000002', username: 'ops', roles: [], admin: true };
@@ -54,7 +62,8 @@ describe('checkFunctionAccess', () => {
 
 describe('secretsFromEnv', () => {
   test('maps SVC_SECRET_<NAME> to <NAME> and nothing else', () => {
-    expect(secretsFromEnv({ SVC_SECRET_API_KEY: 'k', SVC_SECRET_: 'empty name', SVC_SECRETX: 'no', DATABASE_URL: 'postgres://u:p@h/db', SVC_SECRET_lower: 'l' }))
-      .toEqual({ API_KEY: 'k', lower: 'l' });
+    expect(
+      secretsFromEnv({ SVC_SECRET_API_KEY: 'k', SVC_SECRET_: 'empty name', SVC_SECRETX: 'no', DATABASE_URL: 'postgres://u:p@h/db', SVC_SECRET_lower: 'l' }),
+    ).toEqual({ API_KEY: 'k', lower: 'l' });
   });
 });

@@ -3,9 +3,7 @@ import { HttpError } from '../../../runtime/errors.js';
 import type { Collection } from '../../../runtime/manifest.js';
 import { compileFilter, resolvePath } from '../../../runtime/query/filter-compile.js';
 import { parseFilter } from '../../../runtime/query/filter-parser.js';
-import {
-  customer, openFilterDatabases, order, scope, uid, type FilterDatabases, type Row,
-} from '../../support/filter-db.js';
+import { customer, openFilterDatabases, order, scope, uid, type FilterDatabases, type Row } from '../../support/filter-db.js';
 
 const INJECTION = "x' OR 1=1 --";
 
@@ -65,9 +63,14 @@ const cases: [string, { collection: Collection; given: string; want: string[] }]
   ['dot path boolean ne', { collection: order, given: 'customer.vip ne true', want: ['o2', 'o3', 'o4', 'o6', 'o7', 'o8'] }],
   ['two-level dot path', { collection: order, given: 'customer.referrer.name eq "Alice"', want: ['o2', 'o5'] }],
   ['two-level ncon', { collection: order, given: 'customer.referrer.name ncon "lic"', want: ['o1', 'o4', 'o6', 'o7', 'o8'] }],
-  ['precedence and parentheses', {
-    collection: order, given: '(title sw "red" or title sw "Red") and customer.age lt 30', want: ['o2'],
-  }],
+  [
+    'precedence and parentheses',
+    {
+      collection: order,
+      given: '(title sw "red" or title sw "Red") and customer.age lt 30',
+      want: ['o2'],
+    },
+  ],
   ['and binds tighter than or', { collection: order, given: 'title eq "Apple" or title sw "r" and customer.age eq 25', want: ['o2', 'o8'] }],
   ['injection text is a value', { collection: order, given: `title eq "${INJECTION}"`, want: ['o6'] }],
   ['date eq', { collection: customer, given: 'since eq "2024-01-31"', want: ['c1'] }],
@@ -166,10 +169,12 @@ describe('compileFilter on SQLite and PostgreSQL', () => {
 describe('compileFilter SQL shape', () => {
   it('nests lookups with fresh aliases and parenthesises binary nodes', () => {
     const where = compileFilter(parseFilter('title eq "a" or customer.referrer.name ne "b" and customer.age gt 1'), scope(order));
-    expect(where.text).toBe('("t0"."title" = ? OR (("t0"."customer" IS NULL OR "t0"."customer" IN (SELECT "t0_f1"."id" FROM "Customer" AS "t0_f1"'
-      + ' WHERE ("t0_f1"."referrer" IS NULL OR "t0_f1"."referrer" IN (SELECT "t0_f2"."id" FROM "Customer" AS "t0_f2" WHERE'
-      + ' ("t0_f2"."name" <> ? OR "t0_f2"."name" IS NULL))))) AND "t0"."customer" IN (SELECT "t0_f3"."id" FROM "Customer" AS "t0_f3"'
-      + ' WHERE "t0_f3"."age" > ?)))');
+    expect(where.text).toBe(
+      '("t0"."title" = ? OR (("t0"."customer" IS NULL OR "t0"."customer" IN (SELECT "t0_f1"."id" FROM "Customer" AS "t0_f1"' +
+        ' WHERE ("t0_f1"."referrer" IS NULL OR "t0_f1"."referrer" IN (SELECT "t0_f2"."id" FROM "Customer" AS "t0_f2" WHERE' +
+        ' ("t0_f2"."name" <> ? OR "t0_f2"."name" IS NULL))))) AND "t0"."customer" IN (SELECT "t0_f3"."id" FROM "Customer" AS "t0_f3"' +
+        ' WHERE "t0_f3"."age" > ?)))',
+    );
     expect(where.values).toEqual(['a', 'b', 1]);
   });
 
@@ -181,7 +186,10 @@ describe('compileFilter SQL shape', () => {
   });
 
   it('evaluates exp() once into a bound value', () => {
-    const where = compileFilter(parseFilter("placedAt gt exp('now() - 1D') and since eq exp('now()')".replace('since', 'customer.since')), scope(order, 'sqlite', { now: NOW }));
+    const where = compileFilter(
+      parseFilter("placedAt gt exp('now() - 1D') and since eq exp('now()')".replace('since', 'customer.since')),
+      scope(order, 'sqlite', { now: NOW }),
+    );
     expect(where.text).not.toMatch(/now|exp/i);
     expect(where.values).toEqual([new Date('2024-01-31T12:00:00Z'), new Date('2024-02-01T00:00:00Z')]);
     const before = Date.now();
@@ -224,16 +232,49 @@ describe('compileFilter SQL shape', () => {
     ['con null', { collection: order, given: 'title con null', want: /null can only be compared with eq or ne/ }],
     ['order on a boolean', { collection: customer, given: 'vip gt false', want: /cannot compare boolean property "vip"/ }],
     ['blob', { collection: customer, given: 'photo eq null', want: /property "photo" is a blob/ }],
-    ['~ on an integer', { collection: customer, given: 'age gt 1 or age gt~ 3', want: /case-insensitive operator gt~ needs a string or text property; "age" is integer at position 13/ }],
-    ['~ order on a lookup', { collection: order, given: `customer gt~ "${uid('c1')}"`, want: /operator gt~ needs a string .* "customer" is lookup \(ids and lookups take only eq~ and ne~\)/ }],
+    [
+      '~ on an integer',
+      {
+        collection: customer,
+        given: 'age gt 1 or age gt~ 3',
+        want: /case-insensitive operator gt~ needs a string or text property; "age" is integer at position 13/,
+      },
+    ],
+    [
+      '~ order on a lookup',
+      {
+        collection: order,
+        given: `customer gt~ "${uid('c1')}"`,
+        want: /operator gt~ needs a string .* "customer" is lookup \(ids and lookups take only eq~ and ne~\)/,
+      },
+    ],
     ['~ on a date-time', { collection: order, given: 'placedAt eq~ "2024-01-01"', want: /operator eq~ needs a string/ }],
-    ['exp date-time times a number', { collection: order, given: "placedAt gt exp('now() * 2')", want: /operator "\*" cannot combine a date-time and a number in exp\(\) at position 24/ }],
-    ['exp Sqrt of a string', { collection: customer, given: `credit eq exp('Sqrt("x")')`, want: /function Sqrt needs a number, found a string at position 21/ }],
+    [
+      'exp date-time times a number',
+      { collection: order, given: "placedAt gt exp('now() * 2')", want: /operator "\*" cannot combine a date-time and a number in exp\(\) at position 24/ },
+    ],
+    [
+      'exp Sqrt of a string',
+      { collection: customer, given: `credit eq exp('Sqrt("x")')`, want: /function Sqrt needs a number, found a string at position 21/ },
+    ],
     ['exp division by zero', { collection: customer, given: "credit eq exp('1 / (2 - 2)')", want: /division by zero in exp\(\) at position 18/ }],
     ['exp duration by zero', { collection: order, given: "placedAt eq exp('now() - 1D / 0')", want: /division by zero/ }],
-    ['exp fraction for an integer', { collection: customer, given: "age eq exp('1/2')", want: /property "age" \(integer\) expects an integer .* found exp\("1\/2"\) = 0.5 at position 1/ }],
-    ['exp date-time for a string', { collection: order, given: "title eq exp('now()')", want: /property "title" \(string\) expects a string, found exp\("now\(\)"\) = 2024-02-01T12:00:00.000Z/ }],
-    ['exp number for a boolean', { collection: customer, given: "vip eq exp('1')", want: /property "vip" \(boolean\) expects true or false, found exp\("1"\) = 1/ }],
+    [
+      'exp fraction for an integer',
+      { collection: customer, given: "age eq exp('1/2')", want: /property "age" \(integer\) expects an integer .* found exp\("1\/2"\) = 0.5 at position 1/ },
+    ],
+    [
+      'exp date-time for a string',
+      {
+        collection: order,
+        given: "title eq exp('now()')",
+        want: /property "title" \(string\) expects a string, found exp\("now\(\)"\) = 2024-02-01T12:00:00.000Z/,
+      },
+    ],
+    [
+      'exp number for a boolean',
+      { collection: customer, given: "vip eq exp('1')", want: /property "vip" \(boolean\) expects true or false, found exp\("1"\) = 1/ },
+    ],
     ['exp number for a date-time', { collection: order, given: "placedAt eq exp('1')", want: /property "placedAt" \(date-time\)/ }],
     ['exp a bare duration', { collection: order, given: "placedAt gt exp('7D')", want: /exp\(\) evaluates to a duration/ }],
     ['exp now() plus a number', { collection: order, given: "placedAt gt exp('now() + 7')", want: /operator "\+" cannot combine a date-time and a number/ }],
@@ -242,8 +283,14 @@ describe('compileFilter SQL shape', () => {
     ['exp Pow without a real result', { collection: customer, given: "credit gt exp('Pow(-8, 1/3)')", want: /Pow has no real result/ }],
     ['exp overflow', { collection: customer, given: "credit gt exp('Pow(10, 400)')", want: /not a finite number/ }],
     ['exp date out of range', { collection: order, given: "placedAt gt exp('now() + 3000000D')", want: /date-time out of range/ }],
-    ['exp me() of an anonymous caller with con', { collection: customer, given: "createdBy con exp('me()')", want: /null \(exp\("me\(\)"\) = null\) can only be compared with eq or ne/ }],
-    ['exp me() is not a UUID', { collection: customer, given: "referrer eq exp('me()')", want: /property "referrer" \(lookup\) expects a UUID/, callerId: 'u1' }],
+    [
+      'exp me() of an anonymous caller with con',
+      { collection: customer, given: "createdBy con exp('me()')", want: /null \(exp\("me\(\)"\) = null\) can only be compared with eq or ne/ },
+    ],
+    [
+      'exp me() is not a UUID',
+      { collection: customer, given: "referrer eq exp('me()')", want: /property "referrer" \(lookup\) expects a UUID/, callerId: 'u1' },
+    ],
   ];
 
   it.each(invalid)('rejects %s with 400 INVALID_FILTER', (_title, { collection, given, want, callerId }) => {

@@ -35,7 +35,9 @@ describe('filter complexity bounds', () => {
       [{ id: 'o1', title: 't', note: null, placedAt: null, customer: 'c1', createdBy: null, createdAt: '2024-01-01T00:00:00.000Z' }],
     );
   });
-  afterAll(async () => { await dbs?.close(); });
+  afterAll(async () => {
+    await dbs?.close();
+  });
 
   it('accepts exactly 100 comparisons, in any mix of and/or/parentheses, and runs them on both databases', async () => {
     expect(MAX_FILTER_PREDICATES).toBe(100);
@@ -71,7 +73,11 @@ describe('filter complexity bounds', () => {
   });
 
   it('refuses a NUL character in a string literal, an exp() and elsewhere, naming its position', () => {
-    for (const [text, position] of [['title eq "a\u0000b"', 12], [`placedAt gt exp('now()\u0000')`, 23], ['title\u0000 eq "a"', 6]] as const) {
+    for (const [text, position] of [
+      ['title eq "a\u0000b"', 12],
+      [`placedAt gt exp('now()\u0000')`, 23],
+      ['title\u0000 eq "a"', 6],
+    ] as const) {
       const err = filterErrorOf(() => parseFilter(text));
       expect(err.message).toBe(`filter: NUL character (U+0000) at position ${position} is not allowed in a filter`);
     }

@@ -22,43 +22,108 @@ const AGES = [30, 25, null, 40, 18, 0, -5, 2147483647, 30, -2147483648];
 const CREDITS = [10.5, 0.25, null, -3.5, 12, 0, 0.1, 1000000, 3.14159, -0.5];
 const SINCE = ['2024-01-31', '2024-02-01', null, '2024-02-02', '2020-01-01', '2024-01-30', '1999-12-31', '2024-02-01', null, '2030-06-15'];
 const customers: Row[] = NAMES.map((name, i) => ({
-  id: `c${i + 1}`, name, age: AGES[i], vip: i % 3 === 2 ? null : i % 2 === 0, since: SINCE[i], credit: CREDITS[i],
-  referrer: i % 4 === 0 ? null : `c${((i * 7) % 10) + 1}`, createdBy: ['u1', null, 'U1'][i % 3],
+  id: `c${i + 1}`,
+  name,
+  age: AGES[i],
+  vip: i % 3 === 2 ? null : i % 2 === 0,
+  since: SINCE[i],
+  credit: CREDITS[i],
+  referrer: i % 4 === 0 ? null : `c${((i * 7) % 10) + 1}`,
+  createdBy: ['u1', null, 'U1'][i % 3],
   createdAt: new Date(NOW.getTime() - i * 5 * H).toISOString(),
 }));
 
 const TITLES = [
-  'Red Apple', 'red apple', 'APPLE pie', 'Äpfel', 'äpfel', 'ÆØÅ', 'æøå', 'Ærø', '100%', '100_%', 'a_b', 'a%b', 'ΟΔΟΣ', 'οδος',
-  'Привет', 'ПРИВЕТ', 'İstanbul', 'istanbul', '😀 smile', 'ｱｲ', 'x"y', 'back\\slash', '', null, 'Zebra', 'zebra', 'ß', 'SS',
-  'ǅemal', '\u212Bngstrom', '\u2126hm \u212Aelvin', '𐐀𐐁', 'ÉCOLE', 'école', null, 'ΣΑΣ', 'σας', '% _', 'Apple', 'aXb',
+  'Red Apple',
+  'red apple',
+  'APPLE pie',
+  'Äpfel',
+  'äpfel',
+  'ÆØÅ',
+  'æøå',
+  'Ærø',
+  '100%',
+  '100_%',
+  'a_b',
+  'a%b',
+  'ΟΔΟΣ',
+  'οδος',
+  'Привет',
+  'ПРИВЕТ',
+  'İstanbul',
+  'istanbul',
+  '😀 smile',
+  'ｱｲ',
+  'x"y',
+  'back\\slash',
+  '',
+  null,
+  'Zebra',
+  'zebra',
+  'ß',
+  'SS',
+  'ǅemal',
+  '\u212Bngstrom',
+  '\u2126hm \u212Aelvin',
+  '𐐀𐐁',
+  'ÉCOLE',
+  'école',
+  null,
+  'ΣΑΣ',
+  'σας',
+  '% _',
+  'Apple',
+  'aXb',
 ];
 const NOTES = ['ÆØÅ note', null, 'ärger im Büro', 'ÄRGER IM BÜRO', 'Привет мир', '100% sure', 'a_b_c', 'İİ', '', 'plain'];
 const CREATORS = ['User1', 'user1', 'USER1', null, 'ÆØÅ', 'u2', 'æøå'];
 const orders: Row[] = TITLES.map((title, i) => ({
-  id: `o${i + 1}`, title, note: NOTES[i % NOTES.length], customer: i % 12 === 11 ? null : `c${(i % 10) + 1}`,
+  id: `o${i + 1}`,
+  title,
+  note: NOTES[i % NOTES.length],
+  customer: i % 12 === 11 ? null : `c${(i % 10) + 1}`,
   placedAt: i % 9 === 8 ? null : new Date(NOW.getTime() + (i - 20) * 7.5 * H + (i % 3) - 1).toISOString(),
-  createdBy: CREATORS[i % CREATORS.length], createdAt: new Date(NOW.getTime() - i * 3 * H).toISOString(),
+  createdBy: CREATORS[i % CREATORS.length],
+  createdAt: new Date(NOW.getTime() - i * 3 * H).toISOString(),
 }));
 
 /* ---------- value pools ---------- */
 
 const strings = [...NAMES, ...TITLES, ...NOTES, ...CREATORS].filter((s): s is string => s !== null);
-const STRING_POOL = [...new Set([
-  ...strings, ...strings.map((s) => s.toUpperCase()), ...strings.map((s) => s.toLowerCase()),
-  ...strings.map((s) => [...s].slice(0, 2).join('')), ...strings.map((s) => [...s].slice(-2).join('')),
-  '', '%', '_', '\\', '"', 'a', 'z', '~', 'ς', 'i̇', 'ss', 'å',
-])];
+const STRING_POOL = [
+  ...new Set([
+    ...strings,
+    ...strings.map((s) => s.toUpperCase()),
+    ...strings.map((s) => s.toLowerCase()),
+    ...strings.map((s) => [...s].slice(0, 2).join('')),
+    ...strings.map((s) => [...s].slice(-2).join('')),
+    '',
+    '%',
+    '_',
+    '\\',
+    '"',
+    'a',
+    'z',
+    '~',
+    'ς',
+    'i̇',
+    'ss',
+    'å',
+  ]),
+];
 const quote = (s: string) => `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
-const INTS = [...new Set(AGES.filter((a): a is number => a !== null).flatMap((a) => [a, a + 1, a - 1]))]
-  .filter((a) => a >= -2147483648 && a <= 2147483647);
+const INTS = [...new Set(AGES.filter((a): a is number => a !== null).flatMap((a) => [a, a + 1, a - 1]))].filter((a) => a >= -2147483648 && a <= 2147483647);
 const SMALL_INTS = INTS.filter((a) => Math.abs(a) < 1000);
 const DECIMALS = [...CREDITS.filter((c): c is number => c !== null), 0.5, -1, 2, 10.25, 3.1416];
 const dateTimes = [...orders, ...customers].flatMap((r) => [r.placedAt, r.createdAt]).filter((d): d is string => typeof d === 'string');
-const DATE_TIME_POOL = [...new Set(dateTimes.flatMap((d) => {
-  const ms = Date.parse(d);
-  return [d, new Date(ms + 1).toISOString(), new Date(ms - 1).toISOString(),
-    new Date(ms + 2 * H).toISOString().replace('Z', '+02:00'), d.slice(0, 10)];
-}))];
+const DATE_TIME_POOL = [
+  ...new Set(
+    dateTimes.flatMap((d) => {
+      const ms = Date.parse(d);
+      return [d, new Date(ms + 1).toISOString(), new Date(ms - 1).toISOString(), new Date(ms + 2 * H).toISOString().replace('Z', '+02:00'), d.slice(0, 10)];
+    }),
+  ),
+];
 const DATE_POOL = [...new Set([...SINCE.filter((d): d is string => d !== null), ...dateTimes.map((d) => d.slice(0, 10)), '2024-02-29'])];
 const IDS = [...customers, ...orders].map((r) => uid(r.id as string));
 const GUID_POOL = [...IDS, ...IDS.map((id) => id.toUpperCase()), '00000000-0000-0000-0000-000000000000', 'ffffffff-ffff-7fff-bfff-ffffffffffff'];
@@ -67,24 +132,48 @@ const GUID_POOL = [...IDS, ...IDS.map((id) => id.toUpperCase()), '00000000-0000-
 
 type Kind = 'string' | 'integer' | 'decimal' | 'boolean' | 'date' | 'date-time' | 'guid';
 const FIELDS: [string, Kind][] = [
-  ['title', 'string'], ['note', 'string'], ['createdBy', 'string'], ['customer.name', 'string'], ['customer.referrer.name', 'string'],
-  ['customer.age', 'integer'], ['customer.credit', 'decimal'], ['customer.vip', 'boolean'], ['customer.since', 'date'],
-  ['placedAt', 'date-time'], ['createdAt', 'date-time'], ['customer.createdAt', 'date-time'],
-  ['id', 'guid'], ['customer', 'guid'], ['customer.id', 'guid'], ['customer.referrer', 'guid'],
+  ['title', 'string'],
+  ['note', 'string'],
+  ['createdBy', 'string'],
+  ['customer.name', 'string'],
+  ['customer.referrer.name', 'string'],
+  ['customer.age', 'integer'],
+  ['customer.credit', 'decimal'],
+  ['customer.vip', 'boolean'],
+  ['customer.since', 'date'],
+  ['placedAt', 'date-time'],
+  ['createdAt', 'date-time'],
+  ['customer.createdAt', 'date-time'],
+  ['id', 'guid'],
+  ['customer', 'guid'],
+  ['customer.id', 'guid'],
+  ['customer.referrer', 'guid'],
 ];
 const ORDER_OPS = ['eq', 'ne', 'gt', 'ge', 'lt', 'le'];
 const OPS: Record<Kind, string[]> = {
-  string: [...ORDER_OPS, 'con', 'ncon', 'sw', 'ew'], integer: ORDER_OPS, decimal: ORDER_OPS, boolean: ['eq', 'ne'],
-  date: ORDER_OPS, 'date-time': ORDER_OPS, guid: ORDER_OPS,
+  string: [...ORDER_OPS, 'con', 'ncon', 'sw', 'ew'],
+  integer: ORDER_OPS,
+  decimal: ORDER_OPS,
+  boolean: ['eq', 'ne'],
+  date: ORDER_OPS,
+  'date-time': ORDER_OPS,
+  guid: ORDER_OPS,
 };
 const pick = <T>(values: readonly T[]) => fc.constantFrom(...values);
-const durationExp = fc.tuple(pick(['+', '-']), fc.integer({ min: 0, max: 400 }), pick(['D', 'H', 'M', 'S', 'd', 'h', 'm', 's']),
-  fc.option(fc.tuple(pick(['+', '-']), fc.integer({ min: 1, max: 90 }), pick(['H', 'm', 'S'])), { nil: undefined }))
+const durationExp = fc
+  .tuple(
+    pick(['+', '-']),
+    fc.integer({ min: 0, max: 400 }),
+    pick(['D', 'H', 'M', 'S', 'd', 'h', 'm', 's']),
+    fc.option(fc.tuple(pick(['+', '-']), fc.integer({ min: 1, max: 90 }), pick(['H', 'm', 'S'])), { nil: undefined }),
+  )
   .map(([sign, n, unit, more]) => `exp('now() ${sign} ${n}${unit}${more ? ` ${more[0]} ${more[1]}${more[2]}` : ''}')`);
-const integerExp = fc.tuple(pick(SMALL_INTS), fc.integer({ min: 1, max: 5 }), fc.integer({ min: 0, max: 4 }))
+const integerExp = fc
+  .tuple(pick(SMALL_INTS), fc.integer({ min: 1, max: 5 }), fc.integer({ min: 0, max: 4 }))
   .map(([a, b, form]) => [`${a} + ${b}`, `Floor(${a} / ${b})`, `Abs(${a}) - ${b}`, `Max(${a}, ${b} * 10)`, `ROUND(${a} / 2)`][form])
   .map((e) => `exp('${e}')`);
-const decimalExp = fc.tuple(pick(DECIMALS), fc.integer({ min: 1, max: 8 }), fc.integer({ min: 0, max: 3 }))
+const decimalExp = fc
+  .tuple(pick(DECIMALS), fc.integer({ min: 1, max: 8 }), fc.integer({ min: 0, max: 3 }))
   .map(([a, b, form]) => [`${a} / ${b}`, `Sqrt(${Math.abs(a)})`, `Min(${a}, ${b}) * 0.5`, `-(${a} - ${b})`][form])
   .map((e) => `exp("${e}")`);
 
@@ -96,28 +185,46 @@ function valueArb(kind: Kind, op: string): fc.Arbitrary<string> {
     case 'string': {
       const literal = pick(STRING_POOL).map(quote);
       const exps = pick(STRING_POOL.filter((s) => !/['"]/.test(s))).map((s) => `exp('"${s}"')`);
-      return withNull(nullable ? fc.oneof(literal, exps, fc.constant(`exp("me()")`)) : fc.oneof({ weight: 4, arbitrary: literal }, { weight: 1, arbitrary: exps }));
+      return withNull(
+        nullable ? fc.oneof(literal, exps, fc.constant(`exp("me()")`)) : fc.oneof({ weight: 4, arbitrary: literal }, { weight: 1, arbitrary: exps }),
+      );
     }
-    case 'integer': return withNull(fc.oneof({ weight: 3, arbitrary: pick(INTS).map(String) }, { weight: 1, arbitrary: integerExp }));
-    case 'decimal': return withNull(fc.oneof({ weight: 3, arbitrary: pick(DECIMALS).map(String) }, { weight: 1, arbitrary: decimalExp }));
-    case 'boolean': return withNull(pick(['true', 'false', 'TRUE']));
-    case 'date': return withNull(fc.oneof({ weight: 3, arbitrary: pick(DATE_POOL).map(quote) }, { weight: 1, arbitrary: durationExp }));
-    case 'date-time': return withNull(fc.oneof({ weight: 3, arbitrary: pick(DATE_TIME_POOL).map(quote) }, { weight: 1, arbitrary: durationExp }));
-    case 'guid': return withNull(pick(GUID_POOL).map(quote));
+    case 'integer':
+      return withNull(fc.oneof({ weight: 3, arbitrary: pick(INTS).map(String) }, { weight: 1, arbitrary: integerExp }));
+    case 'decimal':
+      return withNull(fc.oneof({ weight: 3, arbitrary: pick(DECIMALS).map(String) }, { weight: 1, arbitrary: decimalExp }));
+    case 'boolean':
+      return withNull(pick(['true', 'false', 'TRUE']));
+    case 'date':
+      return withNull(fc.oneof({ weight: 3, arbitrary: pick(DATE_POOL).map(quote) }, { weight: 1, arbitrary: durationExp }));
+    case 'date-time':
+      return withNull(fc.oneof({ weight: 3, arbitrary: pick(DATE_TIME_POOL).map(quote) }, { weight: 1, arbitrary: durationExp }));
+    case 'guid':
+      return withNull(pick(GUID_POOL).map(quote));
   }
 }
 
-const comparison: fc.Arbitrary<string> = pick(FIELDS).chain(([path, kind]) => fc.tuple(pick(OPS[kind]), fc.boolean()).chain(([op, tilde]) => {
-  const ci = tilde && (kind === 'string' || (kind === 'guid' && (op === 'eq' || op === 'ne')));
-  return valueArb(kind, op).map((value) => `${path} ${op}${ci ? '~' : ''} ${value}`);
-}));
+const comparison: fc.Arbitrary<string> = pick(FIELDS).chain(([path, kind]) =>
+  fc.tuple(pick(OPS[kind]), fc.boolean()).chain(([op, tilde]) => {
+    const ci = tilde && (kind === 'string' || (kind === 'guid' && (op === 'eq' || op === 'ne')));
+    return valueArb(kind, op).map((value) => `${path} ${op}${ci ? '~' : ''} ${value}`);
+  }),
+);
 
-interface Group { kind: 'and' | 'or'; operands: Tree[]; paren: boolean; upper: boolean }
+interface Group {
+  kind: 'and' | 'or';
+  operands: Tree[];
+  paren: boolean;
+  upper: boolean;
+}
 type Tree = string | Group;
 function treeArb(depth: number): fc.Arbitrary<Tree> {
   if (depth === 0) return comparison;
   const group = fc.record({
-    kind: pick(['and', 'or'] as const), operands: fc.array(treeArb(depth - 1), { minLength: 2, maxLength: 3 }), paren: fc.boolean(), upper: fc.boolean(),
+    kind: pick(['and', 'or'] as const),
+    operands: fc.array(treeArb(depth - 1), { minLength: 2, maxLength: 3 }),
+    paren: fc.boolean(),
+    upper: fc.boolean(),
   });
   return fc.oneof({ weight: 2, arbitrary: comparison }, { weight: 3, arbitrary: group });
 }
@@ -145,12 +252,15 @@ describe('filter property: SQLite and PostgreSQL agree with the reference evalua
 
   it('random well-formed filters return exactly the reference rows', async () => {
     let nonEmpty = 0;
-    await fc.assert(fc.asyncProperty(pick(['User1', 'æøå', null]), treeArb(3), async (callerId, tree) => {
-      const text = render(tree);
-      const want = referenceNames(parseFilter(text), { manifest, rows: { Customer: customers, Order: orders }, exp: { now: NOW, callerId } }, order);
-      if (want.length > 0 && want.length < orders.length) nonEmpty += 1;
-      expect(await dbs.names(order, text, { now: NOW, callerId }), `${text} (me() = ${callerId})`).toEqual({ sqlite: want, postgresql: want });
-    }), { numRuns: 1000 });
+    await fc.assert(
+      fc.asyncProperty(pick(['User1', 'æøå', null]), treeArb(3), async (callerId, tree) => {
+        const text = render(tree);
+        const want = referenceNames(parseFilter(text), { manifest, rows: { Customer: customers, Order: orders }, exp: { now: NOW, callerId } }, order);
+        if (want.length > 0 && want.length < orders.length) nonEmpty += 1;
+        expect(await dbs.names(order, text, { now: NOW, callerId }), `${text} (me() = ${callerId})`).toEqual({ sqlite: want, postgresql: want });
+      }),
+      { numRuns: 1000 },
+    );
     // The generator must produce discriminating filters, not only all-or-nothing ones.
     expect(nonEmpty).toBeGreaterThan(300);
   });
@@ -159,39 +269,60 @@ describe('filter property: SQLite and PostgreSQL agree with the reference evalua
     const arity = (f: string) => (['Max', 'MIN', 'Pow'].includes(f) ? 2 : 1);
     const FUNCTIONS = ['Abs', 'ceiling', 'Floor', 'Round', 'Max', 'MIN', 'Pow', 'Sqrt'];
     /** Syntactically valid expressions over `leaves`; functions get the wrong arity 1 time in 10. */
-    const expression = (leaves: fc.Arbitrary<string>) => fc.letrec<{ e: string }>((tie) => ({
-      e: fc.oneof({ depthSize: 'small', withCrossShrink: true },
-        leaves,
-        fc.tuple(tie('e'), pick([' + ', ' - ', '*', ' / ']), tie('e'), fc.boolean()).map(([l, op, r, p]) => (p ? `(${l}${op}${r})` : `${l}${op}${r}`)),
-        tie('e').map((e) => `-${e}`),
-        fc.tuple(pick(FUNCTIONS), fc.array(tie('e'), { minLength: 2, maxLength: 2 }), fc.nat(9))
-          .map(([f, args, wrong]) => `${f}(${args.slice(0, wrong === 0 ? 3 - arity(f) : arity(f)).join(', ')})`)),
-    })).e;
+    const expression = (leaves: fc.Arbitrary<string>) =>
+      fc.letrec<{ e: string }>((tie) => ({
+        e: fc.oneof(
+          { depthSize: 'small', withCrossShrink: true },
+          leaves,
+          fc.tuple(tie('e'), pick([' + ', ' - ', '*', ' / ']), tie('e'), fc.boolean()).map(([l, op, r, p]) => (p ? `(${l}${op}${r})` : `${l}${op}${r}`)),
+          tie('e').map((e) => `-${e}`),
+          fc
+            .tuple(pick(FUNCTIONS), fc.array(tie('e'), { minLength: 2, maxLength: 2 }), fc.nat(9))
+            .map(([f, args, wrong]) => `${f}(${args.slice(0, wrong === 0 ? 3 - arity(f) : arity(f)).join(', ')})`),
+        ),
+      })).e;
     const numeric = expression(pick(['0', '1', '2.5', '1000', '3', '0.25', '7']));
-    const duration = fc.oneof(pick(['7D', '1.5h', '30M', '2s', '0D']), numeric.map((n) => `(${n}) * 1H`));
+    const duration = fc.oneof(
+      pick(['7D', '1.5h', '30M', '2s', '0D']),
+      numeric.map((n) => `(${n}) * 1H`),
+    );
     const typed = {
       date: fc.tuple(duration, pick([' + ', ' - ']), fc.boolean()).map(([d, op, first]) => (first && op === ' + ' ? `${d} + now()` : `now()${op}${d}`)),
       number: numeric,
       string: pick(['me()', '"a"', '"Red Apple"', '"user1"']),
     };
-    const anything = expression(fc.oneof({ weight: 30, arbitrary: pick(['now()', 'me()', '7D', '1.5h', '30M', '2s', '0', '1', '2.5', '"a"']) },
-      { weight: 1, arbitrary: pick(['7x', 'foo(1)', '1 2']) }));
-    const targets = [['placedAt gt', 'date'], ['customer.since le', 'date'], ['customer.credit ge', 'number'], ['customer.age ne', 'number'],
-      ['title eq~', 'string'], ['createdBy eq', 'string']] as const;
+    const anything = expression(
+      fc.oneof(
+        { weight: 30, arbitrary: pick(['now()', 'me()', '7D', '1.5h', '30M', '2s', '0', '1', '2.5', '"a"']) },
+        { weight: 1, arbitrary: pick(['7x', 'foo(1)', '1 2']) },
+      ),
+    );
+    const targets = [
+      ['placedAt gt', 'date'],
+      ['customer.since le', 'date'],
+      ['customer.credit ge', 'number'],
+      ['customer.age ne', 'number'],
+      ['title eq~', 'string'],
+      ['createdBy eq', 'string'],
+    ] as const;
     const comparisonText = pick(targets).chain(([left, kind]) =>
-      fc.oneof({ weight: 3, arbitrary: typed[kind] }, { weight: 1, arbitrary: anything }).map((e) => `${left} exp('${e}')`));
+      fc.oneof({ weight: 3, arbitrary: typed[kind] }, { weight: 1, arbitrary: anything }).map((e) => `${left} exp('${e}')`),
+    );
     let compiled = 0;
-    await fc.assert(fc.asyncProperty(comparisonText, pick(['User1', null]), async (text, callerId) => {
-      let want: string[];
-      try {
-        want = referenceNames(parseFilter(text), { manifest, rows: { Customer: customers, Order: orders }, exp: { now: NOW, callerId } }, order);
-        const got = await dbs.names(order, text, { now: NOW, callerId });
-        compiled += 1;
-        expect(got, text).toEqual({ sqlite: want, postgresql: want });
-      } catch (e) {
-        if (!(e instanceof HttpError) || e.status !== 400 || e.code !== 'INVALID_FILTER') throw e;
-      }
-    }), { numRuns: 1500 });
+    await fc.assert(
+      fc.asyncProperty(comparisonText, pick(['User1', null]), async (text, callerId) => {
+        let want: string[];
+        try {
+          want = referenceNames(parseFilter(text), { manifest, rows: { Customer: customers, Order: orders }, exp: { now: NOW, callerId } }, order);
+          const got = await dbs.names(order, text, { now: NOW, callerId });
+          compiled += 1;
+          expect(got, text).toEqual({ sqlite: want, postgresql: want });
+        } catch (e) {
+          if (!(e instanceof HttpError) || e.status !== 400 || e.code !== 'INVALID_FILTER') throw e;
+        }
+      }),
+      { numRuns: 1500 },
+    );
     expect(compiled).toBeGreaterThan(600);
   });
 
