@@ -12,7 +12,7 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { backends, type Backend } from '../support/backends.js';
 import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
-import { freePort } from '../support/pg-cluster-ops.js';
+import { freePort } from '../support/pg-cluster.js';
 import { call } from '../support/scenario.js';
 import { pingRedis, readiness } from '../../runtime/http/health.js';
 

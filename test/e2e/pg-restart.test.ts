@@ -1,6 +1,6 @@
 /**
  * The server survives its PostgreSQL going away (issue 10): `svc serve` examples/shop on a private
- * PostgreSQL (test/support/pg-cluster-ops.ts), 30 loopback clients sending GETs and POSTs for a
+ * PostgreSQL (test/support/pg-cluster.ts), 30 loopback clients sending GETs and POSTs for a
  * bounded time, while the database restarts twice and stops for 3 s once. The process never exits
  * and never answers 500; while the database is down every request answers 503 SERVICE_UNAVAILABLE
  * with `Retry-After` and `/api/_ready` answers 503; once it is back, service resumes within 1.5 s.
@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { ROOT, runCli, serve, type TestServer } from '../support/cli.js';
 import { adminIdentity } from '../support/auth.js';
-import { startPgCluster, type PgCluster } from '../support/pg-cluster-ops.js';
+import { startPgCluster, type PgCluster } from '../support/pg-cluster.js';
 
 const CLIENTS = 30;
 const REQUEST_TIMEOUT_MS = 5000;

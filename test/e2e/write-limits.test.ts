@@ -65,7 +65,9 @@ function dataSuite(backend: Backend): void {
       let writing = true;
       const writer = (async () => {
         try {
-          for (let i = 0; i < 5; i++) expect((await call(base, 'POST', '/Order', orders(1000, `stall${i}`))).status).toBe(201);
+          // Bulk POSTs at the limit, back to back, for 3 s.
+          const until = performance.now() + 3000;
+          for (let i = 0; performance.now() < until; i++) expect((await call(base, 'POST', '/Order', orders(1000, `stall${i}`))).status).toBe(201);
         } finally {
           writing = false;
         }
@@ -81,12 +83,12 @@ function dataSuite(backend: Backend): void {
         }
       })();
       await Promise.all([writer, poller]);
-      expect(waits.length).toBeGreaterThan(3);
+      expect(waits.length).toBeGreaterThan(10);
       expect(Math.max(...waits), `GET waits (ms): ${waits.map((w) => Math.round(w)).join(', ')}`).toBeLessThanOrEqual(500);
     });
 
     it('reads no body before routing and authorization', async () => {
-      const huge = `[${Array.from({ length: 2_500_000 }, () => '{}').join(',')}]`; // ~10 MB
+      const huge = `[${Array.from({ length: 3_300_000 }, () => '{}').join(',')}]`; // ~10 MB
       expect(huge.length).toBeGreaterThan(9_000_000);
       for (const [url, status, code] of [
         ['/Nowhere', 404, 'NOT_FOUND'],

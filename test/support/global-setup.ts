@@ -9,7 +9,7 @@
 import pg from 'pg';
 import { backends, PG_ADMIN_URL } from './backends.js';
 import { findChromium } from './chromium.js';
-import { startPgCluster, type PgCluster } from './pg-cluster-ops.js';
+import { startPgCluster, type PgCluster } from './pg-cluster.js';
 
 /** Why `url` cannot be used, or undefined when it answers `SELECT 1`. */
 async function pgProblem(url: string): Promise<string | undefined> {

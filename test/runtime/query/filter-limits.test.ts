@@ -6,9 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpError } from '../../../runtime/errors.js';
-import { compileFilter, MAX_LOOKUP_HOPS } from '../../../runtime/query/filter-compile.js';
+import { compileFilter } from '../../../runtime/query/filter-compile.js';
 import { parseFilter } from '../../../runtime/query/filter-parser.js';
-import { MAX_FILTER_PREDICATES } from '../../../runtime/contract/limits.js';
+import { MAX_FILTER_PREDICATES, MAX_LOOKUP_HOPS } from '../../../runtime/contract/limits.js';
 import { customer, openFilterDatabases, order, scope, type FilterDatabases } from '../../support/filter-db.js';
 
 /** The 400 INVALID_FILTER error thrown by `fn`. */
