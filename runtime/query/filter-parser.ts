@@ -173,10 +173,20 @@ class Parser {
  *   the message names the limit or the 1-based position and what was expected.
  */
 export function parseFilter(text: string): FilterNode {
+  const cached = parsedFilters.get(text);
+  if (cached) return cached;
   if (text.length > MAX_FILTER_LENGTH) {
     throw filterError(`too long (${text.length} characters, at most ${MAX_FILTER_LENGTH})`);
   }
   const tokens = tokenizeFilter(text);
   if (tokens.length === 1) throw filterError('empty expression');
-  return new Parser(tokens).parseAll();
+  const node = new Parser(tokens).parseAll();
+  // Trees are never changed after parsing (compiling reads them), so one can serve every request.
+  if (parsedFilters.size >= PARSED_FILTERS_KEPT) parsedFilters.delete(parsedFilters.keys().next().value!);
+  parsedFilters.set(text, node);
+  return node;
 }
+
+/** Filters parsed lately, by text: a client repeats the same few filters (oldest dropped first). */
+const parsedFilters = new Map<string, FilterNode>();
+const PARSED_FILTERS_KEPT = 500;
