@@ -124,8 +124,11 @@ export function decodeSigningKey(r: Raw): SigningKeyRow {
   return { id: String(r.id), algorithm: String(r.algorithm), privateJwk: String(r.privateJwk), publicJwk: String(r.publicJwk) };
 }
 
-/** Runs `statement` and decodes its first row, or answers null when it returned none. */
+/**
+ * Runs `statement` (a read of one row by a unique key: a point read, which never waits behind a scan)
+ * and decodes its first row, or answers null when it returned none.
+ */
 export async function first<T>(db: Database, statement: Sql, decode: (r: Raw) => T): Promise<T | null> {
-  const rows = await db.query<Raw>(statement);
+  const rows = await db.query<Raw>(statement, undefined, { point: true });
   return rows.length > 0 ? decode(rows[0]) : null;
 }
