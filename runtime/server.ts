@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { openDatabase, providerOf, resolveDatabaseUrl, type Database } from './data/database.js';
 import { applyMigrations } from './data/schema-engine.js';
-import { pendingMigrations } from './data/migration-state.js';
+import { appliedAt, appliedThrough, pendingMigrations } from './data/migration-state.js';
 import { createApp } from './http/app.js';
 import { secretsFromEnv } from './http/function-routes.js';
 import { WorkerPool } from './functions/worker-pool.js';
@@ -78,7 +78,7 @@ async function applyPending(appDir: string, manifest: AppManifest, url: string):
   const migrationsDir = join(appDir, 'migrations', manifest.provider);
   if (!existsSync(migrationsDir)) return [];
   // Nothing pending: leave the engine (and its database lock) out of it.
-  const pending = await pendingMigrations(manifest.provider, url, migrationsDir).catch(() => null);
+  const pending = await pendingMigrations(appliedAt(manifest.provider, url), migrationsDir).catch(() => null);
   if (pending?.length === 0) return [];
   const { applied } = await applyMigrations({ provider: manifest.provider, url, migrationsDir });
   return applied;
@@ -140,7 +140,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     },
     health: {
       ping: () => db.ping(),
-      pendingMigrations: () => pendingMigrations(manifest.provider, url, join(appDir, 'migrations', manifest.provider)),
+      pendingMigrations: () => pendingMigrations(appliedThrough(db), join(appDir, 'migrations', manifest.provider)),
       redisUrl: env.REDIS_URL || manifest.settings.realtime.redis || undefined,
     },
   });

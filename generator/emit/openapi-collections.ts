@@ -6,7 +6,7 @@
 import type { OpenApiBuilder, OperationObject, SchemaObject } from 'openapi3-ts/oas31';
 import type { AccessRule, AppManifest, Collection } from '../../runtime/index.js';
 import { collectionInputSchema, MAX_BULK_ROWS, propertyJsonSchema, SYSTEM_FIELDS } from '../../runtime/contract/index.js';
-import { errorResponses, ID_PARAMETER, json, LIST_PARAMETERS, ref, securityFor, type SvcOperationExtensions } from './openapi-shared.js';
+import { errorResponses, ID_PARAMETER, json, LIST_PARAMETERS, listResponse, ref, securityFor, type SvcOperationExtensions } from './openapi-shared.js';
 
 /** A row as read: `id`, the properties in declaration order, then the read-only bookkeeping fields. */
 function rowSchema(c: Collection): SchemaObject {
@@ -47,18 +47,7 @@ function collectionPaths(builder: OpenApiBuilder, children: Collection[], c: Col
       summary: `List ${n} rows`,
       parameters: LIST_PARAMETERS.filter((p) => p.name !== 'search' || c.search),
       responses: {
-        200: {
-          description: 'A page of rows',
-          content: json({
-            type: 'object',
-            required: ['data'],
-            properties: {
-              data: { type: 'array', items: rowRef },
-              items: { type: 'array', items: rowRef, description: 'The same rows, present with count=true' },
-              meta: ref('ListMeta'),
-            },
-          }),
-        },
+        200: listResponse(rowRef),
         ...errorResponses(400, 401, 403),
       },
     }),

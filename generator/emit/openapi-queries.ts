@@ -6,7 +6,7 @@
  */
 import type { OpenApiBuilder, SchemaObject } from 'openapi3-ts/oas31';
 import type { AppManifest, Query, QueryField } from '../../runtime/index.js';
-import { errorResponses as errors, json, LIST_PARAMETERS, ref, securityFor, type SvcOperationExtensions } from './openapi-shared.js';
+import { errorResponses as errors, json, LIST_PARAMETERS, listResponse, ref, securityFor, type SvcOperationExtensions } from './openapi-shared.js';
 
 function fieldSchema(f: QueryField): SchemaObject {
   const nullable = (type: string, extra: SchemaObject = {}): SchemaObject => ({ type: [type, 'null'] as SchemaObject['type'], ...extra });
@@ -76,18 +76,7 @@ export function queriesOpenApi(builder: OpenApiBuilder, manifest: AppManifest): 
         security,
         ...ext,
         responses: {
-          200: {
-            description: 'A page of rows',
-            content: json({
-              type: 'object',
-              required: ['data'],
-              properties: {
-                data: { type: 'array', items: ref(n) },
-                items: { type: 'array', items: ref(n), description: 'The same rows, present with count=true' },
-                meta: ref('ListMeta'),
-              },
-            }),
-          },
+          200: listResponse(ref(n)),
           ...errors(400, 401, 403),
         },
       },

@@ -14,6 +14,20 @@ export type PathBuilder = (builder: OpenApiBuilder, manifest: AppManifest) => vo
 export const ref = (name: string): ReferenceObject => ({ $ref: `#/components/schemas/${name}` });
 export const json = (schema: SchemaObject | ReferenceObject) => ({ 'application/json': { schema } });
 
+/** The 200 answer of a list (`{ data, items?, meta? }`) whose rows are `row` (SPEC §4.2, DESIGN §4). */
+export const listResponse = (row: ReferenceObject) => ({
+  description: 'A page of rows',
+  content: json({
+    type: 'object',
+    required: ['data'],
+    properties: {
+      data: { type: 'array', items: row },
+      items: { type: 'array', items: row, description: 'The same rows, present with count=true' },
+      meta: ref('ListMeta'),
+    },
+  }),
+});
+
 /** Every status of the contract's error table, with a shared `Error<status>` response component (the DESIGN §4 body). */
 export const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = errorStatusDescriptions();
 

@@ -41,6 +41,31 @@ export interface CredentialInput {
   scheme: 'http' | 'https';
 }
 
+/**
+ * The credentials and origin headers of a `node:http` request (an Express request, a WebSocket
+ * upgrade). The scheme is 'https' only when the connection itself is TLS.
+ */
+export function credentialInput(req: RequestLike): CredentialInput {
+  const h = req.headers;
+  const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+  return {
+    method: req.method ?? 'GET',
+    authorization: one(h.authorization),
+    cookie: one(h.cookie),
+    origin: one(h.origin),
+    referer: one(h.referer),
+    host: one(h.host),
+    scheme: (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http',
+  };
+}
+
+/** What `credentialInput` reads of a `node:http` request (described here: the auth core imports no HTTP module). */
+export interface RequestLike {
+  method?: string;
+  headers: Record<string, string | string[] | undefined>;
+  socket: unknown;
+}
+
 /** Who is calling, and what proved it (`none`: anonymous). */
 export interface Authenticated {
   caller: Caller;

@@ -10,6 +10,7 @@ import type { Caller } from '../auth/caller.js';
 import { mapInfrastructureError } from '../data/db-errors.js';
 import { requestContext, type AppRuntime } from './context.js';
 import { runOperation } from './operations.js';
+import { resourcePath } from './resources.js';
 
 /** One call: the path under `/api` (`/Order`, `/Order/<id>`), query parameters and a JSON body. */
 export interface ApiCall {
@@ -53,13 +54,18 @@ export function apiClientFor(app: AppRuntime, caller: Caller, options: ApiClient
       const reqId = options.reqId ?? randomUUID();
       let answer: ApiAnswer;
       try {
-        const [name, id, ...rest] = call.path.replace(/^\/+/, '').split('/').map(decodeURIComponent);
-        const resource = rest.length === 0 ? app.resources.get(name) : undefined;
-        if (!resource) throw new HttpError('NOT_FOUND', `no collection, view or query is at ${call.path}`);
+        let target: ReturnType<typeof resourcePath>;
+        try {
+          target = resourcePath(call.path.replace(/^\/+/, ''));
+        } catch {
+          throw new HttpError('INVALID_PARAMETER', 'the path is not valid percent-encoding');
+        }
+        const resource = target && app.resources.get(target.name);
+        if (!target || !resource) throw new HttpError('NOT_FOUND', `no collection, view or query is at ${call.path}`);
         const ctx = requestContext(app, { caller, reqId, signal: options.signal });
         // A structured clone, so the caller's object is never shared with what is stored or returned.
         const body = call.body === undefined ? undefined : structuredClone(call.body);
-        const result = await runOperation(ctx, resource, { method: call.method, id: id || undefined, query: call.query ?? {}, body: async () => body });
+        const result = await runOperation(ctx, resource, { method: call.method, id: target.id, query: call.query ?? {}, body: async () => body });
         answer = { status: result.status, body: result.body ?? null };
       } catch (err) {
         const mapped = mapInfrastructureError(err);

@@ -35,6 +35,18 @@ export interface QueryResource {
 
 export type Resource = CollectionResource | QueryResource;
 
+/**
+ * `Name` or `Name/id` (the part of a path after `/api/`, one trailing slash allowed) → decoded segments;
+ * null for any other shape.
+ * @throws URIError when a segment is not valid percent-encoding
+ */
+export function resourcePath(path: string): { name: string; id?: string } | null {
+  const parts = path.split('/');
+  if (parts.length > 1 && parts[parts.length - 1] === '') parts.pop();
+  if (parts.length === 0 || parts.length > 2 || parts[0] === '') return null;
+  return { name: decodeURIComponent(parts[0]), id: parts.length === 2 ? decodeURIComponent(parts[1]) : undefined };
+}
+
 function parsed(what: string, filter: string): FilterNode {
   try {
     return parseFilter(filter);

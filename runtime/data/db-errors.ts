@@ -4,7 +4,6 @@
  * (503) and a statement that ran too long (504).
  */
 import { HttpError } from '../errors.js';
-import { notFound } from './read.js';
 
 interface DriverError {
   code?: string;
@@ -37,8 +36,6 @@ export function isUniqueViolation(err: unknown): boolean {
  */
 export function mapDatabaseError(err: unknown, collection: string, id?: string): unknown {
   if (err instanceof HttpError) return err;
-  const e = err as DriverError;
-  if (e?.code === 'P2025') return notFound(collection, id ?? '');
   if (isForeignKeyViolation(err)) {
     return new HttpError(
       'CONFLICT',

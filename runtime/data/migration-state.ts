@@ -1,6 +1,7 @@
 /**
  * @module Which migrations of a folder a database has not applied yet, read from Prisma's
- * `_prisma_migrations` table over a short-lived connection. `svc serve`, `svc migrate` and the identity
+ * `_prisma_migrations` table: over a short-lived connection before the database is opened
+ * (`appliedAt`), over the open one afterwards (`appliedThrough`). `svc serve`, `svc migrate` and the identity
  * commands skip the migration engine when nothing is pending (the engine locks the database, which a
  * running SQLite server in WAL mode would refuse), and `/api/_ready` reports pending migrations.
  */
@@ -10,14 +11,37 @@ import { join } from 'node:path';
 import Sqlite from 'better-sqlite3';
 import pg from 'pg';
 import type { DatabaseProvider } from '../manifest.js';
+import { raw } from '../query/sql.js';
+import type { Database } from './database.js';
 
-interface AppliedRow {
+/** One applied migration: its folder name and the sha256 of its `migration.sql`. */
+export interface AppliedRow {
   migration_name: string;
   checksum: string;
 }
 
+const APPLIED = 'SELECT migration_name, checksum FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL';
+
+/** The applied migrations, read over the open database (readiness checks); none when the table is missing. */
+export function appliedThrough(db: Database): () => Promise<AppliedRow[]> {
+  return async () => {
+    try {
+      return await db.query<AppliedRow>(raw(APPLIED));
+    } catch (err) {
+      const e = err as { code?: string; message?: string };
+      if (e?.code === '42P01' || /no such table/i.test(e?.message ?? '')) return [];
+      throw err;
+    }
+  };
+}
+
+/** The applied migrations, read over a short-lived connection to `url` (before the database is opened). */
+export function appliedAt(provider: DatabaseProvider, url: string): () => Promise<AppliedRow[]> {
+  return () => appliedRows(provider, url);
+}
+
 async function appliedRows(provider: DatabaseProvider, url: string): Promise<AppliedRow[]> {
-  const sql = 'SELECT migration_name, checksum FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL';
+  const sql = APPLIED;
   if (provider === 'sqlite') {
     const file = url.replace(/^file:/, '').replace(/\?.*$/, '');
     if (!existsSync(file)) return [];
@@ -43,20 +67,21 @@ async function appliedRows(provider: DatabaseProvider, url: string): Promise<App
 /**
  * The migrations of `migrationsDir` not applied to the database (in name order), counting one whose
  * `migration.sql` changed since it was applied as pending (the engine then reports the edit).
+ * @param applied - `appliedAt(provider, url)` or `appliedThrough(db)`
  * @throws the driver's error when the database cannot be read
  */
-export async function pendingMigrations(provider: DatabaseProvider, url: string, migrationsDir: string): Promise<string[]> {
+export async function pendingMigrations(applied: () => Promise<AppliedRow[]>, migrationsDir: string): Promise<string[]> {
   if (!existsSync(migrationsDir)) return [];
   const names = readdirSync(migrationsDir, { withFileTypes: true })
     .filter((d) => d.isDirectory() && existsSync(join(migrationsDir, d.name, 'migration.sql')))
     .map((d) => d.name)
     .sort();
   if (names.length === 0) return [];
-  const applied = new Map((await appliedRows(provider, url)).map((r) => [r.migration_name, r.checksum]));
+  const done = new Map((await applied()).map((r) => [r.migration_name, r.checksum]));
   return names.filter((name) => {
     const checksum = createHash('sha256')
       .update(readFileSync(join(migrationsDir, name, 'migration.sql')))
       .digest('hex');
-    return applied.get(name) !== checksum;
+    return done.get(name) !== checksum;
   });
 }

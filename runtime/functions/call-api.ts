@@ -4,23 +4,13 @@
  * as the caller and sends back the `ApiReply`. The server injects `CallApi` (`FunctionRoutesOptions.callApi`).
  */
 import type { Caller } from '../auth/caller.js';
+import type { ApiAnswer, ApiCall } from '../core/api-client.js';
 
-/** One call of function code to the app's API, under `/api`. */
-export interface ApiRequest {
-  method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
-  /** `/Order` or `/Order/<id>` (segments URL-encoded), relative to `/api`. */
-  path: string;
-  /** List parameters of a GET (`filter`, `pageSize`, …), as strings. */
-  query?: Record<string, string>;
-  /** The JSON body of a POST, PATCH or PUT (already a plain JSON value). */
-  body?: unknown;
-}
+/** One call of function code to the app's API, under `/api`: the in-process client's `ApiCall`. */
+export type ApiRequest = ApiCall;
 
-/** The API's answer: its HTTP status and its parsed JSON body (the error body of DESIGN §4 for a non-2xx). */
-export interface ApiReply {
-  status: number;
-  body: unknown;
-}
+/** The API's answer (status and parsed body; the DESIGN §4 error body for a non-2xx): `ApiAnswer`. */
+export type ApiReply = ApiAnswer;
 
 /**
  * Answers one `ApiRequest` as `caller`, with the same authorization, validation, change sets and

@@ -10,20 +10,36 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
 import { HttpError, toErrorBody } from '../errors.js';
 import type { AuthService } from '../auth/auth-service.js';
-import { authenticateCredentials } from '../auth/authenticate.js';
+import { authenticateCredentials, credentialInput } from '../auth/authenticate.js';
 import { mapInfrastructureError } from '../data/db-errors.js';
 import type { AppRuntime } from '../core/context.js';
 import { requestContext } from '../core/context.js';
 import { runOperation, type ApiResponse } from '../core/operations.js';
+import { resourcePath } from '../core/resources.js';
+import type { Logger } from '../log.js';
 import { readJsonBody } from './body.js';
 import { MAX_BODY_BYTES, MAX_RESULT_BYTES } from '../contract/limits.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' };
 
-/** The request id: the caller's `x-request-id` (at most 64 characters) or a new UUID. */
-export function requestIdOf(req: IncomingMessage): string {
+/**
+ * Gives a request its id (the caller's `x-request-id`, at most 64 characters, or a new UUID), sets the
+ * `x-request-id` response header, and writes one log line when the answer is sent. Used by the data
+ * routes and the Express application alike.
+ * @returns the request id
+ */
+export function trackRequest(logger: Logger, req: IncomingMessage, res: ServerResponse): string {
+  const started = process.hrtime.bigint();
+  // Read now: routers rewrite `req.url` while they route.
+  const { method, url } = req;
   const given = req.headers['x-request-id'];
-  return (typeof given === 'string' && given.slice(0, 64)) || randomUUID();
+  const reqId = (typeof given === 'string' && given.slice(0, 64)) || randomUUID();
+  res.setHeader('x-request-id', reqId);
+  res.on('finish', () => {
+    const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
+    logger.info({ reqId, method, url, status: res.statusCode, durationMs: Math.round(durationMs * 10) / 10 }, 'request');
+  });
+  return reqId;
 }
 
 /** Writes a JSON answer (no body for 204 and HEAD). */
@@ -59,16 +75,9 @@ function serialize(answer: ApiResponse): string | undefined {
   return text;
 }
 
-/** Splits `/api/Name[/id][/]` into its decoded segments; null when the path is not one of those. */
-function dataPath(pathname: string): { name: string; id?: string } | null {
-  const parts = pathname.slice(5).split('/');
-  if (parts.length > 1 && parts[parts.length - 1] === '') parts.pop();
-  if (parts.length === 0 || parts.length > 2) return null;
-  return { name: decodeURIComponent(parts[0]), id: parts.length === 2 ? decodeURIComponent(parts[1]) : undefined };
-}
-
 /**
- * Builds the handler. It returns false for a request it does not serve (the caller passes it on).
+ * Builds the handler. It returns false for a request it does not serve (the caller passes it on; a
+ * path that is not valid percent-encoding is answered 400 there).
  * Source: SPEC §4.1 (routes), §7 (status codes); DESIGN §4 (bodies, error body).
  */
 export function apiHandler(app: AppRuntime, auth: AuthService): (req: IncomingMessage, res: ServerResponse) => boolean {
@@ -76,62 +85,30 @@ export function apiHandler(app: AppRuntime, auth: AuthService): (req: IncomingMe
     const url = req.url ?? '/';
     if (!url.startsWith('/api/')) return false;
     const q = url.indexOf('?');
-    const pathname = q < 0 ? url : url.slice(0, q);
     let target: { name: string; id?: string } | null;
     try {
-      target = dataPath(pathname);
+      target = resourcePath((q < 0 ? url : url.slice(0, q)).slice('/api/'.length));
     } catch {
-      target = { name: '' };
-      void serve(app, auth, req, res, () => {
-        throw new HttpError('INVALID_PARAMETER', 'the path is not valid percent-encoding');
-      });
-      return true;
+      return false;
     }
     const resource = target && app.resources.get(target.name);
     if (!target || !resource) return false;
-    void serve(app, auth, req, res, async (reqId) => {
-      const { caller } = await authenticateCredentials(auth, {
-        method: req.method ?? 'GET',
-        authorization: req.headers.authorization,
-        cookie: req.headers.cookie,
-        origin: req.headers.origin,
-        referer: req.headers.referer,
-        host: req.headers.host,
-        scheme: (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http',
-      });
-      const ctx = requestContext(app, { caller, reqId });
-      const query = q < 0 ? {} : parseQuery(url.slice(q + 1));
-      const answer = await runOperation(ctx, resource, {
-        method: req.method ?? 'GET',
-        id: target.id,
-        query,
-        body: () => readJsonBody(req, MAX_BODY_BYTES),
-      });
-      return answer;
-    });
+    const reqId = trackRequest(app.logger, req, res);
+    void (async () => {
+      try {
+        const { caller } = await authenticateCredentials(auth, credentialInput(req));
+        const ctx = requestContext(app, { caller, reqId });
+        const answer = await runOperation(ctx, resource, {
+          method: req.method ?? 'GET',
+          id: target.id,
+          query: q < 0 ? {} : parseQuery(url.slice(q + 1)),
+          body: () => readJsonBody(req, MAX_BODY_BYTES),
+        });
+        send(req, res, answer.status, serialize(answer));
+      } catch (err) {
+        sendError(app, req, res, reqId, err);
+      }
+    })();
     return true;
   };
-}
-
-/** Runs one request: request id, timing log line, the answer or the error body. */
-async function serve(
-  app: AppRuntime,
-  _auth: AuthService,
-  req: IncomingMessage,
-  res: ServerResponse,
-  run: (reqId: string) => Promise<ApiResponse> | never,
-): Promise<void> {
-  const started = process.hrtime.bigint();
-  const reqId = requestIdOf(req);
-  res.setHeader('x-request-id', reqId);
-  res.on('finish', () => {
-    const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
-    app.logger.info({ reqId, method: req.method, url: req.url, status: res.statusCode, durationMs: Math.round(durationMs * 10) / 10 }, 'request');
-  });
-  try {
-    const answer = await run(reqId);
-    send(req, res, answer.status, serialize(answer));
-  } catch (err) {
-    sendError(app, req, res, reqId, err);
-  }
 }

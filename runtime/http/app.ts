@@ -5,7 +5,6 @@
  * unknown-route handler and the one error middleware that writes the DESIGN §4 body. Stack traces
  * never leave the server.
  */
-import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { AppManifest } from '../manifest.js';
 import { MAX_BODY_BYTES } from '../contract/limits.js';
@@ -13,6 +12,8 @@ import { HttpError, toErrorBody } from '../errors.js';
 import type { Database } from '../data/database.js';
 import type { Logger } from '../log.js';
 import { mapInfrastructureError } from '../data/db-errors.js';
+import { trackRequest } from './api-handler.js';
+import { payloadTooLarge } from './body.js';
 import { captureRawBody, functionRouter, type FunctionRoutesOptions } from './function-routes.js';
 import type { AuthService } from '../auth/auth-service.js';
 import { authenticate, authRouter, loginRouter, oauthErrors, tokenRouter } from './auth-routes.js';
@@ -49,14 +50,7 @@ export function createApp(options: AppOptions): express.Express {
   app.set('query parser', 'simple');
 
   app.use((req: Request, res: Response, next: NextFunction) => {
-    const started = process.hrtime.bigint();
-    const reqId = (req.headers['x-request-id'] as string | undefined)?.slice(0, 64) || randomUUID();
-    res.locals.reqId = reqId;
-    res.setHeader('x-request-id', reqId);
-    res.on('finish', () => {
-      const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
-      logger.info({ reqId, method: req.method, url: req.originalUrl, status: res.statusCode, durationMs: Math.round(durationMs * 10) / 10 }, 'request');
-    });
+    res.locals.reqId = trackRequest(logger, req, res);
     next();
   });
   // A path that is not valid percent-encoding (`/api/%`, `/api/%E0%A4%A`) cannot name any route.
@@ -106,10 +100,7 @@ export function createApp(options: AppOptions): express.Express {
     if (e?.type === 'entity.parse.failed') error = new HttpError('INVALID_JSON', 'the request body is not valid JSON');
     else if (e?.type === 'entity.too.large') {
       const limit = (err as { limit?: number }).limit ?? MAX_BODY_BYTES;
-      error = new HttpError(
-        'PAYLOAD_TOO_LARGE',
-        `the request body is larger than ${limit >= 1 << 20 ? `${limit / (1 << 20)} MiB` : `${Math.round(limit / 1024)} KiB`}`,
-      );
+      error = payloadTooLarge(limit);
     } else if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported')
       error = new HttpError('UNSUPPORTED_MEDIA_TYPE', 'unsupported body encoding');
     error = mapInfrastructureError(error);

@@ -7,10 +7,9 @@
  * middleware of `app.ts`).
  */
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
-import type { TLSSocket } from 'node:tls';
 import { HttpError } from '../errors.js';
 import type { AuthService } from '../auth/auth-service.js';
-import { authenticateCredentials, isSameOrigin, requireSameOrigin, type CredentialInput } from '../auth/authenticate.js';
+import { authenticateCredentials, credentialInput, isSameOrigin, requireSameOrigin } from '../auth/authenticate.js';
 import { callerOf } from '../auth/caller.js';
 import { clearedCookies, readCookie, REFRESH_COOKIE, sessionCookies } from '../auth/cookies.js';
 import { endSession, meBody, renewSession, signIn, WEB_APP_CONFIG } from '../auth/sign-in.js';
@@ -18,23 +17,6 @@ import { oauthError, tokenGrant } from '../auth/token-grant.js';
 import { loginForm, submitLogin, type LoginPageResult } from '../auth/login-page.js';
 
 const form = express.urlencoded({ extended: false, limit: '16kb' });
-
-/**
- * The credentials and origin headers of an Express request. The scheme is 'https' only when the
- * connection itself is TLS: no proxy header (`X-Forwarded-Proto`) is trusted.
- */
-export function credentialInput(req: Request): CredentialInput {
-  const h = req.headers;
-  return {
-    method: req.method,
-    authorization: h.authorization,
-    cookie: h.cookie,
-    origin: h.origin,
-    referer: h.referer,
-    host: h.host,
-    scheme: (req.socket as Partial<TLSSocket>).encrypted ? 'https' : 'http',
-  };
-}
 
 /**
  * Express middleware: authenticates the request and stores the caller in `res.locals.caller` (read

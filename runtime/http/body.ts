@@ -8,7 +8,8 @@ import { HttpError } from '../errors.js';
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json$/i;
 
-function tooLarge(limit: number): HttpError {
+/** 413 naming the limit (`… larger than 10 MiB`, `… 64 KiB`). */
+export function payloadTooLarge(limit: number): HttpError {
   return new HttpError(
     'PAYLOAD_TOO_LARGE',
     `the request body is larger than ${limit >= 1 << 20 ? `${limit / (1 << 20)} MiB` : `${Math.round(limit / 1024)} KiB`}`,
@@ -40,12 +41,12 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
   if (charset && charset !== 'utf-8' && charset !== 'utf8') throw new HttpError('UNSUPPORTED_MEDIA_TYPE', `unsupported charset "${charset}"; send UTF-8`);
   const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
   if (encoding !== 'identity') throw new HttpError('UNSUPPORTED_MEDIA_TYPE', `unsupported content encoding "${encoding}"`);
-  if (Number(req.headers['content-length'] ?? 0) > limit) throw tooLarge(limit);
+  if (Number(req.headers['content-length'] ?? 0) > limit) throw payloadTooLarge(limit);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > limit) throw tooLarge(limit);
+    if (size > limit) throw payloadTooLarge(limit);
     chunks.push(chunk);
   }
   const text = Buffer.concat(chunks, size).toString('utf8');
