@@ -25,6 +25,7 @@ import { loadManifest, StartupError } from './load-manifest.js';
 import type { AppManifest } from './manifest.js';
 import { createAuthService } from './auth/auth-service.js';
 import { checkPolicies } from './auth/authorize.js';
+import { startRealtime, realtimeHttpHandler, type RealtimeService } from './realtime/index.js';
 
 export interface ServeOptions {
   appDir: string;
@@ -34,7 +35,7 @@ export interface ServeOptions {
   host?: string;
   env?: NodeJS.ProcessEnv;
   logger?: Logger;
-  /** Where committed change sets go (default: nowhere until real-time is configured). */
+  /** Also handed every committed change set (the real-time service always is). */
   sink?: ChangeSink;
 }
 
@@ -45,6 +46,8 @@ export interface RunningServer {
   manifest: AppManifest;
   /** The app's services: `apiClientFor(server.runtime, caller)` calls the API in-process. */
   runtime: AppRuntime;
+  /** The real-time service of this instance (connections, channels, change feeds). */
+  realtime: RealtimeService;
   /** Stops accepting, waits for in-flight requests (at most `graceMs`, default 10 s), disconnects. */
   close(graceMs?: number): Promise<void>;
 }
@@ -118,8 +121,19 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
   const statementTimeoutMs = env.SVC_STATEMENT_TIMEOUT_MS ? Number(env.SVC_STATEMENT_TIMEOUT_MS) : undefined;
   const db: Database = await openDatabase(manifest.provider, url, { statementTimeoutMs });
-  const runtime = createAppRuntime({ manifest, db, logger, sink: options.sink });
   const auth = await createAuthService(db, manifest, logger);
+  const redisUrl = env.REDIS_URL || manifest.settings.realtime.redis || undefined;
+  const realtime = await startRealtime({ manifest, auth, logger, redisUrl });
+  const extra = options.sink;
+  const sink: ChangeSink = extra
+    ? {
+        publish(changes, origin) {
+          realtime.publish(changes);
+          extra.publish(changes, origin);
+        },
+      }
+    : realtime;
+  const runtime = createAppRuntime({ manifest, db, logger, sink });
   const pool = new WorkerPool({
     spareThreads: manifest.functions.some((f) => f.enabled) ? 2 : 0,
     maxMemoryMb: manifest.settings.functions.maxMemoryMb,
@@ -141,12 +155,23 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     health: {
       ping: () => db.ping(),
       pendingMigrations: () => pendingMigrations(appliedThrough(db), join(appDir, 'migrations', manifest.provider)),
-      redisUrl: env.REDIS_URL || manifest.settings.realtime.redis || undefined,
+      redisUrl,
     },
   });
   const data = apiHandler(runtime, auth);
+  const rt = realtimeHttpHandler(realtime, runtime);
+  let inFlight = 0;
+  let drainedHttp: (() => void) | undefined;
   const server: Server = createServer((req, res) => {
-    if (!data(req, res)) app(req, res);
+    inFlight += 1;
+    res.once('close', () => {
+      inFlight -= 1;
+      if (inFlight === 0) drainedHttp?.();
+    });
+    if (!rt(req, res) && !data(req, res)) app(req, res);
+  });
+  server.on('upgrade', (req, socket, head) => {
+    if (!realtime.handleUpgrade(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
   });
   const port = options.port ?? (env.PORT ? Number(env.PORT) : manifest.settings.port);
   const host = options.host ?? env.HOST ?? '127.0.0.1';
@@ -162,12 +187,16 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     port: actual,
     manifest,
     runtime,
+    realtime,
     close(graceMs = 10_000) {
       closing ??= (async () => {
-        const drained = new Promise<void>((ok) => server.close(() => ok()));
+        const closed = new Promise<void>((ok) => server.close(() => ok()));
         server.closeIdleConnections();
         const timer = setTimeout(() => server.closeAllConnections(), graceMs);
-        await drained;
+        // HTTP first (in-flight requests finish), then the sockets get their close frame.
+        if (inFlight > 0) await Promise.race([new Promise<void>((ok) => (drainedHttp = ok)), closed]);
+        await realtime.close();
+        await closed;
         clearTimeout(timer);
         await pool.close();
         await db.close();

@@ -3,7 +3,16 @@
  * DESIGN §3). Only schema-valid data may be cast to these; optional keys are as written by the author,
  * before `normaliseModel` fills defaults.
  */
-import type { AccessMethod, AgentSettings, AggregateFunction, CreditsSettings, ExternalConnection, Property, TypedField } from '../../runtime/index.js';
+import type {
+  AccessMethod,
+  AgentSettings,
+  AggregateFunction,
+  CreditsSettings,
+  ExternalConnection,
+  Property,
+  RealtimeSettings,
+  TypedField,
+} from '../../runtime/index.js';
 
 export interface RawAccessRule {
   method: AccessMethod;
@@ -20,7 +29,7 @@ export interface RawSvcDefinition {
   database?: string;
   port?: number;
   auth?: { accessTokenTtlSeconds?: number; refreshTokenTtlDays?: number; secureCookies?: boolean };
-  realtime?: { redis?: string };
+  realtime?: RealtimeSettings;
   functions?: { allowFetch?: boolean; timeoutMs?: number; maxMemoryMb?: number };
   agent?: Partial<AgentSettings>;
   credits?: Partial<CreditsSettings>;

@@ -85,7 +85,6 @@ const accessRules = (rules: RawAccessRule[] | undefined): AccessRule[] => (rules
  * `REDIS_URL`) are applied by the runtime at start, never written here: they may carry passwords.
  */
 function settingsOf(svc: RawSvcDefinition): AppSettings {
-  const redis = svc.realtime?.redis;
   return {
     database: svc.database ?? `file:./data/${svc.name}.db`,
     port: svc.port ?? 3000,
@@ -94,7 +93,7 @@ function settingsOf(svc: RawSvcDefinition): AppSettings {
       refreshTokenTtlDays: svc.auth?.refreshTokenTtlDays ?? 70,
       secureCookies: svc.auth?.secureCookies ?? false,
     },
-    realtime: redis === undefined ? {} : { redis },
+    realtime: structuredClone(svc.realtime ?? {}),
     functions: { allowFetch: svc.functions?.allowFetch ?? false, timeoutMs: svc.functions?.timeoutMs ?? 30000, maxMemoryMb: svc.functions?.maxMemoryMb ?? 256 },
     agent: { ...structuredClone(AGENT_DEFAULTS), ...structuredClone(svc.agent ?? {}) },
     credits: { ...CREDITS_DEFAULTS, ...structuredClone(svc.credits ?? {}) },

@@ -75,13 +75,38 @@ export type ExternalConnection =
   | { type: 'apiKey'; header: string; value: string }
   | { type: 'oauth2'; tokenUrl: string; clientId: string; clientSecret: string; scope?: string };
 
+/**
+ * Real-time settings (svc.json `realtime`) as written; `REALTIME_DEFAULTS` fills the absent limits at
+ * run time. Issue "real-time", DESIGN §6.
+ */
+export interface RealtimeSettings {
+  /** Redis URL of the bus between instances (env `REDIS_URL` overrides); absent: in-process only. */
+  redis?: string;
+  /** Largest frame a client may send, bytes. */
+  maxFrameBytes?: number;
+  /** Most bytes queued for one connection before it is dropped as a slow reader. */
+  sendBufferBytes?: number;
+  /** Frames per second one connection may send (bursts of twice that are allowed). */
+  maxMessagesPerSecond?: number;
+  /** Interval of the hub's keep-alive pings, seconds. */
+  keepAliveSeconds?: number;
+}
+
+/** The real-time limits in force when svc.json leaves them out. */
+export const REALTIME_DEFAULTS: Required<Omit<RealtimeSettings, 'redis'>> = {
+  maxFrameBytes: 1024 * 1024,
+  sendBufferBytes: 1024 * 1024,
+  maxMessagesPerSecond: 1000,
+  keepAliveSeconds: 15,
+};
+
 /** App settings from `svc.json`, with defaults applied (DESIGN §3). */
 export interface AppSettings {
   /** The database URL written in svc.json (env `DATABASE_URL` overrides at run time). */
   database: string;
   port: number;
   auth: { accessTokenTtlSeconds: number; refreshTokenTtlDays: number; secureCookies: boolean };
-  realtime: { redis?: string };
+  realtime: RealtimeSettings;
   functions: { allowFetch: boolean; timeoutMs: number; /** Memory of one function thread (heap + external), MiB. */ maxMemoryMb: number };
   agent: AgentSettings;
   credits: CreditsSettings;

@@ -1,0 +1,191 @@
+/**
+ * @module The broker of one instance (STYLE §10.16): the connections this process holds, their channel
+ * memberships and change-feed subscriptions, and delivery to them. Each connection's outgoing queue is
+ * bounded by its transport: a connection that stops reading (more than `sendBufferBytes` queued) is
+ * dropped and counted, never buffered for ever. Delivery across instances is the bus's job
+ * (`service.ts`); the broker only knows its own connections.
+ */
+import type { Caller } from '../auth/caller.js';
+import type { Change } from '../data/changes.js';
+
+/** How a message's `data` is typed on the Web PubSub wire (binary = base64 text). */
+export type DataType = 'json' | 'text' | 'binary';
+
+/** A message to the members of one group (a channel, SPEC §6.2). */
+export interface GroupMessage {
+  /** Wire name, `<api-name>:<channel>`. */
+  group: string;
+  dataType: DataType;
+  /** json: any JSON value; text: a string; binary: a base64 string. */
+  data: unknown;
+  /** The sending connection (for `noEcho`); null when sent over HTTP or by a function. */
+  fromConnectionId: string | null;
+  /** The sender's identity id; null for anonymous senders, functions and the server. */
+  fromUserId: string | null;
+  /** Skip the sending connection. */
+  noEcho: boolean;
+}
+
+/** The entity change notification of SPEC §2 / §6.1 (no field values). */
+export interface ChangeNotification {
+  action: string;
+  /** `<api-name>/<collection>`. */
+  path: string;
+  ids: string[];
+}
+
+/** The wire side of a connection: a Web PubSub socket or a SignalR hub socket. */
+export interface ConnectionTransport {
+  /** Writes a channel message. */
+  sendGroupMessage(message: GroupMessage): void;
+  /** Writes an entity change notification that arrived for `group` (`<api-name>:<collection>`). */
+  sendChange(group: string, notification: ChangeNotification): void;
+  /** Bytes written but not yet taken by the client (the socket's buffer plus any replay queue). */
+  bufferedBytes(): number;
+  /** Closes the connection with a WebSocket close code and a reason (≤ 123 bytes). */
+  close(code: number, reason: string): void;
+}
+
+/** A change-feed subscription of one connection to one collection, merged over its `_listen` calls. */
+interface Subscription {
+  connection: Connection;
+  /** A `_listen` without `id` and `lookupIds`: everything. */
+  all: boolean;
+  ids: Set<string>;
+  lookupIds: Set<string>;
+}
+
+/** A connection held by this instance. Its id carries the instance id (`<instance>.<random>`). */
+export class Connection {
+  /** Groups joined (wire names) and whether the membership is receive-only. */
+  readonly groups = new Map<string, { readOnly: boolean }>();
+  /** Collections listened to. */
+  readonly listening = new Set<string>();
+
+  constructor(
+    readonly id: string,
+    readonly kind: 'ws' | 'hub',
+    readonly caller: Caller,
+    readonly transport: ConnectionTransport,
+  ) {}
+}
+
+/** Counters of one broker. */
+export interface BrokerStats {
+  connections: number;
+  groups: number;
+  /** Connections dropped because they stopped reading (send buffer over its bound), since start. */
+  slowDropped: number;
+}
+
+/**
+ * The connections of one instance and what they receive.
+ * `sendBufferBytes` bounds each connection's queue (see the module notes).
+ */
+export class Broker {
+  private readonly connections = new Map<string, Connection>();
+  private readonly groups = new Map<string, Set<Connection>>();
+  private readonly feeds = new Map<string, Map<string, Subscription>>();
+  private slowDropped = 0;
+
+  constructor(
+    private readonly apiName: string,
+    private readonly sendBufferBytes: number,
+    private readonly onSlowDrop: (connection: Connection) => void = () => {},
+  ) {}
+
+  add(connection: Connection): void {
+    this.connections.set(connection.id, connection);
+  }
+
+  get(connectionId: string): Connection | undefined {
+    return this.connections.get(connectionId);
+  }
+
+  /** Every connection held (for shutdown). */
+  all(): Connection[] {
+    return [...this.connections.values()];
+  }
+
+  /** Forgets a connection, its memberships and its subscriptions. */
+  remove(connection: Connection): void {
+    if (this.connections.get(connection.id) !== connection) return;
+    this.connections.delete(connection.id);
+    for (const group of connection.groups.keys()) this.leave(connection, group);
+    for (const collection of connection.listening) this.feeds.get(collection)?.delete(connection.id);
+    connection.listening.clear();
+  }
+
+  /** Adds `connection` to `group`; joining again updates `readOnly`. */
+  join(connection: Connection, group: string, readOnly: boolean): void {
+    connection.groups.set(group, { readOnly });
+    let members = this.groups.get(group);
+    if (!members) this.groups.set(group, (members = new Set()));
+    members.add(connection);
+  }
+
+  leave(connection: Connection, group: string): void {
+    connection.groups.delete(group);
+    const members = this.groups.get(group);
+    if (!members) return;
+    members.delete(connection);
+    if (members.size === 0) this.groups.delete(group);
+  }
+
+  /**
+   * Subscribes `connection` to the change feed of `collection`; `id` and `lookupIds` narrow it (SPEC
+   * §4.7 rule 2). A second `_listen` widens the subscription; each notification is delivered once.
+   */
+  listen(connection: Connection, collection: string, filter: { id?: string; lookupIds?: string[] }): void {
+    let subs = this.feeds.get(collection);
+    if (!subs) this.feeds.set(collection, (subs = new Map()));
+    let sub = subs.get(connection.id);
+    if (!sub) subs.set(connection.id, (sub = { connection, all: false, ids: new Set(), lookupIds: new Set() }));
+    connection.listening.add(collection);
+    if (filter.id === undefined && !filter.lookupIds?.length) sub.all = true;
+    if (filter.id !== undefined) sub.ids.add(filter.id);
+    for (const id of filter.lookupIds ?? []) sub.lookupIds.add(id);
+  }
+
+  /** Delivers a channel message to this instance's members of its group (not the sender under `noEcho`). */
+  deliverGroup(message: GroupMessage): void {
+    const members = this.groups.get(message.group);
+    if (!members) return;
+    for (const connection of members) {
+      if (message.noEcho && connection.id === message.fromConnectionId) continue;
+      if (this.admit(connection)) connection.transport.sendGroupMessage(message);
+    }
+  }
+
+  /** Delivers one committed change to this instance's subscribers whose filter it matches. */
+  deliverChange(change: Change): void {
+    const subs = this.feeds.get(change.collection);
+    if (!subs || subs.size === 0) return;
+    const group = `${this.apiName}:${change.collection}`;
+    const notification: ChangeNotification = { action: change.action, path: `${this.apiName}/${change.collection}`, ids: change.ids };
+    for (const sub of subs.values()) {
+      if (!matches(sub, change)) continue;
+      if (this.admit(sub.connection)) sub.connection.transport.sendChange(group, notification);
+    }
+  }
+
+  stats(): BrokerStats {
+    return { connections: this.connections.size, groups: this.groups.size, slowDropped: this.slowDropped };
+  }
+
+  /** False (and the connection dropped) when its queue is over the bound. */
+  private admit(connection: Connection): boolean {
+    if (connection.transport.bufferedBytes() <= this.sendBufferBytes) return true;
+    this.slowDropped += 1;
+    this.remove(connection);
+    connection.transport.close(1008, 'send buffer full: the client is not reading');
+    this.onSlowDrop(connection);
+    return false;
+  }
+}
+
+function matches(sub: Subscription, change: Change): boolean {
+  if (sub.all) return true;
+  if (sub.ids.size > 0 && change.ids.some((id) => sub.ids.has(id))) return true;
+  return sub.lookupIds.size > 0 && change.lookupIds.some((id) => sub.lookupIds.has(id));
+}

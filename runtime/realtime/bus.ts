@@ -1,0 +1,70 @@
+/**
+ * @module The bus between `svc serve` instances (DESIGN §6, issue "real-time" § Many instances): group
+ * messages and committed changes are broadcast to every other instance, and a join, leave or listen for a
+ * connection held elsewhere is a call to the holding instance, answered by a reply. In-process by
+ * default (`LocalBus`: there is no other instance); Redis pub/sub when configured (`redis-bus.ts`).
+ *
+ * A connection id starts with the id of the instance that holds it (`<instance>.<random>`), so a call
+ * goes straight to that instance, with no registry to keep.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Change } from '../data/changes.js';
+import type { ErrorCode } from '../contract/errors.js';
+import type { GroupMessage } from './broker.js';
+
+/** Who asks for a remote operation: ownership of the connection is checked where it lives. */
+export interface Actor {
+  /** The asking identity's id (null: anonymous or a function without a caller). */
+  userId: string | null;
+  /** Admins and function code may act on any connection; clients only on their own. */
+  privileged: boolean;
+}
+
+/** An operation on a connection, run by the instance that holds it. */
+export type ConnectionOp =
+  | { op: 'join'; connectionId: string; group: string; readOnly: boolean; actor: Actor }
+  | { op: 'leave'; connectionId: string; group: string; actor: Actor }
+  | { op: 'listen'; connectionId: string; type: 'ws' | 'hub'; collection: string; id?: string; lookupIds?: string[]; actor: Actor };
+
+/** The result of a `ConnectionOp`: done, or the error to answer (404 unknown connection, 403 not yours…). */
+export type OpResult = { ok: true } | { ok: false; code: ErrorCode; message: string };
+
+/** What travels on the bus. */
+export type BusMessage =
+  | { t: 'group'; message: GroupMessage }
+  | { t: 'change'; change: Change }
+  | { t: 'call'; callId: string; from: string; call: ConnectionOp }
+  | { t: 'reply'; callId: string; result: OpResult };
+
+/** The transport between instances. */
+export interface RealtimeBus {
+  /** This instance's id: the prefix of its connection ids (URL-safe, no `.`). */
+  readonly instanceId: string;
+  /** Starts receiving: `onMessage` gets what other instances broadcast or send here. */
+  start(onMessage: (message: BusMessage) => void): Promise<void>;
+  /** Sends to every other instance; a message that cannot be sent is logged as lost, never thrown. */
+  broadcast(message: BusMessage): void;
+  /** Sends to one instance; false when no instance of that id is listening (or the bus is down). */
+  sendTo(instanceId: string, message: BusMessage): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/** A new instance id: 12 URL-safe characters. */
+export const newInstanceId = (): string => randomBytes(9).toString('base64url');
+
+/** The id of the instance holding `connectionId`, or null for a malformed id. */
+export function instanceOf(connectionId: string): string | null {
+  const dot = connectionId.indexOf('.');
+  return dot > 0 ? connectionId.slice(0, dot) : null;
+}
+
+/** The bus of a single instance: nothing to broadcast to, no other instance to call. */
+export class LocalBus implements RealtimeBus {
+  readonly instanceId = newInstanceId();
+  async start(): Promise<void> {}
+  broadcast(): void {}
+  async sendTo(): Promise<boolean> {
+    return false;
+  }
+  async close(): Promise<void> {}
+}

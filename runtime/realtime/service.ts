@@ -1,0 +1,233 @@
+/**
+ * @module The real-time service of one instance (SPEC §4.7, §6.1, §6.2; DESIGN §4 "Real-time details",
+ * §6): the broker of its connections, the bus to other instances, and the operations every transport
+ * shares — join, leave, listen, send — so that HTTP (`http.ts`), the Web PubSub socket (`wps.ts`), the
+ * SignalR hub (`hub.ts`) and function code apply one set of rules (STYLE §10.15).
+ *
+ * It is the app's `ChangeSink`: each committed change set is delivered to this instance's subscribers
+ * and broadcast once to the others. A join or listen for a connection held by another instance is a
+ * call to that instance, answered only once it is in effect there (DESIGN §4: "in effect … before the
+ * answer is sent").
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { HttpError } from '../errors.js';
+import type { Caller } from '../auth/caller.js';
+import type { AuthService } from '../auth/auth-service.js';
+import type { Change, ChangeSink } from '../data/changes.js';
+import type { Logger } from '../log.js';
+import type { AppManifest } from '../manifest.js';
+import { REALTIME_DEFAULTS, type RealtimeSettings } from '../contract/settings.js';
+import { Broker, Connection, type GroupMessage } from './broker.js';
+import { instanceOf, type Actor, type BusMessage, type ConnectionOp, type OpResult, type RealtimeBus } from './bus.js';
+import type { ChannelRules } from './channels.js';
+import type { ReplayGuard } from './tokens.js';
+
+/** How long a call to another instance may take before it is answered 503, ms. */
+const CALL_TIMEOUT_MS = 5000;
+
+/** Takes a WebSocket upgrade for one path (`wps.ts`, `hub.ts`). */
+export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer, url: URL) => void;
+
+export interface RealtimeServiceOptions {
+  manifest: AppManifest;
+  auth: AuthService;
+  logger: Logger;
+  bus: RealtimeBus;
+  /** Where used one-time token ids are remembered (Redis with several instances). */
+  guard: ReplayGuard;
+}
+
+/** The actor of function code: any connection, private channels allowed. */
+export const FUNCTION_ACTOR: Actor = { userId: null, privileged: true };
+
+/** The actor of an HTTP or socket caller. */
+export const actorOf = (caller: Caller): Actor => ({ userId: caller.id, privileged: caller.admin });
+
+export class RealtimeService implements ChangeSink {
+  readonly broker: Broker;
+  readonly rules: ChannelRules;
+  readonly limits: Required<Omit<RealtimeSettings, 'redis'>>;
+  readonly manifest: AppManifest;
+  readonly auth: AuthService;
+  readonly logger: Logger;
+  readonly guard: ReplayGuard;
+  private readonly bus: RealtimeBus;
+  private readonly upgrades = new Map<string, UpgradeHandler>();
+  private readonly pending = new Map<string, { done: (r: OpResult) => void; timer: NodeJS.Timeout }>();
+  private readonly closers: (() => void)[] = [];
+
+  constructor(options: RealtimeServiceOptions) {
+    this.manifest = options.manifest;
+    this.auth = options.auth;
+    this.logger = options.logger.child({ component: 'realtime' });
+    this.guard = options.guard;
+    this.bus = options.bus;
+    this.limits = { ...REALTIME_DEFAULTS, ...withoutUndefined(options.manifest.settings.realtime) };
+    this.rules = { apiName: options.manifest.name, collections: new Set(options.manifest.collections.map((c) => c.name)) };
+    this.broker = new Broker(this.rules.apiName, this.limits.sendBufferBytes, (c) =>
+      this.logger.warn({ connectionId: c.id, slowDropped: this.broker.stats().slowDropped }, 'connection dropped: it stopped reading'),
+    );
+  }
+
+  /** Starts the bus. */
+  async start(): Promise<void> {
+    await this.bus.start((m) => this.onBus(m));
+  }
+
+  /** This instance's id (the prefix of its connection ids). */
+  get instanceId(): string {
+    return this.bus.instanceId;
+  }
+
+  /** A new connection id held by this instance: `<instance>.<22 random URL-safe characters>`. */
+  newConnectionId(): string {
+    return `${this.bus.instanceId}.${randomBytes(16).toString('base64url')}`;
+  }
+
+  /** Registers the upgrade handler of one path (under `/api/_rt/`). */
+  onUpgrade(path: string, handler: UpgradeHandler): void {
+    this.upgrades.set(path, handler);
+  }
+
+  /** Registers work to do when the service closes (stopping timers). */
+  onClose(closer: () => void): void {
+    this.closers.push(closer);
+  }
+
+  /**
+   * Takes an HTTP upgrade request: true when a real-time path answered it (the socket is then the
+   * handler's), false for any other path (the caller answers 404 and destroys the socket).
+   */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const handler = this.upgrades.get(url.pathname);
+    if (!handler) return false;
+    handler(req, socket, head, url);
+    return true;
+  }
+
+  // ---- ChangeSink --------------------------------------------------------------------------------
+
+  /** Delivers committed changes here and broadcasts them to the other instances (SPEC §6.1). */
+  publish(changes: Change[]): void {
+    for (const change of changes) {
+      this.broker.deliverChange(change);
+      this.bus.broadcast({ t: 'change', change });
+    }
+  }
+
+  // ---- operations shared by every transport ------------------------------------------------------
+
+  /** Sends a channel message to every member on every instance (SPEC §6.2). */
+  send(message: GroupMessage): void {
+    this.broker.deliverGroup(message);
+    this.bus.broadcast({ t: 'group', message });
+  }
+
+  /**
+   * Runs a join, leave or listen where the connection lives and resolves once it is in effect.
+   * @throws HttpError NOT_FOUND (404) for a connection no instance holds; FORBIDDEN (403) for a client
+   *   acting on another identity's connection; INVALID_PARAMETER (400) for a `type` that is not the
+   *   connection's; SERVICE_UNAVAILABLE (503) when the holding instance does not answer in time
+   */
+  async apply(op: ConnectionOp): Promise<void> {
+    const instance = instanceOf(op.connectionId);
+    let result: OpResult;
+    if (instance === null) result = unknownConnection(op.connectionId);
+    else if (instance === this.bus.instanceId) result = this.applyLocal(op);
+    else result = await this.call(instance, op);
+    if (!result.ok) throw new HttpError(result.code, result.message);
+  }
+
+  /** Detaches a closed connection. */
+  drop(connection: Connection): void {
+    this.broker.remove(connection);
+  }
+
+  /** Closes every connection with 1001 and stops the bus (after HTTP has drained). */
+  async close(): Promise<void> {
+    for (const closer of this.closers) closer();
+    for (const connection of this.broker.all()) {
+      this.broker.remove(connection);
+      connection.transport.close(1001, 'server shutting down');
+    }
+    for (const { timer, done } of this.pending.values()) {
+      clearTimeout(timer);
+      done({ ok: false, code: 'SERVICE_UNAVAILABLE', message: 'the server is shutting down' });
+    }
+    await this.bus.close();
+  }
+
+  private applyLocal(op: ConnectionOp): OpResult {
+    const connection = this.broker.get(op.connectionId);
+    if (!connection) return unknownConnection(op.connectionId);
+    if (!op.actor.privileged && connection.caller.id !== op.actor.userId) {
+      return { ok: false, code: 'FORBIDDEN', message: `connection ${op.connectionId} belongs to another identity: a caller may join only its own connections` };
+    }
+    switch (op.op) {
+      case 'join':
+        this.broker.join(connection, op.group, op.readOnly);
+        break;
+      case 'leave':
+        this.broker.leave(connection, op.group);
+        break;
+      case 'listen':
+        if (connection.kind !== op.type) {
+          return { ok: false, code: 'INVALID_PARAMETER', message: `connection ${op.connectionId} is a ${connection.kind} connection, not ${op.type}` };
+        }
+        this.broker.listen(connection, op.collection, { id: op.id, lookupIds: op.lookupIds });
+        break;
+    }
+    return { ok: true };
+  }
+
+  private call(instance: string, op: ConnectionOp): Promise<OpResult> {
+    const callId = randomUUID();
+    return new Promise<OpResult>((resolve) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(callId);
+        resolve({ ok: false, code: 'SERVICE_UNAVAILABLE', message: `the instance holding connection ${op.connectionId} did not answer` });
+      }, CALL_TIMEOUT_MS);
+      this.pending.set(callId, { timer, done: resolve });
+      this.bus.sendTo(instance, { t: 'call', callId, from: this.bus.instanceId, call: op }).then(
+        (delivered) => {
+          if (delivered) return;
+          clearTimeout(timer);
+          this.pending.delete(callId);
+          resolve(unknownConnection(op.connectionId));
+        },
+        () => {},
+      );
+    });
+  }
+
+  private onBus(m: BusMessage): void {
+    switch (m.t) {
+      case 'group':
+        this.broker.deliverGroup(m.message);
+        break;
+      case 'change':
+        this.broker.deliverChange(m.change);
+        break;
+      case 'call':
+        void this.bus.sendTo(m.from, { t: 'reply', callId: m.callId, result: this.applyLocal(m.call) });
+        break;
+      case 'reply': {
+        const waiting = this.pending.get(m.callId);
+        if (!waiting) return;
+        clearTimeout(waiting.timer);
+        this.pending.delete(m.callId);
+        waiting.done(m.result);
+        break;
+      }
+    }
+  }
+}
+
+const unknownConnection = (id: string): OpResult => ({ ok: false, code: 'NOT_FOUND', message: `no connection ${JSON.stringify(id)} is open` });
+
+function withoutUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
