@@ -13,9 +13,10 @@
  *   bounded replay queue until the client's `sequenceAck` covers it. A dropped socket keeps its
  *   connection (groups, subscriptions, queued messages) for `RECOVERY_GRACE_MS`; the client's recovery
  *   upgrade (`awps_connection_id`, `awps_reconnection_token`) re-attaches it and replays what was not
- *   acknowledged. A recovery that cannot be honoured (unknown connection, wrong token, messages lost
- *   from a full replay queue) is accepted and closed with 1008, which makes the client reconnect afresh
- *   at once.
+ *   acknowledged; a socket the connection still holds is half-open and is dropped. A recovery that
+ *   cannot be honoured (unknown connection, wrong token, messages lost from a full replay queue) is
+ *   accepted and closed with 1008, which makes the client reconnect afresh at once; a wrong token
+ *   leaves the connection waiting for its own client.
  * - Bad input never crashes: a binary frame closes with 1003, invalid JSON or an unknown frame type
  *   without `ackId` with 1007, a frame over `maxFrameBytes` with 1009 (by `ws`), a flood over
  *   `maxMessagesPerSecond` with 1008.
@@ -146,11 +147,16 @@ class WpsSession implements ConnectionTransport {
     return true;
   }
 
-  /** Attaches a recovering socket and replays what the client has not acknowledged. */
+  /**
+   * Attaches a recovering socket and replays what the client has not acknowledged. A socket still
+   * attached is half-open (its client gave up on it without the server seeing a close): it is dropped.
+   */
   recover(socket: WebSocket): boolean {
     if (this.ended || this.replayGap) return false;
     clearTimeout(this.recoveryTimer);
+    const stale = this.socket;
     this.socket = socket;
+    stale?.terminate();
     this.alive = true;
     for (const entry of this.replay) socket.send(entry.frame);
     return true;
@@ -256,8 +262,15 @@ export function serveWebPubSub(service: RealtimeService): void {
       wss.handleUpgrade(req, socket, head, (ws) => {
         const session = sessions.get(recoverId);
         const token = url.searchParams.get('awps_reconnection_token');
-        if (!session || !session.reconnectionToken || token !== session.reconnectionToken || session.socket || !session.recover(ws)) {
-          if (session && !session.socket) end(session);
+        if (!session || !session.reconnectionToken || token !== session.reconnectionToken) {
+          // Not the connection's client: refused, and the session is left for its own client.
+          ws.close(1008, 'the connection cannot be recovered');
+          return;
+        }
+        if (!session.recover(ws)) {
+          // Its client, but messages were lost: the connection is over, and the client starts afresh.
+          if (session.socket) session.close(1008, 'the connection cannot be recovered');
+          else end(session);
           ws.close(1008, 'the connection cannot be recovered');
           return;
         }
