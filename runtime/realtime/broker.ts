@@ -7,6 +7,10 @@
  */
 import type { Caller } from '../auth/caller.js';
 import type { Change } from '../data/changes.js';
+import { HttpError } from '../errors.js';
+
+/** Most groups one connection may be a member of (entity feeds not counted). */
+export const MAX_GROUPS_PER_CONNECTION = 1000;
 
 /** How a message's `data` is typed on the Web PubSub wire (binary = base64 text). */
 export type DataType = 'json' | 'text' | 'binary';
@@ -40,7 +44,7 @@ export interface ConnectionTransport {
   sendGroupMessage(message: GroupMessage): void;
   /** Writes an entity change notification that arrived for `group` (`<api-name>:<collection>`). */
   sendChange(group: string, notification: ChangeNotification): void;
-  /** Bytes written but not yet taken by the client (the socket's buffer plus any replay queue). */
+  /** Bytes written but not yet taken by the client (the socket's send buffer). */
   bufferedBytes(): number;
   /** Closes the connection with a WebSocket close code and a reason (≤ 123 bytes). */
   close(code: number, reason: string): void;
@@ -116,8 +120,14 @@ export class Broker {
     connection.listening.clear();
   }
 
-  /** Adds `connection` to `group`; joining again updates `readOnly`. */
+  /**
+   * Adds `connection` to `group`; joining again updates `readOnly`.
+   * @throws HttpError INVALID_PARAMETER (400) past `MAX_GROUPS_PER_CONNECTION` groups
+   */
   join(connection: Connection, group: string, readOnly: boolean): void {
+    if (!connection.groups.has(group) && connection.groups.size >= MAX_GROUPS_PER_CONNECTION) {
+      throw new HttpError('INVALID_PARAMETER', `a connection may be in at most ${MAX_GROUPS_PER_CONNECTION} channels`);
+    }
     connection.groups.set(group, { readOnly });
     let members = this.groups.get(group);
     if (!members) this.groups.set(group, (members = new Set()));

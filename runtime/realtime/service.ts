@@ -168,7 +168,12 @@ export class RealtimeService implements ChangeSink {
     }
     switch (op.op) {
       case 'join':
-        this.broker.join(connection, op.group, op.readOnly);
+        try {
+          this.broker.join(connection, op.group, op.readOnly);
+        } catch (err) {
+          if (err instanceof HttpError) return { ok: false, code: err.code, message: err.message };
+          throw err;
+        }
         break;
       case 'leave':
         this.broker.leave(connection, op.group);

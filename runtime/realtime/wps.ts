@@ -23,7 +23,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { WebSocketServer, type WebSocket, type RawData } from 'ws';
 import { HttpError } from '../errors.js';
 import type { Caller } from '../auth/caller.js';
@@ -37,9 +37,6 @@ const SUBPROTOCOL = /^json\.(reliable\.)?webpubsub\.[a-z0-9-]+\.v1$/i;
 
 /** How long a dropped reliable connection waits for its client to recover it (the client tries for 30 s), ms. */
 export const RECOVERY_GRACE_MS = 30_000;
-
-/** Most bytes of unacknowledged messages kept for replay per reliable connection. */
-const REPLAY_QUEUE_BYTES = 256 * 1024;
 
 /** Ack ids remembered per connection for `Duplicate` answers. */
 const REMEMBERED_ACKS = 1024;
@@ -87,6 +84,8 @@ class WpsSession implements ConnectionTransport {
     readonly reliable: boolean,
     readonly reconnectionToken: string | undefined,
     private readonly ratePerSecond: number,
+    /** Most bytes of unacknowledged messages kept for replay (svc.json `realtime.sendBufferBytes`). */
+    private readonly replayLimit: number,
   ) {
     this.socket = socket;
     this.tokens = ratePerSecond * 2;
@@ -177,7 +176,7 @@ class WpsSession implements ConnectionTransport {
     const numbered = `${frame.slice(0, -1)},"sequenceId":${seq}}`;
     this.replay.push({ seq, frame: numbered });
     this.replayBytes += numbered.length;
-    while (this.replayBytes > REPLAY_QUEUE_BYTES && this.replay.length > 1) {
+    while (this.replayBytes > this.replayLimit && this.replay.length > 1) {
       this.replayBytes -= this.replay.shift()!.frame.length;
       this.replayGap = true;
     }
@@ -262,7 +261,7 @@ export function serveWebPubSub(service: RealtimeService): void {
       wss.handleUpgrade(req, socket, head, (ws) => {
         const session = sessions.get(recoverId);
         const token = url.searchParams.get('awps_reconnection_token');
-        if (!session || !session.reconnectionToken || token !== session.reconnectionToken) {
+        if (!session || !session.reconnectionToken || !sameSecret(token, session.reconnectionToken)) {
           // Not the connection's client: refused, and the session is left for its own client.
           ws.close(1008, 'the connection cannot be recovered');
           return;
@@ -294,7 +293,7 @@ export function serveWebPubSub(service: RealtimeService): void {
       wss.handleUpgrade(req, socket, head, (ws) => {
         const reliable = /^json\.reliable\./i.test(ws.protocol);
         const reconnectionToken = reliable ? randomBytes(24).toString('base64url') : undefined;
-        const session = new WpsSession(ws, reliable, reconnectionToken, limits.maxMessagesPerSecond);
+        const session = new WpsSession(ws, reliable, reconnectionToken, limits.maxMessagesPerSecond, limits.sendBufferBytes);
         const connection = new Connection(service.newConnectionId(), 'ws', caller, session);
         session.connection = connection;
         sessions.set(connection.id, session);
@@ -400,4 +399,10 @@ function dataProblem(dataType: unknown, data: unknown): string | null {
     default:
       return 'dataType must be json, text or binary';
   }
+}
+
+/** Compares a presented secret with the expected one in constant time. */
+function sameSecret(presented: string | null, expected: string): boolean {
+  if (presented === null || presented.length !== expected.length) return false;
+  return timingSafeEqual(Buffer.from(presented), Buffer.from(expected));
 }

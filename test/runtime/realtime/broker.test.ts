@@ -1,0 +1,101 @@
+/**
+ * The broker of one instance (runtime/realtime/broker.ts): group delivery with `noEcho`, change feeds
+ * filtered by `id` and `lookupIds` and delivered once per connection however many `_listen` calls it
+ * made, the cap on channels per connection, and the drop of a connection whose send buffer is over its
+ * bound. Transports are recording objects: the wire formats are proven by the e2e suites.
+ */
+import { describe, expect, it } from 'vitest';
+import { ANONYMOUS } from '../../../runtime/auth/caller.js';
+import { HttpError } from '../../../runtime/errors.js';
+import { Broker, Connection, MAX_GROUPS_PER_CONNECTION, type ConnectionTransport, type GroupMessage } from '../../../runtime/realtime/broker.js';
+
+function recording(buffered = 0) {
+  const got: unknown[] = [];
+  const closed: number[] = [];
+  const transport: ConnectionTransport & { buffered: number } = {
+    buffered,
+    sendGroupMessage: (m) => got.push(m.data),
+    sendChange: (group, n) => got.push({ group, ...n }),
+    bufferedBytes: () => transport.buffered,
+    close: (code) => closed.push(code),
+  };
+  return { transport, got, closed };
+}
+
+const message = (data: unknown, from: string | null = null, noEcho = false): GroupMessage => ({
+  group: 'app:chat',
+  dataType: 'json',
+  data,
+  fromConnectionId: from,
+  fromUserId: null,
+  noEcho,
+});
+
+describe('Broker', () => {
+  it('delivers to members, skips the sender under noEcho, and stops after leave', () => {
+    const broker = new Broker('app', 1024);
+    const a = recording();
+    const b = recording();
+    const ca = new Connection('i.a', 'ws', ANONYMOUS, a.transport);
+    const cb = new Connection('i.b', 'ws', ANONYMOUS, b.transport);
+    broker.add(ca);
+    broker.add(cb);
+    broker.join(ca, 'app:chat', false);
+    broker.join(cb, 'app:chat', false);
+    broker.deliverGroup(message(1, 'i.a', true));
+    expect(a.got).toEqual([]);
+    expect(b.got).toEqual([1]);
+    broker.leave(cb, 'app:chat');
+    broker.deliverGroup(message(2));
+    expect(a.got).toEqual([2]);
+    expect(b.got).toEqual([1]);
+  });
+
+  it('filters change feeds by id and lookupIds and delivers each change once per connection', () => {
+    const broker = new Broker('app', 1024);
+    const t = recording();
+    const c = new Connection('i.c', 'ws', ANONYMOUS, t.transport);
+    broker.add(c);
+    broker.listen(c, 'Order', { id: 'x' });
+    broker.listen(c, 'Order', { lookupIds: ['p'] });
+    broker.deliverChange({ collection: 'Order', action: 'PATCH', ids: ['y'], lookupIds: ['q'] });
+    expect(t.got).toEqual([]);
+    broker.deliverChange({ collection: 'Order', action: 'PATCH', ids: ['x'], lookupIds: ['p'] });
+    broker.deliverChange({ collection: 'Order', action: 'POST', ids: ['z'], lookupIds: ['p'] });
+    expect(t.got).toEqual([
+      { group: 'app:Order', action: 'PATCH', path: 'app/Order', ids: ['x'] },
+      { group: 'app:Order', action: 'POST', path: 'app/Order', ids: ['z'] },
+    ]);
+    broker.remove(c);
+    broker.deliverChange({ collection: 'Order', action: 'DELETE', ids: ['x'], lookupIds: [] });
+    expect(t.got).toHaveLength(2);
+  });
+
+  it(`refuses a connection's channel number ${MAX_GROUPS_PER_CONNECTION + 1} and accepts a rejoin`, () => {
+    const broker = new Broker('app', 1024);
+    const c = new Connection('i.c', 'ws', ANONYMOUS, recording().transport);
+    broker.add(c);
+    for (let i = 0; i < MAX_GROUPS_PER_CONNECTION; i++) broker.join(c, `app:g${i}`, false);
+    expect(() => broker.join(c, 'app:one-more', false)).toThrow(HttpError);
+    expect(() => broker.join(c, 'app:g0', true)).not.toThrow();
+    expect(c.groups.get('app:g0')).toEqual({ readOnly: true });
+  });
+
+  it('drops and counts a connection whose send buffer is over the bound, and keeps delivering to the others', () => {
+    const broker = new Broker('app', 1024);
+    const slow = recording(4096);
+    const fast = recording();
+    const cs = new Connection('i.s', 'ws', ANONYMOUS, slow.transport);
+    const cf = new Connection('i.f', 'ws', ANONYMOUS, fast.transport);
+    for (const c of [cs, cf]) {
+      broker.add(c);
+      broker.join(c, 'app:chat', false);
+    }
+    broker.deliverGroup(message('m'));
+    expect(slow.got).toEqual([]);
+    expect(slow.closed).toEqual([1008]);
+    expect(fast.got).toEqual(['m']);
+    expect(broker.stats()).toMatchObject({ connections: 1, slowDropped: 1 });
+    expect(broker.get('i.s')).toBeUndefined();
+  });
+});
