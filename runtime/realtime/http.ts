@@ -16,7 +16,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpError } from '../errors.js';
 import { authenticateCredentials, credentialInput } from '../auth/authenticate.js';
-import { requireRole, type Caller } from '../auth/caller.js';
+import { ANONYMOUS, requireRole, type Caller } from '../auth/caller.js';
 import type { AppRuntime } from '../core/context.js';
 import { readJsonBody } from '../http/body.js';
 import { sendError, trackRequest } from '../http/api-handler.js';
@@ -27,6 +27,9 @@ import { hubNegotiate } from './hub.js';
 
 /** Largest body of a real-time request, bytes (a `_rt/send` body is a channel message). */
 const MAX_RT_BODY_BYTES = 1024 * 1024;
+
+/** The SignalR negotiate of the hub (`hub.ts`). */
+const NEGOTIATE = '/api/_rt/signalr/negotiate';
 
 const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -77,7 +80,7 @@ export function realtimeHttpHandler(service: RealtimeService, app: AppRuntime): 
     ],
     ['GET /api/_rt/hub', ({ req, caller }) => hubInfo(req, caller)],
     ['POST /api/_rt/hub/negotiate', ({ req, caller }) => hubInfo(req, caller)],
-    ['POST /api/_rt/signalr/negotiate', ({ req }) => hubNegotiate(service, req)],
+    [`POST ${NEGOTIATE}`, ({ req }) => hubNegotiate(service, req)],
     [
       'POST /api/_rt/join',
       async ({ caller, body }) => {
@@ -124,7 +127,8 @@ export function realtimeHttpHandler(service: RealtimeService, app: AppRuntime): 
     const reqId = trackRequest(service.logger, req, res);
     void (async () => {
       try {
-        const { caller } = await authenticateCredentials(service.auth, credentialInput(req));
+        // The hub's negotiate carries the hub's own token as its bearer token, not an access token.
+        const caller = path === NEGOTIATE ? ANONYMOUS : (await authenticateCredentials(service.auth, credentialInput(req))).caller;
         const body = () => objectBody(req);
         const answer = listen ? await listenRoute(service, app, safeDecode(listen[1]), req.method ?? 'GET', caller, body) : await route!({ req, caller, body });
         const text = JSON.stringify(answer);

@@ -1,22 +1,258 @@
 /**
- * @module The hub: the SignalR JSON hub protocol over WebSockets (SPEC §4.7, §6.1; DESIGN §4
- * "Real-time details"; ../shared/notes/realtime-protocols.md §2). STUB: to be written.
+ * @module The hub: the SignalR JSON hub protocol over WebSockets, so that `@microsoft/signalr` connects
+ * unchanged (SPEC §4.7, §6.1, §6.2; DESIGN §4 "Real-time details"; ../shared/notes/realtime-protocols.md §2).
+ *
+ * - `GET /api/_rt/hub` (http.ts) → `{ url: <origin>/api/_rt/signalr, accessToken }`: the client negotiates
+ *   at `url` with the token as a bearer token.
+ * - `POST /api/_rt/signalr/negotiate?negotiateVersion=1` → `{ negotiateVersion: 1, connectionId,
+ *   connectionToken, availableTransports: [WebSockets/Text] }`. The connection token is a signed,
+ *   single-use JWT naming the connection id, so any instance accepts the socket (no sticky sessions).
+ * - `ws(s)://…/api/_rt/signalr?id=<connectionToken>`: no subprotocol; the handshake
+ *   `{"protocol":"json","version":1}` is answered `{}`; messages end with 0x1E and a frame may carry
+ *   several. Without `id` (`skipNegotiation`) the hub access token (bearer header or `access_token`)
+ *   opens a fresh connection.
+ * - Server → client: `change` (an entity change notification) and `message` (`{ channel, data,
+ *   dataType, fromUserId }`, a channel message), as invocations without an id; a ping every
+ *   `keepAliveSeconds` whatever else is sent (the client times out after 30 s of silence); Close
+ *   (`{"type":7,"error"}`) on shutdown (`allowReconnect`), a flood or bad input.
+ * - Client → server invocations (names compared without regard to case): `join(channel)`,
+ *   `leave(channel)`, `send(channel, body)`, answered with a Completion when they carry an id.
  */
 import type { IncomingMessage } from 'node:http';
+import { WebSocketServer, type WebSocket, type RawData } from 'ws';
 import { HttpError } from '../errors.js';
+import type { Caller } from '../auth/caller.js';
+import { Connection, type ChangeNotification, type ConnectionTransport, type GroupMessage } from './broker.js';
+import { groupOfChannel } from './channels.js';
+import { signRealtimeToken, verifyRealtimeToken } from './tokens.js';
 import type { RealtimeService } from './service.js';
+import { refuseUpgrade } from './wps.js';
+
+const RS = '\u001e';
+
+/** The server drops a hub connection that sent nothing for this long (SignalR's client timeout is 30 s), ms. */
+const CLIENT_TIMEOUT_MS = 60_000;
+
+/** Frames built once per message and shared by every recipient. */
+const frames = new WeakMap<object, string>();
+
+function invocationFrame(key: object, target: string, argument: unknown): string {
+  let frame = frames.get(key);
+  if (frame === undefined) {
+    frame = JSON.stringify({ type: 1, target, arguments: [argument] }) + RS;
+    frames.set(key, frame);
+  }
+  return frame;
+}
+
+/** The bearer token of a request (`Authorization: Bearer` or, from browsers, `access_token`). */
+function bearerOf(req: IncomingMessage, url: URL): string | null {
+  const header = req.headers.authorization;
+  const match = header ? /^bearer +(\S+)$/i.exec(header) : null;
+  return match?.[1] ?? url.searchParams.get('access_token');
+}
 
 /**
  * `POST /api/_rt/signalr/negotiate?negotiateVersion=1` with the hub access token as a bearer token.
- * @returns the negotiate v1 body
+ * @returns the negotiate v1 body (WebSockets only, text transfer)
+ * @throws HttpError UNAUTHORIZED (401) without a valid hub access token
  */
 export async function hubNegotiate(service: RealtimeService, req: IncomingMessage): Promise<unknown> {
-  void service;
-  void req;
-  throw new HttpError('NOT_FOUND', 'the hub is not built yet');
+  const token = bearerOf(req, new URL(req.url ?? '/', 'http://localhost'));
+  if (!token) throw new HttpError('UNAUTHORIZED', 'negotiate needs the accessToken of GET /api/_rt/hub as a bearer token');
+  const { caller } = await verifyRealtimeToken(service.auth, service.guard, token, 'hub');
+  const connectionId = service.newConnectionId();
+  return {
+    negotiateVersion: 1,
+    connectionId,
+    connectionToken: await signRealtimeToken(service.auth, 'hubconn', caller, { connectionId }),
+    availableTransports: [{ transport: 'WebSockets', transferFormats: ['Text'] }],
+  };
 }
 
-/** Serves the hub's WebSocket endpoint `/api/_rt/signalr` for `service`. */
+/** One hub connection's socket and state. */
+class HubSession implements ConnectionTransport {
+  connection!: Connection;
+  /** The SignalR handshake was answered. */
+  open = false;
+  lastSeen = Date.now();
+  private partial = '';
+  private tokens: number;
+  private refilledAt = Date.now();
+
+  constructor(
+    readonly socket: WebSocket,
+    private readonly ratePerSecond: number,
+  ) {
+    this.tokens = ratePerSecond * 2;
+  }
+
+  sendGroupMessage(m: GroupMessage): void {
+    const channel = m.group.slice(m.group.indexOf(':') + 1);
+    this.write(invocationFrame(m, 'message', { channel, data: m.data, dataType: m.dataType, fromUserId: m.fromUserId }));
+  }
+
+  sendChange(_group: string, n: ChangeNotification): void {
+    this.write(invocationFrame(n, 'change', n));
+  }
+
+  bufferedBytes(): number {
+    return this.socket.bufferedAmount;
+  }
+
+  close(code: number, reason: string): void {
+    this.write(JSON.stringify(code === 1001 ? { type: 7, error: reason, allowReconnect: true } : { type: 7, error: reason }) + RS);
+    this.socket.close(code, reason);
+    setTimeout(() => this.socket.terminate(), 1000).unref();
+  }
+
+  write(frame: string): void {
+    if (this.socket.readyState === 1) this.socket.send(frame);
+  }
+
+  /** The complete messages of a text frame; an incomplete tail waits for the next frame. */
+  messages(text: string): string[] {
+    const parts = (this.partial + text).split(RS);
+    this.partial = parts.pop() ?? '';
+    return parts;
+  }
+
+  takeToken(): boolean {
+    const now = Date.now();
+    this.tokens = Math.min(this.ratePerSecond * 2, this.tokens + ((now - this.refilledAt) / 1000) * this.ratePerSecond);
+    this.refilledAt = now;
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
+}
+
+/** Serves the hub's WebSocket endpoint `/api/_rt/signalr` for `service` (keep-alive pings and a silence sweep included). */
 export function serveHub(service: RealtimeService): void {
-  void service;
+  const { limits, logger } = service;
+  const wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxFrameBytes, handleProtocols: () => false });
+  const sessions = new Set<HubSession>();
+  const ping = JSON.stringify({ type: 6 }) + RS;
+  const pinger = setInterval(
+    () => {
+      const now = Date.now();
+      for (const s of sessions) {
+        if (now - s.lastSeen > Math.max(CLIENT_TIMEOUT_MS, limits.keepAliveSeconds * 4000)) s.close(1000, 'client timeout: nothing received');
+        else if (s.open) s.write(ping);
+      }
+    },
+    Math.max(10, limits.keepAliveSeconds * 1000),
+  );
+  pinger.unref();
+  service.onClose(() => {
+    clearInterval(pinger);
+    wss.close();
+  });
+
+  service.onUpgrade('/api/_rt/signalr', (req, socket, head, url) => {
+    socket.on('error', () => {});
+    void (async () => {
+      let caller: Caller;
+      let connectionId: string;
+      try {
+        const id = url.searchParams.get('id');
+        if (id) {
+          const claims = await verifyRealtimeToken(service.auth, service.guard, id, 'hubconn');
+          caller = claims.caller;
+          connectionId = claims.connectionId ?? service.newConnectionId();
+        } else {
+          const token = bearerOf(req, url);
+          if (!token) throw new HttpError('UNAUTHORIZED', 'connect with the id from negotiate, or the accessToken of GET /api/_rt/hub');
+          caller = (await verifyRealtimeToken(service.auth, service.guard, token, 'hub')).caller;
+          connectionId = service.newConnectionId();
+        }
+      } catch (err) {
+        refuseUpgrade(socket, err);
+        return;
+      }
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        const session = new HubSession(ws, limits.maxMessagesPerSecond);
+        session.connection = new Connection(connectionId, 'hub', caller, session);
+        sessions.add(session);
+        ws.on('message', (data, isBinary) => onFrame(service, session, data, isBinary));
+        ws.on('error', () => {});
+        ws.on('close', () => {
+          sessions.delete(session);
+          service.drop(session.connection);
+        });
+      });
+    })();
+  });
+  void logger;
+}
+
+/** Handles one WebSocket frame of a hub connection (see the module notes). */
+function onFrame(service: RealtimeService, session: HubSession, data: RawData, isBinary: boolean): void {
+  session.lastSeen = Date.now();
+  if (!session.takeToken()) return session.close(1008, 'too many messages: slow down');
+  if (isBinary) return session.close(1003, 'binary frames are not supported by the JSON hub protocol');
+  for (const text of session.messages(data.toString())) {
+    let message: Record<string, unknown>;
+    try {
+      const parsed: unknown = JSON.parse(text);
+      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error();
+      message = parsed as Record<string, unknown>;
+    } catch {
+      return session.close(1007, 'invalid JSON: each message must be a JSON object followed by 0x1E');
+    }
+    if (!session.open) {
+      if (message.protocol !== 'json' || message.version !== 1) {
+        session.write(JSON.stringify({ error: `Requested protocol '${String(message.protocol)}' is not available.` }) + RS);
+        return session.close(1002, 'unsupported hub protocol');
+      }
+      session.open = true;
+      service.broker.add(session.connection);
+      session.write('{}' + RS);
+      continue;
+    }
+    switch (message.type) {
+      case 1:
+        invoke(service, session, message);
+        break;
+      case 4:
+        if (typeof message.invocationId === 'string') complete(session, message.invocationId, { error: 'streaming is not supported' });
+        break;
+      case 5:
+      case 6:
+        break;
+      case 7:
+        session.socket.close(1000);
+        return;
+      default:
+        return session.close(1007, `unknown message type ${JSON.stringify(message.type)}`.slice(0, 120));
+    }
+  }
+}
+
+function complete(session: HubSession, invocationId: string, outcome: { result: unknown } | { error: string }): void {
+  session.write(JSON.stringify({ type: 3, invocationId, ...outcome }) + RS);
+}
+
+/** Runs a hub method invocation: `join`, `leave`, `send` (SPEC §4.7 channel rules, as over HTTP). */
+function invoke(service: RealtimeService, session: HubSession, message: Record<string, unknown>): void {
+  const invocationId = typeof message.invocationId === 'string' ? message.invocationId : undefined;
+  const args = Array.isArray(message.arguments) ? message.arguments : [];
+  const { connection } = session;
+  try {
+    const target = typeof message.target === 'string' ? message.target.toLowerCase() : '';
+    if (!['join', 'leave', 'send'].includes(target)) throw new HttpError('INVALID_PARAMETER', `Unknown hub method '${String(message.target)}'`);
+    if (connection.caller.kind === 'anonymous') throw new HttpError('FORBIDDEN', 'sign in to join or send to channels');
+    const group = groupOfChannel(service.rules, args[0], 'client');
+    if (target === 'join') service.broker.join(connection, group, connection.groups.get(group)?.readOnly ?? false);
+    else if (target === 'leave') service.broker.leave(connection, group);
+    else {
+      if (connection.groups.get(group)?.readOnly) throw new HttpError('FORBIDDEN', `${String(args[0])} was joined receive-only`);
+      if (args[1] === undefined) throw new HttpError('INVALID_PARAMETER', 'send(channel, body) needs a body');
+      service.send({ group, dataType: 'json', data: args[1], fromConnectionId: connection.id, fromUserId: connection.caller.id, noEcho: false });
+    }
+    if (invocationId !== undefined) complete(session, invocationId, { result: null });
+  } catch (err) {
+    if (!(err instanceof HttpError)) service.logger.error({ err, connectionId: connection.id }, 'hub invocation failed');
+    if (invocationId !== undefined) complete(session, invocationId, { error: err instanceof HttpError ? err.message : 'internal error' });
+  }
 }

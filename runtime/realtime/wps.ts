@@ -185,7 +185,7 @@ class WpsSession implements ConnectionTransport {
 }
 
 /** Answers an upgrade request with an HTTP error and closes the socket. */
-function refuseUpgrade(socket: Duplex, err: unknown): void {
+export function refuseUpgrade(socket: Duplex, err: unknown): void {
   const status = err instanceof HttpError ? err.status : 500;
   const body = JSON.stringify(err instanceof HttpError ? { error: err.message, code: err.code } : { error: 'Internal server error', code: 'INTERNAL' });
   socket.end(
