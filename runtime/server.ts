@@ -25,7 +25,8 @@ import { loadManifest, StartupError } from './load-manifest.js';
 import type { AppManifest } from './manifest.js';
 import { createAuthService } from './auth/auth-service.js';
 import { checkPolicies } from './auth/authorize.js';
-import { startRealtime, realtimeHttpHandler, type RealtimeService } from './realtime/index.js';
+import { startRealtime, realtimeBackplane, realtimeHttpHandler, type RealtimeService } from './realtime/index.js';
+import { FailureLimiter, RedisFailureLimiter, type AttemptLimiter, type RedisCommands } from './auth/rate-limit.js';
 
 export interface ServeOptions {
   appDir: string;
@@ -103,6 +104,16 @@ export function createAppRuntime(options: { manifest: AppManifest; db: Database;
   };
 }
 
+/** The sign-in limiter shared by every instance through Redis; while Redis is down it counts in this process (logged at most every 10 s). */
+function sharedLimiter(redis: RedisCommands, apiName: string, logger: Logger): AttemptLimiter {
+  let loggedAt = 0;
+  return new RedisFailureLimiter(redis, `svc:${apiName}:auth-fail`, new FailureLimiter(), (err) => {
+    if (Date.now() - loggedAt < 10_000) return;
+    loggedAt = Date.now();
+    logger.warn({ err: err.message }, 'redis unavailable: failed sign-ins are counted in this process only');
+  });
+}
+
 /**
  * `svc serve`: applies pending migrations, then serves the app.
  * @throws StartupError for a missing/stale `.svc/` or a wrong database URL; Error from migrations
@@ -121,9 +132,10 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
   const statementTimeoutMs = env.SVC_STATEMENT_TIMEOUT_MS ? Number(env.SVC_STATEMENT_TIMEOUT_MS) : undefined;
   const db: Database = await openDatabase(manifest.provider, url, { statementTimeoutMs });
-  const auth = await createAuthService(db, manifest, logger);
   const redisUrl = env.REDIS_URL || manifest.settings.realtime.redis || undefined;
-  const realtime = await startRealtime({ manifest, auth, logger, redisUrl });
+  const backplane = realtimeBackplane(manifest.name, logger, redisUrl);
+  const auth = await createAuthService(db, manifest, logger, undefined, backplane.redis && sharedLimiter(backplane.redis, manifest.name, logger));
+  const realtime = await startRealtime({ manifest, auth, logger, backplane });
   const extra = options.sink;
   const sink: ChangeSink = extra
     ? {

@@ -8,7 +8,7 @@ import type { AppManifest } from '../manifest.js';
 import type { Logger } from '../log.js';
 import type { Caller } from './caller.js';
 import { loadSigningKeys, signAccessToken, tokenIssuer, type SigningKeys } from './access-tokens.js';
-import { FailureLimiter, type RateLimitOptions } from './rate-limit.js';
+import { FailureLimiter, memoryLimiter, type AttemptLimiter, type RateLimitOptions } from './rate-limit.js';
 import { issueRefreshToken, rotateRefreshToken, type RotationFailure } from './refresh-tokens.js';
 import { loadCaller } from './identities.js';
 import { IdentityCache } from './identity-cache.js';
@@ -18,7 +18,8 @@ export interface AuthService {
   manifest: AppManifest;
   logger: Logger;
   keys: SigningKeys;
-  limiter: FailureLimiter;
+  /** Failed sign-ins per attempt key: in memory, or shared through Redis. */
+  limiter: AttemptLimiter;
   /** Current state of the identities behind access tokens (≤ `IDENTITY_CACHE_TTL_MS` old). */
   identities: IdentityCache;
   /** Issuer and audience of access tokens, `svc:<api-name>`. */
@@ -28,15 +29,24 @@ export interface AuthService {
   secureCookies: boolean;
 }
 
-/** Loads (or creates) the signing keys and sets up the limiter. */
-export async function createAuthService(db: Database, manifest: AppManifest, logger: Logger, rateLimit?: RateLimitOptions): Promise<AuthService> {
+/**
+ * Loads (or creates) the signing keys and sets up the limiter.
+ * @param limiter - the shared limiter when Redis is configured; default: one in this process's memory
+ */
+export async function createAuthService(
+  db: Database,
+  manifest: AppManifest,
+  logger: Logger,
+  rateLimit?: RateLimitOptions,
+  limiter?: AttemptLimiter,
+): Promise<AuthService> {
   const auth = manifest.settings.auth;
   return {
     db,
     manifest,
     logger,
     keys: await loadSigningKeys(db),
-    limiter: new FailureLimiter(rateLimit),
+    limiter: limiter ?? memoryLimiter(new FailureLimiter(rateLimit)),
     identities: new IdentityCache(db),
     issuer: tokenIssuer(manifest.name),
     accessTokenTtlSeconds: auth?.accessTokenTtlSeconds ?? 3600,

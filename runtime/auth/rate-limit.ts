@@ -1,8 +1,9 @@
 /**
  * @module Limits failed sign-ins and token requests per (client id or username, remote address):
  * after `maxFailures` failures within `windowMs` of the first, further attempts are refused until the
- * window ends, whatever the credentials (429 with `Retry-After`). State is in the process's memory:
- * each `svc serve` instance counts on its own, and a restart forgets.
+ * window ends, whatever the credentials (429 with `Retry-After`). DESIGN §4 "Auth details": the state
+ * is in the process's memory (`FailureLimiter`: each instance counts on its own, a restart forgets),
+ * or in Redis when Redis is configured (`RedisFailureLimiter`: every instance shares one count).
  */
 
 export interface RateLimitOptions {
@@ -55,3 +56,81 @@ export class FailureLimiter {
 
 /** The limiter key of an attempt: what was tried (`client:<id>` or `user:<name>`) and from where. */
 export const attemptKey = (subject: string, remoteAddress: string | undefined): string => `${subject}|${remoteAddress ?? ''}`;
+
+/** The limiter the auth service uses: in memory or in Redis. */
+export interface AttemptLimiter {
+  /** Seconds until `key` may try again; 0 when it may try now. */
+  retryAfterSeconds(key: string): Promise<number>;
+  /** Counts one failure of `key`. */
+  fail(key: string): Promise<void>;
+  /** Forgets the failures of `key` (after a success). */
+  reset(key: string): Promise<void>;
+}
+
+/** A `FailureLimiter` behind the `AttemptLimiter` interface. */
+export function memoryLimiter(limiter: FailureLimiter): AttemptLimiter {
+  return {
+    retryAfterSeconds: async (key) => limiter.retryAfterSeconds(key),
+    fail: async (key) => limiter.fail(key),
+    reset: async (key) => limiter.reset(key),
+  };
+}
+
+/** The Redis commands the shared limiter needs (ioredis's `Redis` has them). */
+export interface RedisCommands {
+  eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
+  del(...keys: string[]): Promise<number>;
+}
+
+/** Atomically counts a failure and starts the window at the first one: returns the count. */
+const FAIL_SCRIPT = "local n = redis.call('INCR', KEYS[1]) if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end return n";
+/** The count and the milliseconds left in the window (-2 when there is none). */
+const READ_SCRIPT = "return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('PTTL', KEYS[1])}";
+
+/**
+ * The limiter shared by every instance through Redis (keys `<prefix>:<attempt key>`, expiring with the
+ * window). While Redis is unavailable it counts in this process (`fallback`) and logs.
+ */
+export class RedisFailureLimiter implements AttemptLimiter {
+  private readonly maxFailures: number;
+  private readonly windowMs: number;
+
+  constructor(
+    private readonly redis: RedisCommands,
+    private readonly prefix: string,
+    private readonly fallback: FailureLimiter,
+    private readonly onUnavailable: (err: Error) => void,
+    options: RateLimitOptions = {},
+  ) {
+    this.maxFailures = options.maxFailures ?? 10;
+    this.windowMs = options.windowMs ?? 15 * 60_000;
+  }
+
+  async retryAfterSeconds(key: string): Promise<number> {
+    try {
+      const [failures, leftMs] = (await this.redis.eval(READ_SCRIPT, 1, `${this.prefix}:${key}`)) as [number, number];
+      return failures >= this.maxFailures && leftMs > 0 ? Math.ceil(leftMs / 1000) : 0;
+    } catch (err) {
+      this.onUnavailable(err as Error);
+      return this.fallback.retryAfterSeconds(key);
+    }
+  }
+
+  async fail(key: string): Promise<void> {
+    try {
+      await this.redis.eval(FAIL_SCRIPT, 1, `${this.prefix}:${key}`, this.windowMs);
+    } catch (err) {
+      this.onUnavailable(err as Error);
+      this.fallback.fail(key);
+    }
+  }
+
+  async reset(key: string): Promise<void> {
+    this.fallback.reset(key);
+    try {
+      await this.redis.del(`${this.prefix}:${key}`);
+    } catch (err) {
+      this.onUnavailable(err as Error);
+    }
+  }
+}

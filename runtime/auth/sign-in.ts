@@ -30,9 +30,9 @@ export function credentialFields<K extends string>(body: unknown, names: readonl
  * @returns the limiter key of the attempt
  * @throws HttpError RATE_LIMITED (429, with `headers['retry-after']` in seconds)
  */
-export function checkLockout(auth: AuthService, subject: string, remoteAddress: string | undefined): string {
+export async function checkLockout(auth: AuthService, subject: string, remoteAddress: string | undefined): Promise<string> {
   const key = attemptKey(subject, remoteAddress);
-  const wait = auth.limiter.retryAfterSeconds(key);
+  const wait = await auth.limiter.retryAfterSeconds(key);
   if (wait > 0) throw new HttpError('RATE_LIMITED', `too many failed attempts; try again in ${wait} seconds`, { headers: { 'retry-after': String(wait) } });
   return key;
 }
@@ -48,10 +48,10 @@ export async function limitedCheck(
   remoteAddress: string | undefined,
   check: () => Promise<Caller | null>,
 ): Promise<Caller | null> {
-  const key = checkLockout(auth, subject, remoteAddress);
+  const key = await checkLockout(auth, subject, remoteAddress);
   const caller = await check();
-  if (caller) auth.limiter.reset(key);
-  else auth.limiter.fail(key);
+  if (caller) await auth.limiter.reset(key);
+  else await auth.limiter.fail(key);
   return caller;
 }
 

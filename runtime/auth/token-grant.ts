@@ -75,14 +75,14 @@ export async function tokenGrant(auth: AuthService, body: unknown, request: Toke
     const id = basicCredentials(request.authorization)?.id ?? field(b, 'client_id');
     const token = field(b, 'refresh_token');
     if (!id || !token) throw new OAuthError('invalid_request', 400, 'client_id and refresh_token are required');
-    const key = checkLockout(auth, `client:${id}`, request.remoteAddress);
+    const key = await checkLockout(auth, `client:${id}`, request.remoteAddress);
     const session = await continueSession(auth, token, id);
     if ('failure' in session) {
-      auth.limiter.fail(key);
+      await auth.limiter.fail(key);
       auth.logger.info({ reqId: request.reqId, reason: session.failure }, 'refresh token refused');
       throw new OAuthError('invalid_grant', 400, 'the refresh token is invalid, expired, revoked or was issued to another client');
     }
-    auth.limiter.reset(key);
+    await auth.limiter.reset(key);
     return session.body;
   }
   throw new OAuthError('unsupported_grant_type', 400, 'grant_type must be client_credentials or refresh_token');

@@ -3,10 +3,12 @@
  * instance with the Web PubSub endpoint, the SignalR hub and the HTTP endpoints, on a bus that is
  * in-process by default and Redis pub/sub when a Redis URL is configured.
  */
+import type { Redis } from 'ioredis';
 import type { AuthService } from '../auth/auth-service.js';
 import type { Logger } from '../log.js';
 import type { AppManifest } from '../manifest.js';
 import { LocalBus, type RealtimeBus } from './bus.js';
+import { RedisBus, RedisReplayGuard } from './redis-bus.js';
 import { RealtimeService } from './service.js';
 import { MemoryReplayGuard, type ReplayGuard } from './tokens.js';
 import { serveWebPubSub } from './wps.js';
@@ -14,22 +16,41 @@ import { serveHub } from './hub.js';
 
 export { RealtimeService, FUNCTION_ACTOR } from './service.js';
 export { realtimeHttpHandler } from './http.js';
+export { groupOfChannel } from './channels.js';
+
+/** The bus between instances and the stores shared through it. */
+export interface RealtimeBackplane {
+  bus: RealtimeBus;
+  /** Where used one-time token ids are remembered. */
+  guard: ReplayGuard;
+  /** The Redis connection for other shared state (the sign-in limiter); absent without Redis. */
+  redis?: Redis;
+}
 
 /**
- * Builds and starts the real-time service of an instance.
- * @param redisUrl - env `REDIS_URL` or svc.json `realtime.redis`; absent: a single instance
+ * The bus of an instance: Redis pub/sub when `redisUrl` is set (env `REDIS_URL` or svc.json
+ * `realtime.redis`), else in-process. Nothing connects until `startRealtime`.
  */
-export async function startRealtime(options: { manifest: AppManifest; auth: AuthService; logger: Logger; redisUrl?: string }): Promise<RealtimeService> {
-  const { bus, guard } = busFor(options.redisUrl, options.logger);
+export function realtimeBackplane(apiName: string, logger: Logger, redisUrl: string | undefined): RealtimeBackplane {
+  if (!redisUrl) return { bus: new LocalBus(), guard: new MemoryReplayGuard() };
+  const bus = new RedisBus(redisUrl, apiName, logger);
+  return { bus, guard: new RedisReplayGuard(bus.commands, `svc:${apiName}:rt-jti`, logger), redis: bus.commands };
+}
+
+/**
+ * Builds the real-time service of an instance, serves its endpoints and starts the bus.
+ * @throws Error when Redis is configured but cannot be reached
+ */
+export async function startRealtime(options: {
+  manifest: AppManifest;
+  auth: AuthService;
+  logger: Logger;
+  backplane: RealtimeBackplane;
+}): Promise<RealtimeService> {
+  const { bus, guard } = options.backplane;
   const service = new RealtimeService({ manifest: options.manifest, auth: options.auth, logger: options.logger, bus, guard });
   serveWebPubSub(service);
   serveHub(service);
   await service.start();
   return service;
-}
-
-function busFor(redisUrl: string | undefined, logger: Logger): { bus: RealtimeBus; guard: ReplayGuard } {
-  void redisUrl;
-  void logger;
-  return { bus: new LocalBus(), guard: new MemoryReplayGuard() };
 }

@@ -1,0 +1,147 @@
+/**
+ * @module The bus on Redis pub/sub (DESIGN §6; issue "real-time" § Many instances), with `ioredis`:
+ * one connection publishes, one subscribes to `svc:<api-name>:rt:all` (broadcasts) and
+ * `svc:<api-name>:rt:i:<instance>` (calls and replies for this instance). Payloads are JSON with the
+ * sender's instance id, and an instance ignores its own broadcasts (the service delivers those locally).
+ *
+ * Redis going away is survived: publishing fails at once instead of queueing (`enableOfflineQueue:
+ * false`), each message lost that way is logged with a running count, a call to another instance then
+ * answers as if no instance held the connection, ioredis reconnects with a capped back-off and
+ * re-subscribes, and the outage and the recovery are logged. Pub/sub delivers at most once: what was
+ * published while Redis was down is gone (clients follow a change notification with a GET, and may
+ * re-read after a reconnect).
+ */
+import { Redis } from 'ioredis';
+import type { Logger } from '../log.js';
+import { newInstanceId, type BusMessage, type RealtimeBus } from './bus.js';
+import type { ReplayGuard } from './tokens.js';
+import { MemoryReplayGuard } from './tokens.js';
+
+/** How long `start()` waits for the first connection to Redis, ms. */
+const CONNECT_TIMEOUT_MS = 5000;
+
+/** Redis connection options shared by the bus's connections and the stores that use Redis. */
+export function redisClient(url: string, logger: Logger, role: string, options: { offlineQueue?: boolean } = {}): Redis {
+  const client = new Redis(url, {
+    lazyConnect: true,
+    enableOfflineQueue: options.offlineQueue ?? false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
+  });
+  let down = false;
+  const lost = (reason: string) => {
+    if (!down) logger.warn({ role, reason }, 'redis connection lost; reconnecting');
+    down = true;
+  };
+  client.on('error', (err: Error) => lost(err.message));
+  client.on('reconnecting', () => lost('connection closed'));
+  client.on('ready', () => {
+    if (down) logger.info({ role }, 'redis connection restored');
+    down = false;
+  });
+  return client;
+}
+
+export class RedisBus implements RealtimeBus {
+  readonly instanceId = newInstanceId();
+  private readonly pub: Redis;
+  private readonly sub: Redis;
+  private readonly all: string;
+  private readonly prefix: string;
+  private lost = 0;
+
+  /** @param apiName - the app's name: instances of one app share channels, other apps do not */
+  constructor(
+    url: string,
+    apiName: string,
+    private readonly logger: Logger,
+  ) {
+    this.prefix = `svc:${apiName}:rt`;
+    this.all = `${this.prefix}:all`;
+    this.pub = redisClient(url, logger, 'realtime publisher');
+    // The subscriber keeps its subscriptions across reconnects (ioredis re-subscribes).
+    this.sub = redisClient(url, logger, 'realtime subscriber', { offlineQueue: true });
+  }
+
+  /**
+   * Connects both connections and subscribes.
+   * @throws Error naming the URL's host when Redis cannot be reached within `CONNECT_TIMEOUT_MS`
+   */
+  async start(onMessage: (message: BusMessage) => void): Promise<void> {
+    this.sub.on('message', (_channel: string, text: string) => {
+      let envelope: { from: string; message: BusMessage };
+      try {
+        envelope = JSON.parse(text);
+      } catch {
+        return;
+      }
+      if (envelope.from !== this.instanceId) onMessage(envelope.message);
+    });
+    try {
+      await Promise.all([this.pub.connect(), this.sub.connect()]);
+      await this.sub.subscribe(this.all, `${this.prefix}:i:${this.instanceId}`);
+    } catch (err) {
+      this.pub.disconnect();
+      this.sub.disconnect();
+      throw new Error(`cannot reach Redis for real-time (REDIS_URL / realtime.redis): ${(err as Error).message}`);
+    }
+  }
+
+  broadcast(message: BusMessage): void {
+    this.pub.publish(this.all, this.encode(message)).catch((err: Error) => this.lose(message, err));
+  }
+
+  async sendTo(instanceId: string, message: BusMessage): Promise<boolean> {
+    try {
+      return (await this.pub.publish(`${this.prefix}:i:${instanceId}`, this.encode(message))) > 0;
+    } catch (err) {
+      this.lose(message, err as Error);
+      return false;
+    }
+  }
+
+  /** The publishing connection, for the other shared state kept in Redis (one-time tokens, sign-in limits). */
+  get commands(): Redis {
+    return this.pub;
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([this.sub.quit(), this.pub.quit()]);
+    this.sub.disconnect();
+    this.pub.disconnect();
+  }
+
+  private encode(message: BusMessage): string {
+    return JSON.stringify({ from: this.instanceId, message });
+  }
+
+  private lose(message: BusMessage, err: Error): void {
+    this.lost += 1;
+    const what = message.t === 'group' ? { group: message.message.group } : message.t === 'change' ? { collection: message.change.collection } : {};
+    this.logger.warn({ kind: message.t, ...what, lostMessages: this.lost, err: err.message }, 'real-time message lost: redis is unavailable');
+  }
+}
+
+/**
+ * Single-use token ids in Redis (`SET … NX PX`), so a one-time URL used on one instance is refused on
+ * every other. While Redis is unavailable it falls back to this process's memory (logged).
+ */
+export class RedisReplayGuard implements ReplayGuard {
+  private readonly fallback = new MemoryReplayGuard();
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    private readonly logger: Logger,
+  ) {}
+
+  async claim(id: string, ttlMs: number): Promise<boolean> {
+    try {
+      return (await this.redis.set(`${this.prefix}:${id}`, '1', 'PX', ttlMs, 'NX')) === 'OK';
+    } catch (err) {
+      this.logger.warn({ err: (err as Error).message }, 'redis unavailable: one-time tokens are checked in this process only');
+      return this.fallback.claim(id, ttlMs);
+    }
+  }
+}
