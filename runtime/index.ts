@@ -12,7 +12,18 @@ export { ANONYMOUS, type Caller } from './auth/caller.js';
 export { StartupError } from './load-manifest.js';
 export { diffDatamodels, applyMigrations } from './data/schema-engine.js';
 export { filterProblems, type FilterProblem } from './query/check-filters.js';
-export type { FunctionContext, FunctionRequest, FunctionResponse, FunctionCaller, FunctionQuery, ValidationEntry, GetParams } from './functions/context.js';
+export type {
+  FunctionContext,
+  FunctionRequest,
+  FunctionResponse,
+  FunctionCaller,
+  FunctionQuery,
+  ValidationEntry,
+  GetParams,
+  FunctionRealtime,
+  RealtimeJoin,
+  RealtimeSend,
+} from './functions/context.js';
 export { FunctionApiError } from './functions/collection-client.js';
 export { createUserInApp, createServiceAccountInApp, deleteIdentityInApp, disableIdentityInApp, setIdentityRolesInApp } from './identity-commands.js';
 export type { IdentityRef } from './auth/identities.js';

@@ -25,7 +25,7 @@ import { loadManifest, StartupError } from './load-manifest.js';
 import type { AppManifest } from './manifest.js';
 import { createAuthService } from './auth/auth-service.js';
 import { checkPolicies } from './auth/authorize.js';
-import { startRealtime, realtimeBackplane, realtimeHttpHandler, type RealtimeService } from './realtime/index.js';
+import { startRealtime, realtimeBackplane, realtimeHttpHandler, functionRealtime, type RealtimeService } from './realtime/index.js';
 import { FailureLimiter, RedisFailureLimiter, type AttemptLimiter, type RedisCommands } from './auth/rate-limit.js';
 
 export interface ServeOptions {
@@ -163,6 +163,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       pool,
       // Function code's get/post/patch: the in-process API client, as the function's caller.
       callApi: (caller, request, signal, reqId) => apiClientFor(runtime, caller, { signal, reqId }).request(request),
+      callRealtime: functionRealtime(realtime),
     },
     health: {
       ping: () => db.ping(),

@@ -21,3 +21,12 @@ export type ApiReply = ApiAnswer;
  *   function code sees a plain `Error`)
  */
 export type CallApi = (caller: Caller, request: ApiRequest, signal: AbortSignal, reqId?: string) => Promise<ApiReply>;
+
+/** One real-time call of function code (`rt.join`, `rt.send`), answered like an API call (`{ group }` or an error body). */
+export type RealtimeRequest = { op: 'join'; connectionId: unknown; channel: unknown; readOnly?: unknown } | { op: 'send'; channel: unknown; body: unknown };
+
+/**
+ * Answers one `RealtimeRequest` with the privileges of function code (any connection, private channels).
+ * @returns 200 `{ group }`, or the status and DESIGN §4 error body of the refusal
+ */
+export type CallRealtime = (request: RealtimeRequest) => Promise<ApiReply>;

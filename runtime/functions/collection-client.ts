@@ -3,8 +3,8 @@
  * hands it to `send` (in a worker: a message to the main thread, which answers it as the caller with the
  * same access rules, policies, validation and result shapes as HTTP). Runs inside the function worker.
  */
-import type { ApiReply, ApiRequest } from './call-api.js';
-import type { FunctionContext, GetParams } from './context.js';
+import type { ApiReply, ApiRequest, RealtimeRequest } from './call-api.js';
+import type { FunctionContext, FunctionRealtime, GetParams } from './context.js';
 import type { FunctionJob } from './protocol.js';
 
 /** A non-2xx answer of the app's own API to `get`, `post` or `patch`: its status and parsed body. */
@@ -70,5 +70,21 @@ export function collectionClient(
       if (typeof id !== 'string' || id === '') throw new FunctionUsageError('patch: the id must be a non-empty string');
       return call('PATCH', `/${named(collection, job.writable, 'patch')}/${encodeURIComponent(id)}`, undefined, body) as Promise<T>;
     },
+  };
+}
+
+/**
+ * Builds `rt` for one invocation (DESIGN §4 "Real-time from functions").
+ * @throws (from the helpers) FunctionApiError for a refusal: 404 unknown connection, 400 bad channel name or arguments
+ */
+export function realtimeClient(send: (request: RealtimeRequest) => Promise<ApiReply>): FunctionRealtime {
+  const call = async (request: RealtimeRequest, path: string): Promise<{ group: string }> => {
+    const reply = await send(JSON.parse(JSON.stringify(request)) as RealtimeRequest);
+    if (reply.status < 200 || reply.status > 299) throw new FunctionApiError('POST', path, reply.status, reply.body);
+    return reply.body as { group: string };
+  };
+  return {
+    join: (args) => call({ op: 'join', connectionId: args?.connectionId, channel: args?.channel, readOnly: args?.readOnly }, '/_rt/join'),
+    send: (args) => call({ op: 'send', channel: args?.channel, body: args?.body }, '/_rt/send'),
   };
 }

@@ -43,6 +43,36 @@ export type ValidationEntry = string | { path: string; message: string };
 /** List parameters of `get` (SPEC §4.2): `filter`, `sortBy`, `select`, `pageNo`, `pageSize`, `count`, … */
 export type GetParams = Record<string, string | number | boolean | undefined>;
 
+/** `rt.join` arguments (DESIGN §4 "Function details"). */
+export interface RealtimeJoin {
+  /** A Web PubSub or hub connection id (from the client's `connected` event or negotiate). */
+  connectionId: string;
+  /** The channel without the `<api-name>:` prefix; a name with `:` is private (only functions may use it). */
+  channel: string;
+  /** True: the connection only receives on this channel. Default false. */
+  readOnly?: boolean;
+}
+
+/** `rt.send` arguments. */
+export interface RealtimeSend {
+  channel: string;
+  /** Any JSON value; it reaches every joined connection as the message's `data`. */
+  body: unknown;
+}
+
+/**
+ * Real-time from function code (SPEC §4.7 channel table, DESIGN §4): joins any connection to any
+ * channel, private ones included, and sends to channels. Both resolve once done on whichever
+ * instance holds the connection, and throw a `FunctionApiError` (404 unknown connection, 400 bad
+ * channel name) otherwise.
+ */
+export interface FunctionRealtime {
+  /** Joins a connection to a channel; resolves `{ group }`, the wire name (`<api-name>:<channel>`). */
+  join(args: RealtimeJoin): Promise<{ group: string }>;
+  /** Sends `body` to every connection joined to the channel; resolves `{ group }`. */
+  send(args: RealtimeSend): Promise<{ group: string }>;
+}
+
 /**
  * The context of a function call. In the default-export form it is the argument; in the script form each
  * field is a global of the same name. `get`, `post` and `patch` call the app's own API as the caller
@@ -67,4 +97,6 @@ export interface FunctionContext<TBody = unknown, TRes = unknown, TQuery = Funct
   fetch: typeof fetch;
   /** Push entries here; when any are present after the code, the answer is 400 with them in `details`. */
   validationErrors: ValidationEntry[];
+  /** Channels: `rt.join({ connectionId, channel, readOnly })`, `rt.send({ channel, body })`. */
+  rt: FunctionRealtime;
 }

@@ -18,7 +18,7 @@ import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { HttpError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { ApiReply, ApiRequest } from './call-api.js';
+import type { ApiReply, ApiRequest, RealtimeRequest } from './call-api.js';
 import { MEMORY_REPORT_MS, type FromWorker, type FunctionJob, type FunctionOutcome, type ToWorker, type WorkerSettings } from './protocol.js';
 
 export interface WorkerPoolOptions {
@@ -44,6 +44,8 @@ export interface InvocationOptions {
   timeoutMs: number;
   /** Answers `get`/`post`/`patch` of the code; `signal` aborts when the call ends for any reason. */
   callApi(request: ApiRequest, signal: AbortSignal): Promise<ApiReply>;
+  /** Answers `rt.join`/`rt.send` of the code. */
+  callRealtime(request: RealtimeRequest): Promise<ApiReply>;
   /** Receives the call's output as it comes; `capped` marks the note that the rest is dropped. */
   output?(stream: 'stdout' | 'stderr', text: string, capped: boolean): void;
 }
@@ -194,11 +196,12 @@ export class WorkerPool {
     const mine = inv !== undefined && 'id' in m && m.id === inv.id && !inv.ended;
     switch (m.type) {
       case 'api':
+      case 'rt':
         if (!mine) {
           this.post(thread, { type: 'api-reply', call: m.call, error: 'this function call has ended; its API calls are refused' });
           return;
         }
-        inv.options.callApi(m.request, inv.controller.signal).then(
+        (m.type === 'api' ? inv.options.callApi(m.request, inv.controller.signal) : inv.options.callRealtime(m.request)).then(
           (reply) => this.post(thread, { type: 'api-reply', call: m.call, reply }),
           (err: unknown) => this.post(thread, { type: 'api-reply', call: m.call, error: err instanceof Error ? err.message : String(err) }),
         );

@@ -18,7 +18,7 @@ import { validationFailed } from '../data/input.js';
 import { compileFunctionInputs, type FunctionInputChecker } from '../functions/input-checker.js';
 import type { FunctionCaller, FunctionRequest } from '../functions/context.js';
 import type { FunctionJob } from '../functions/protocol.js';
-import type { CallApi } from '../functions/call-api.js';
+import type { CallApi, CallRealtime } from '../functions/call-api.js';
 import { WorkerPool } from '../functions/worker-pool.js';
 import { StartupError } from '../load-manifest.js';
 
@@ -35,6 +35,8 @@ export interface FunctionRoutesOptions {
    * ends. The server gives the in-process API client (`apiClientFor`).
    */
   callApi: CallApi;
+  /** Answers the code's `rt.join`/`rt.send` with function privileges (the real-time service). */
+  callRealtime: CallRealtime;
 }
 
 /** A request whose raw JSON body was kept by `captureRawBody`. */
@@ -134,6 +136,7 @@ function functionHandler(f: FunctionDefinition, modulePath: string, inputs: Func
       name: f.name,
       timeoutMs: manifest.settings.functions.timeoutMs,
       callApi: (request, signal) => options.callApi(caller, request, signal, String(res.locals.reqId)),
+      callRealtime: options.callRealtime,
       output: (stream, text, capped) => {
         if (capped) options.logger.warn({ reqId, function: f.name, stream }, text);
         else options.logger.info({ reqId, function: f.name, stream }, text.endsWith('\n') ? text.slice(0, -1) : text);

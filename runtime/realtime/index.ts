@@ -17,6 +17,7 @@ import { serveHub } from './hub.js';
 export { RealtimeService, FUNCTION_ACTOR } from './service.js';
 export { realtimeHttpHandler } from './http.js';
 export { groupOfChannel } from './channels.js';
+export { functionRealtime } from './functions.js';
 
 /** The bus between instances and the stores shared through it. */
 export interface RealtimeBackplane {
