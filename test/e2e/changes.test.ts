@@ -1,16 +1,23 @@
 /**
- * Change sets of the unit of work (issue "runtime core"): every write path — POST one and many, PUT,
- * PATCH, DELETE one and many, nested children created/updated/deleted through a parent, writes
- * through a view, and the in-process API client — reports, after its commit, one change per
- * collection with the request's method, every affected id and the rows' lookup ids (read before a
- * delete). A rejected or rolled-back request reports nothing. The server runs in this process over
- * real HTTP, on both databases, with a sink that records what it is handed.
+ * Change sets of the unit of work (issue "runtime core") and the change notifications built on them
+ * (issue "real-time", SPEC §4.7, §6.1): every write path — POST one and many, PUT, PATCH, DELETE one and
+ * many, nested children created/updated/deleted through a parent, writes through a view, writes by
+ * function code, and the in-process API client — reports, after its commit, one change per collection
+ * with the request's method, every affected id and the rows' lookup ids (read before a delete). A
+ * rejected or rolled-back request reports nothing. The server runs in this process over real HTTP, on
+ * both databases, with a sink that records what it is handed; beside it a real Web PubSub client
+ * subscribed with `_listen` to every collection must hear exactly one notification `{ action, path,
+ * ids }` per reported change, in order, and nothing else (a marker message sent after each step proves
+ * nothing more was on its way). Every collection of the app copy gets a LISTEN rule for this.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
+import { WebPubSubClient, WebPubSubJsonProtocol } from '@azure/web-pubsub-client';
 import { backends, type Backend } from '../support/backends.js';
-import { prepareApp, ROOT, type PreparedApp } from '../support/cli.js';
+import { prepareApp, ROOT, runCli, type PreparedApp } from '../support/cli.js';
+import { waitFor } from '../support/wait.js';
 import { adminIdentity, type Identity } from '../support/auth.js';
 import { call, useHeaders } from '../support/scenario.js';
 // The built runtime: the SQLite driver's worker threads load from dist/.
@@ -28,30 +35,79 @@ function dataSuite(backend: Backend): void {
     let customer: string;
     let product: string;
 
-    /** Runs `fn` and returns the change sets published meanwhile. */
+    /** Every change set ever published (never reset, unlike `published`). */
+    const history: Change[][] = [];
+    /** What the Web PubSub client listening to every collection heard, in order. */
+    const heard: { group: string; data: unknown }[] = [];
+    let feed: WebPubSubClient | undefined;
+    let marks = 0;
+
+    /**
+     * Runs `fn` and returns the change sets published meanwhile, after checking that the listening
+     * client heard exactly their notifications, in order, and nothing else.
+     */
     async function changesOf(fn: () => Promise<unknown>): Promise<Change[][]> {
       const before = published.length;
+      const fromHistory = history.length;
+      const fromHeard = heard.length;
       await fn();
+      const mark = `mark-${++marks}`;
+      expect((await call(base, 'POST', '/_rt/send', { channel: 'marker', body: mark })).status).toBe(200);
+      await waitFor(() => heard.some((h) => h.data === mark));
+      const notes = heard.slice(fromHeard).filter((h) => h.group !== 'shop:marker');
+      const expected = history
+        .slice(fromHistory)
+        .flat()
+        .map((c) => ({ group: `shop:${c.collection}`, data: { action: c.action, path: `shop/${c.collection}`, ids: c.ids } }));
+      expect(notes).toEqual(expected);
       return published.slice(before).map((p) => p.changes);
     }
     const sorted = (c: Change[]) => c.map((x) => ({ ...x, ids: [...x.ids].sort(), lookupIds: [...x.lookupIds].sort() }));
 
     beforeAll(async () => {
       app = await prepareApp(SHOP, backend);
+      // Every collection may be listened to (the shop grants LISTEN on Order only).
+      for (const name of ['Customer', 'Product', 'OrderLine']) {
+        const file = join(app.dir, 'collections', `${name}.json`);
+        const definition = JSON.parse(readFileSync(file, 'utf8'));
+        definition.access.push({ method: 'LISTEN', roleNames: ['_AUTHENTICATED_USER'] });
+        writeFileSync(file, JSON.stringify(definition));
+      }
+      const generated = await runCli(['generate', app.dir], app.env);
+      expect(generated.code, generated.stderr).toBe(0);
       server = await startServer({
         appDir: app.dir,
         port: 0,
         env: { ...process.env, ...app.env },
         logger: pino({ level: 'silent' }),
-        sink: { publish: (changes, origin) => published.push({ changes, reqId: origin.reqId }) },
+        sink: {
+          publish: (changes, origin) => {
+            published.push({ changes, reqId: origin.reqId });
+            history.push(changes);
+          },
+        },
       });
       base = server.url;
       admin = await adminIdentity(app, base);
       useHeaders(base, admin.headers);
+      let connectionId = '';
+      feed = new WebPubSubClient(
+        { getClientAccessUrl: async () => (await (await fetch(`${base}/_rt/ws`, { headers: admin.headers })).json()).url },
+        { protocol: WebPubSubJsonProtocol(), messageRetryOptions: { maxRetries: 0 } },
+      );
+      feed.on('connected', (e) => (connectionId = e.connectionId));
+      feed.on('group-message', (e) => heard.push({ group: e.message.group, data: e.message.data }));
+      await feed.start();
+      await waitFor(() => connectionId);
+      await feed.joinGroup('shop:marker');
+      for (const name of ['Customer', 'Product', 'Order', 'OrderLine']) {
+        expect((await call(base, 'POST', `/${name}/_listen`, { connectionId, type: 'ws' })).status).toBe(200);
+      }
       customer = (await call(base, 'POST', '/Customer', { name: 'Ada', country: 'GB' })).json.data[0];
       product = (await call(base, 'POST', '/Product', { sku: 'p1', name: 'Kettle', price: 10, stock: 5 })).json.data[0];
     });
     afterAll(async () => {
+      feed?.stop();
       await server?.close();
       await app?.cleanup();
     });
@@ -132,6 +188,65 @@ function dataSuite(backend: Backend): void {
       expect(await changesOf(() => call(base, 'DELETE', `/Order/${id}`))).toEqual([
         [{ collection: 'Order', action: 'DELETE', ids: [id], lookupIds: [customer] }],
       ]);
+    });
+
+    it('writes by function code report like HTTP writes (placeOrder: the order and its line)', async () => {
+      await call(base, 'PATCH', `/Product/${product}`, { stock: 50, active: true });
+      let order = '';
+      const sets = await changesOf(async () => {
+        const r = await call(base, 'POST', '/_invoke/placeOrder', { customer, sku: 'p1', quantity: 2 });
+        expect(r.status, JSON.stringify(r.json)).toBe(201);
+        order = r.json.order;
+      });
+      const lines = (await call(base, 'GET', `/Order/${order}?include=OrderLine.order`)).json['OrderLine.order'] as { id: string }[];
+      expect(sets.map(sorted)).toEqual([
+        sorted([
+          { collection: 'Order', action: 'POST', ids: [order], lookupIds: [customer] },
+          { collection: 'OrderLine', action: 'POST', ids: lines.map((l) => l.id), lookupIds: [order, product] },
+        ]),
+      ]);
+    });
+
+    it('id and lookupIds narrow a subscription; two _listen calls still deliver each notification once', async () => {
+      const [first, second] = (
+        await call(base, 'POST', '/Order', [
+          { title: 'watched', customer: { id: customer } },
+          { title: 'other', customer: { id: customer } },
+        ])
+      ).json.data as string[];
+      let connectionId = '';
+      const narrow = new WebPubSubClient(
+        { getClientAccessUrl: async () => (await (await fetch(`${base}/_rt/ws`, { headers: admin.headers })).json()).url },
+        { protocol: WebPubSubJsonProtocol() },
+      );
+      const got: unknown[] = [];
+      narrow.on('connected', (e) => (connectionId = e.connectionId));
+      narrow.on('group-message', (e) => got.push(e.message.data));
+      await narrow.start();
+      try {
+        await waitFor(() => connectionId);
+        expect((await call(base, 'POST', '/Order/_listen', { connectionId, type: 'ws', id: first })).status).toBe(200);
+        expect((await call(base, 'POST', '/Order/_listen', { connectionId, type: 'ws', id: first })).status).toBe(200);
+        expect((await call(base, 'POST', '/OrderLine/_listen', { connectionId, type: 'ws', lookupIds: [second] })).status).toBe(200);
+        await changesOf(async () => {
+          await call(base, 'PATCH', `/Order/${second}`, { title: 'not watched' });
+          await call(base, 'PATCH', `/Order/${first}`, { title: 'watched again' });
+          await call(base, 'POST', '/OrderLine', { order: { id: first }, product: { id: product }, quantity: 1, unitPrice: 1 });
+          await call(base, 'POST', '/OrderLine', { order: { id: second }, product: { id: product }, quantity: 1, unitPrice: 1 });
+        });
+        await waitFor(() => got.length >= 2);
+        const line = (await call(base, 'GET', `/OrderLine?filter=order eq "${second}"`)).json.data[0].id;
+        // The marker of changesOf went only to the feed: one more write proves nothing else is coming here.
+        await call(base, 'PATCH', `/Order/${first}`, { title: 'last' });
+        await waitFor(() => got.length >= 3);
+        expect(got).toEqual([
+          { action: 'PATCH', path: 'shop/Order', ids: [first] },
+          { action: 'POST', path: 'shop/OrderLine', ids: [line] },
+          { action: 'PATCH', path: 'shop/Order', ids: [first] },
+        ]);
+      } finally {
+        narrow.stop();
+      }
     });
 
     it('bulk DELETE reports every id', async () => {
