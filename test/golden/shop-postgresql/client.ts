@@ -440,6 +440,16 @@ export interface Schemas {
     /** unitPrice */
     unitPrice: number | null;
   };
+  /** Declared body fields are enforced for POST and PUT */
+  "followOrder.Body": {
+    /** From the client's connected event */
+    connectionId: string;
+    order: string;
+  };
+  /** Declared response fields (advisory, never validated) */
+  "followOrder.Response": {
+    group?: string;
+  };
   /** Declared response fields (advisory, never validated) */
   "orderTotal.Response": {
     order?: string;
@@ -530,6 +540,13 @@ export type OrderLines = Schemas["OrderLines"];
 
 /** Per function and method: query parameters, body (POST, PUT) and response (SPEC §4.8). */
 export interface Functions {
+  followOrder: {
+    POST: {
+      query: Record<string, never>;
+      body: Schemas["followOrder.Body"];
+      response: Schemas["followOrder.Response"];
+    };
+  };
   lowStock: {
     GET: {
       query: {
@@ -739,6 +756,9 @@ export function createClient(options: ClientOptions = {}) {
       OrderLines: readOnly<Schemas["OrderLines"]>(call, "/OrderLines"),
     },
     functions: {
+      followOrder: {
+        post: (body: Functions["followOrder"]["POST"]['body'], query?: Functions["followOrder"]["POST"]['query']) => call<Schemas["followOrder.Response"]>("POST", "/followOrder", { query, body }),
+      },
       lowStock: {
         get: (query?: Functions["lowStock"]["GET"]['query']) => call<unknown>("GET", "/lowStock", { query }),
       },
