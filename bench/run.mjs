@@ -14,7 +14,8 @@
  *    also on failure or Ctrl-C.
  *
  * Env: BENCH_ROWS (100000), BENCH_DURATION_S (8), BENCH_WARMUP_S (2), BENCH_CONNECTIONS ("10,50"),
- * BENCH_ONLY (endpoint keys, e.g. "one,function"; default all),
+ * BENCH_ONLY (endpoint keys, e.g. "one,function"; default all; the real-time keys fanout, notify and idle
+ * belong to bench/realtime.mjs, which `npm run bench` runs next),
  * SVC_BENCH_PG_URL (postgres://root@127.0.0.1:5432/postgres).
  */
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -80,6 +81,8 @@ function noteBusy(when, busy) {
 }
 
 async function main() {
+  // BENCH_ONLY naming only real-time keys: that section runs alone (bench/realtime.mjs).
+  if (ONLY.length > 0 && ONLY.every((k) => ['fanout', 'notify', 'idle'].includes(k))) return;
   const machine = {
     node: process.version,
     cpus: cpus().length,

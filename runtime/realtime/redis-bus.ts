@@ -18,14 +18,14 @@ import type { ReplayGuard } from './tokens.js';
 import { MemoryReplayGuard } from './tokens.js';
 
 /** How long `start()` waits for the first connection to Redis, ms. */
-const CONNECT_TIMEOUT_MS = 5000;
+const CONNECT_TIMEOUT_MS = 3000;
 
 /** Redis connection options shared by the bus's connections and the stores that use Redis. */
 export function redisClient(url: string, logger: Logger, role: string, options: { offlineQueue?: boolean } = {}): Redis {
   const client = new Redis(url, {
-    lazyConnect: true,
     enableOfflineQueue: options.offlineQueue ?? false,
-    maxRetriesPerRequest: 1,
+    // Queued commands (the subscriber's) wait for Redis however long it takes; others fail at once.
+    maxRetriesPerRequest: options.offlineQueue ? null : 1,
     connectTimeout: CONNECT_TIMEOUT_MS,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
   });
@@ -65,8 +65,8 @@ export class RedisBus implements RealtimeBus {
   }
 
   /**
-   * Connects both connections and subscribes.
-   * @throws Error naming the URL's host when Redis cannot be reached within `CONNECT_TIMEOUT_MS`
+   * Subscribes. Waits at most `CONNECT_TIMEOUT_MS` for Redis: an instance whose Redis is down at start
+   * still serves (its own connections only, and `/api/_ready` says so) and joins the bus once Redis answers.
    */
   async start(onMessage: (message: BusMessage) => void): Promise<void> {
     this.sub.on('message', (_channel: string, text: string) => {
@@ -78,14 +78,17 @@ export class RedisBus implements RealtimeBus {
       }
       if (envelope.from !== this.instanceId) onMessage(envelope.message);
     });
-    try {
-      await Promise.all([this.pub.connect(), this.sub.connect()]);
-      await this.sub.subscribe(this.all, `${this.prefix}:i:${this.instanceId}`);
-    } catch (err) {
-      this.pub.disconnect();
-      this.sub.disconnect();
-      throw new Error(`cannot reach Redis for real-time (REDIS_URL / realtime.redis): ${(err as Error).message}`);
-    }
+    // Queued by the subscriber connection until Redis answers, and renewed by ioredis after every reconnect.
+    const subscribed = this.sub.subscribe(this.all, `${this.prefix}:i:${this.instanceId}`).then(
+      () => true,
+      () => false,
+    );
+    const publisherReady = this.pub.status === 'ready' ? Promise.resolve(true) : new Promise<boolean>((ok) => this.pub.once('ready', () => ok(true)));
+    const ready = Promise.all([subscribed, publisherReady]).then(([a, b]) => a && b);
+    let timer: NodeJS.Timeout | undefined;
+    const inTime = await Promise.race([ready, new Promise<false>((ok) => (timer = setTimeout(() => ok(false), CONNECT_TIMEOUT_MS)))]);
+    clearTimeout(timer);
+    if (!inTime) this.logger.warn('redis is not reachable: real-time messages stay on this instance until it is');
   }
 
   broadcast(message: BusMessage): void {
@@ -106,8 +109,12 @@ export class RedisBus implements RealtimeBus {
     return this.pub;
   }
 
+  /** Quits both connections (at most 1 s, then drops them: a Redis that is down would never answer QUIT). */
   async close(): Promise<void> {
-    await Promise.allSettled([this.sub.quit(), this.pub.quit()]);
+    const quits = [this.sub, this.pub].map((c) => (c.status === 'ready' ? c.quit().catch(() => {}) : Promise.resolve()));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(quits), new Promise((ok) => (timer = setTimeout(ok, 1000)))]);
+    clearTimeout(timer);
     this.sub.disconnect();
     this.pub.disconnect();
   }
