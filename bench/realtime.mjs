@@ -32,7 +32,7 @@ const IDLE = int('BENCH_RT_IDLE', 10_000);
 const STEP_S = int('BENCH_RT_STEP_S', 3);
 const LISTENERS = 100;
 const WRITES = 200;
-const RATES = [25, 50, 100, 200, 400, 800, 1600, 3200]; // publisher messages per second
+const RATES = [10, 20, 30, 40, 50, 60, 70, 85, 100, 120, 140, 170, 200, 250, 300, 400, 500, 650, 800, 1000, 1300, 1600, 2000, 2600, 3200]; // publisher messages per second
 const ONLY = (process.env.BENCH_ONLY ?? '').split(',').filter(Boolean);
 const KNOWN = ['fanout', 'notify', 'idle'];
 const wanted = (key) => (ONLY.length === 0 ? true : ONLY.includes(key));
@@ -53,6 +53,12 @@ function clientProcess() {
         }),
     ));
   return { rpc, pid: child.pid };
+}
+
+/** CPU time (user + system) the process has used, ms (/proc/<pid>/stat, clock ticks of 10 ms). */
+function cpuMs(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 function rssKiB(pid) {
@@ -82,11 +88,13 @@ function publisher(url) {
   });
 }
 
+/** Ack ids of the publisher: never reused on one connection (a repeat is answered `Duplicate`, not delivered). */
+let ackId = 0;
+
 /** Sends `rate` messages per second for `seconds` to `group`; returns how many were sent. */
 async function publish(ws, group, rate, seconds) {
   const pad = 'x'.repeat(120);
   let sent = 0;
-  let ackId = 0;
   const started = performance.now();
   const end = started + seconds * 1000;
   while (performance.now() < end) {
@@ -107,6 +115,7 @@ async function fanOut(target, clients) {
   const steps = [];
   for (const rate of RATES) {
     await clients.rpc({ cmd: 'reset' });
+    const cpuBefore = cpuMs(target.pid);
     const sent = await publish(pub, group, rate, STEP_S);
     const expected = sent * SUBSCRIBERS;
     let stats;
@@ -118,6 +127,8 @@ async function fanOut(target, clients) {
     const step = {
       rate,
       deliveriesPerSecond: Math.round(stats.received / STEP_S),
+      // Server CPU per 1,000 deliveries: what a delivery costs, whatever the client side could take.
+      serverCpuMsPer1k: stats.received === 0 ? null : round(((cpuMs(target.pid) - cpuBefore) / stats.received) * 1000),
       delivered: stats.received / expected,
       p50Ms: round(stats.latencies.p50),
       p99Ms: round(stats.latencies.p99),
@@ -125,7 +136,7 @@ async function fanOut(target, clients) {
     step.sustained = step.delivered >= 0.99 && step.p99Ms !== null && step.p99Ms <= 250;
     steps.push(step);
     log(
-      `${target.name} fan-out ${rate}/s × ${SUBSCRIBERS}: ${step.deliveriesPerSecond} deliveries/s, ${(step.delivered * 100).toFixed(1)}% delivered, p50 ${step.p50Ms} ms, p99 ${step.p99Ms} ms`,
+      `${target.name} fan-out ${rate}/s × ${SUBSCRIBERS}: ${step.deliveriesPerSecond} deliveries/s, ${(step.delivered * 100).toFixed(1)}% delivered, p50 ${step.p50Ms} ms, p99 ${step.p99Ms} ms, server CPU ${step.serverCpuMsPer1k} ms per 1,000 deliveries`,
     );
     if (!step.sustained) break;
     await sleep(500);
@@ -244,7 +255,7 @@ async function main() {
     for (const [name, r] of Object.entries({ svc: results.fanOut.svc, ws: results.fanOut.ws })) {
       const b = r.best;
       out(
-        `fan-out ${name.padEnd(4)} best sustained: ${b ? `${b.rate} msg/s → ${b.deliveriesPerSecond} deliveries/s, p50 ${b.p50Ms} ms, p99 ${b.p99Ms} ms` : 'none'}`,
+        `fan-out ${name.padEnd(4)} best sustained: ${b ? `${b.rate} msg/s → ${b.deliveriesPerSecond} deliveries/s, p50 ${b.p50Ms} ms, p99 ${b.p99Ms} ms, server CPU ${b.serverCpuMsPer1k} ms per 1,000 deliveries` : 'none'}`,
       );
     }
     out(`fan-out svc / ws deliveries per second: ${results.fanOut.ratio}`);

@@ -33,13 +33,15 @@ const RS = '\u001e';
 /** The server drops a hub connection that sent nothing for this long (SignalR's client timeout is 30 s), ms. */
 const CLIENT_TIMEOUT_MS = 60_000;
 
-/** Frames built once per message and shared by every recipient. */
-const frames = new WeakMap<object, string>();
+/** Frames built (and encoded) once per message and shared by every recipient. */
+const frames = new WeakMap<object, Buffer>();
+/** `ws` send options of a text frame given as bytes. */
+const TEXT_FRAME = { binary: false };
 
-function invocationFrame(key: object, target: string, argument: unknown): string {
+function invocationFrame(key: object, target: string, argument: unknown): Buffer {
   let frame = frames.get(key);
   if (frame === undefined) {
-    frame = JSON.stringify({ type: 1, target, arguments: [argument] }) + RS;
+    frame = Buffer.from(JSON.stringify({ type: 1, target, arguments: [argument] }) + RS);
     frames.set(key, frame);
   }
   return frame;
@@ -106,8 +108,9 @@ class HubSession implements ConnectionTransport {
     setTimeout(() => this.socket.terminate(), 1000).unref();
   }
 
-  write(frame: string): void {
-    if (this.socket.readyState === 1) this.socket.send(frame);
+  /** Sends a text frame, given as a string or as its UTF-8 bytes. */
+  write(frame: string | Buffer): void {
+    if (this.socket.readyState === 1) this.socket.send(frame, TEXT_FRAME);
   }
 
   /** The complete messages of a text frame; an incomplete tail waits for the next frame. */

@@ -48,6 +48,19 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /** The frames of one message, built once and shared by every recipient. */
 const frames = new WeakMap<object, string>();
+/** The same frames as UTF-8 bytes (plain protocol: one encoding per message, not one per recipient). */
+const encoded = new WeakMap<object, Buffer>();
+/** `ws` send options of a text frame given as bytes. */
+const TEXT_FRAME = { binary: false };
+
+function encodedFrame(key: object, frame: string): Buffer {
+  let bytes = encoded.get(key);
+  if (bytes === undefined) {
+    bytes = Buffer.from(frame);
+    encoded.set(key, bytes);
+  }
+  return bytes;
+}
 
 function messageFrame(key: object, group: string, dataType: DataType, data: unknown, fromUserId: string | null): string {
   let frame = frames.get(key);
@@ -92,11 +105,11 @@ class WpsSession implements ConnectionTransport {
   }
 
   sendGroupMessage(m: GroupMessage): void {
-    this.deliver(messageFrame(m, m.group, m.dataType, m.data, m.fromUserId));
+    this.deliver(m, messageFrame(m, m.group, m.dataType, m.data, m.fromUserId));
   }
 
   sendChange(group: string, n: ChangeNotification): void {
-    this.deliver(messageFrame(n, group, 'json', n, null));
+    this.deliver(n, messageFrame(n, group, 'json', n, null));
   }
 
   bufferedBytes(): number {
@@ -114,9 +127,9 @@ class WpsSession implements ConnectionTransport {
     setTimeout(() => socket.terminate(), 1000).unref();
   }
 
-  /** Sends a frame (not a data message: no sequence id). */
-  write(frame: string): void {
-    if (this.socket?.readyState === 1) this.socket.send(frame);
+  /** Sends a text frame, given as a string or as its UTF-8 bytes. */
+  write(frame: string | Buffer): void {
+    if (this.socket?.readyState === 1) this.socket.send(frame, TEXT_FRAME);
   }
 
   /** Acknowledges `ackId` once; a repeat of a completed id answers `Duplicate`. */
@@ -167,9 +180,10 @@ class WpsSession implements ConnectionTransport {
     if (this.ackOrder.length > REMEMBERED_ACKS) this.acks.delete(this.ackOrder.shift()!);
   }
 
-  private deliver(frame: string): void {
+  /** Sends a data message: as is on the plain protocol, numbered and kept for replay on the reliable one. */
+  private deliver(key: object, frame: string): void {
     if (!this.reliable) {
-      this.write(frame);
+      this.write(encodedFrame(key, frame));
       return;
     }
     const seq = ++this.sequence;
