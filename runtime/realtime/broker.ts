@@ -50,6 +50,29 @@ export interface ConnectionTransport {
   close(code: number, reason: string): void;
 }
 
+/**
+ * The flood allowance of one connection: a token bucket of `ratePerSecond` frames per second holding
+ * at most two seconds' worth (svc.json `realtime.maxMessagesPerSecond`).
+ */
+export class FloodGate {
+  private tokens: number;
+  private refilledAt = Date.now();
+
+  constructor(private readonly ratePerSecond: number) {
+    this.tokens = ratePerSecond * 2;
+  }
+
+  /** Takes one frame from the allowance; false when the connection is over its rate. */
+  take(): boolean {
+    const now = Date.now();
+    this.tokens = Math.min(this.ratePerSecond * 2, this.tokens + ((now - this.refilledAt) / 1000) * this.ratePerSecond);
+    this.refilledAt = now;
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
+}
+
 /** A change-feed subscription of one connection to one collection, merged over its `_listen` calls. */
 interface Subscription {
   connection: Connection;

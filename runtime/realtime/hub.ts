@@ -22,7 +22,7 @@ import type { IncomingMessage } from 'node:http';
 import { WebSocketServer, type WebSocket, type RawData } from 'ws';
 import { HttpError } from '../errors.js';
 import type { Caller } from '../auth/caller.js';
-import { Connection, type ChangeNotification, type ConnectionTransport, type GroupMessage } from './broker.js';
+import { Connection, FloodGate, type ChangeNotification, type ConnectionTransport, type GroupMessage } from './broker.js';
 import { groupOfChannel } from './channels.js';
 import { signRealtimeToken, verifyRealtimeToken } from './tokens.js';
 import type { RealtimeService } from './service.js';
@@ -79,14 +79,13 @@ class HubSession implements ConnectionTransport {
   open = false;
   lastSeen = Date.now();
   private partial = '';
-  private tokens: number;
-  private refilledAt = Date.now();
+  readonly flood: FloodGate;
 
   constructor(
     readonly socket: WebSocket,
-    private readonly ratePerSecond: number,
+    ratePerSecond: number,
   ) {
-    this.tokens = ratePerSecond * 2;
+    this.flood = new FloodGate(ratePerSecond);
   }
 
   sendGroupMessage(m: GroupMessage): void {
@@ -118,15 +117,6 @@ class HubSession implements ConnectionTransport {
     const parts = (this.partial + text).split(RS);
     this.partial = parts.pop() ?? '';
     return parts;
-  }
-
-  takeToken(): boolean {
-    const now = Date.now();
-    this.tokens = Math.min(this.ratePerSecond * 2, this.tokens + ((now - this.refilledAt) / 1000) * this.ratePerSecond);
-    this.refilledAt = now;
-    if (this.tokens < 1) return false;
-    this.tokens -= 1;
-    return true;
   }
 }
 
@@ -192,7 +182,7 @@ export function serveHub(service: RealtimeService): void {
 /** Handles one WebSocket frame of a hub connection (see the module notes). */
 function onFrame(service: RealtimeService, session: HubSession, data: RawData, isBinary: boolean): void {
   session.lastSeen = Date.now();
-  if (!session.takeToken()) return session.close(1008, 'too many messages: slow down');
+  if (!session.flood.take()) return session.close(1008, 'too many messages: slow down');
   if (isBinary) return session.close(1003, 'binary frames are not supported by the JSON hub protocol');
   for (const text of session.messages(data.toString())) {
     let message: Record<string, unknown>;

