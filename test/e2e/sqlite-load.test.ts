@@ -1,8 +1,12 @@
 /**
  * Issue 10, end to end: examples/shop served on SQLite under a mixed load — bulk POSTs of 1000 rows,
  * heavy filtered lists with `count=true`, and cheap GETs by id from 30 concurrent loops for ~10 s.
- * A cheap GET must not wait behind the heavy work: its p99 stays ≤ 250 ms. This holds only once no
- * SQLite statement runs on the server's main thread (runtime/data/sqlite-driver.ts).
+ * A cheap GET must not wait behind the heavy work: its p99 stays under half the heavy list's median
+ * measured in the same run. A GET stalled behind a heavy statement waits about that statement's whole
+ * duration, so the ratio holds only once no SQLite statement runs on the server's main thread
+ * (runtime/data/sqlite-driver.ts). A ratio, not a figure in ms: the suite shares two cores with other
+ * test files, and every latency here grows with that load (a fixed 250 ms bound failed CI at 266 ms
+ * while the heavy median was 976 ms).
  * Bounded: every request has a 15 s timeout, the loops stop at a deadline, the test fails (never hangs).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +19,7 @@ const LOOPS = 30; // concurrent clients: 10 bulk writers, 10 heavy readers, 10 c
 const LOAD_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 15_000;
 const SEED_BATCHES = 10; // 10 × 1000 products before the load starts
-const P99_LIMIT_MS = 250;
+const P99_SHARE_OF_HEAVY_P50 = 0.5;
 const CATEGORIES = ['books', 'games', 'garden', 'kitchen', 'tools'];
 
 let app: PreparedApp;
@@ -76,7 +80,7 @@ describe('SQLite under a mixed load (issue 10)', () => {
   });
 
   it(
-    `a cheap GET by id keeps p99 ≤ ${P99_LIMIT_MS} ms while bulk writes and heavy counted lists run`,
+    `a cheap GET by id keeps p99 under ${P99_SHARE_OF_HEAVY_P50} × the heavy list's p50 while bulk writes and heavy counted lists run`,
     async () => {
       const deadline = performance.now() + LOAD_MS;
       const cheap: number[] = [];
@@ -120,7 +124,7 @@ describe('SQLite under a mixed load (issue 10)', () => {
       expect(bulk.length).toBeGreaterThan(0); // the heavy work really ran alongside
       expect(heavy.length).toBeGreaterThan(0);
       expect(cheap.length).toBeGreaterThanOrEqual(100);
-      expect(summary.cheap.p99, JSON.stringify(summary)).toBeLessThanOrEqual(P99_LIMIT_MS);
+      expect(summary.cheap.p99, JSON.stringify(summary)).toBeLessThan(P99_SHARE_OF_HEAVY_P50 * summary.heavy.p50);
     },
     LOAD_MS + REQUEST_TIMEOUT_MS + 30_000,
   );
