@@ -27,6 +27,11 @@ import { createAuthService } from './auth/auth-service.js';
 import { checkPolicies } from './auth/authorize.js';
 import { startRealtime, realtimeBackplane, realtimeHttpHandler, functionRealtime, type RealtimeService } from './realtime/index.js';
 import { FailureLimiter, RedisFailureLimiter, type AttemptLimiter, type RedisCommands } from './auth/rate-limit.js';
+import { openBlobService, storageSettings, type BlobService } from './blobs/service.js';
+import { TusUploads } from './blobs/tus.js';
+import { blobHandler } from './http/blob-handler.js';
+import { resolveRefs } from './secret-refs.js';
+import { externalSources, type ExternalSource } from './external/forward.js';
 
 export interface ServeOptions {
   appDir: string;
@@ -92,7 +97,14 @@ async function applyPending(appDir: string, manifest: AppManifest, url: string):
  * The app's long-lived services: resources from the manifest, one input checker per collection.
  * @throws StartupError for a view or query filter that does not parse
  */
-export function createAppRuntime(options: { manifest: AppManifest; db: Database; logger: Logger; sink?: ChangeSink }): AppRuntime {
+export function createAppRuntime(options: {
+  manifest: AppManifest;
+  db: Database;
+  logger: Logger;
+  sink?: ChangeSink;
+  blobs?: BlobService;
+  externals?: ReadonlyMap<string, ExternalSource>;
+}): AppRuntime {
   const writers = new Map<string, CollectionWriter>(options.manifest.collections.map((c) => [c.name, { collection: c, checker: compileInputChecker(c) }]));
   return {
     manifest: options.manifest,
@@ -101,6 +113,8 @@ export function createAppRuntime(options: { manifest: AppManifest; db: Database;
     sink: options.sink ?? NO_CHANGE_SINK,
     resources: buildResources(options.manifest),
     writerOf: (name) => writers.get(name)!,
+    blobs: options.blobs,
+    externals: options.externals,
   };
 }
 
@@ -126,6 +140,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const manifest = loadManifest(svcDir);
   const logger = options.logger ?? createLogger({ app: manifest.name });
   const url = databaseUrlFor(appDir, manifest, env);
+  // Secrets first: a missing storage secret stops the start before anything is opened.
+  const storage = storageSettings(manifest.settings.storage, env, (v) => resolveRefs(v, env, 'storage.s3'));
+  const externals = externalSources(manifest.externals ?? [], (v, where) => resolveRefs(v, env, where), logger);
   const policyProblems = checkPolicies(manifest);
   if (policyProblems.length > 0) throw new StartupError(`invalid policy filters: ${policyProblems.join('; ')}`);
   const applied = await applyPending(appDir, manifest, url);
@@ -145,7 +162,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         },
       }
     : realtime;
-  const runtime = createAppRuntime({ manifest, db, logger, sink });
+  const blobs = await openBlobService(appDir, storage, logger);
+  const tus = new TusUploads(blobs, logger);
+  const runtime = createAppRuntime({ manifest, db, logger, sink, blobs, externals });
   const pool = new WorkerPool({
     spareThreads: manifest.functions.some((f) => f.enabled) ? 2 : 0,
     maxMemoryMb: manifest.settings.functions.maxMemoryMb,
@@ -173,6 +192,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   });
   const data = apiHandler(runtime, auth);
   const rt = realtimeHttpHandler(realtime, runtime);
+  const blob = blobHandler(runtime, auth, blobs, tus);
   let inFlight = 0;
   let drainedHttp: (() => void) | undefined;
   const server: Server = createServer((req, res) => {
@@ -181,7 +201,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       inFlight -= 1;
       if (inFlight === 0) drainedHttp?.();
     });
-    if (!rt(req, res) && !data(req, res)) app(req, res);
+    if (!rt(req, res) && !blob(req, res) && !data(req, res)) app(req, res);
   });
   server.on('upgrade', (req, socket, head) => {
     if (!realtime.handleUpgrade(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
@@ -212,6 +232,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         await closed;
         clearTimeout(timer);
         await pool.close();
+        tus.close();
+        await blobs.close();
         await db.close();
         logger.info('server stopped');
       })();

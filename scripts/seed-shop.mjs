@@ -5,6 +5,7 @@
 // local use only). Skips when the database already has customers. Deterministic: the same rows every
 // time (seeded PRNG).
 import { resolve } from 'node:path';
+import sharp from 'sharp';
 import { createUserInApp, startServer } from '../dist/runtime/index.js';
 
 process.env.SVC_LOG_LEVEL ??= 'warn';
@@ -78,6 +79,23 @@ const ADJ = ['Classic', 'Compact', 'Deluxe', 'Nordic', 'Sturdy', 'Vintage', 'Han
 const DEMO = { username: 'demo', password: 'demo-password' };
 let auth = {};
 
+const COLOURS = { books: '#2f5d8a', games: '#8a2f5d', garden: '#3d7a2f', kitchen: '#b5651d', tools: '#555b66' };
+const escapeXml = (s) => s.replace(/[<>&"]/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** A product photo stand-in: an 800×600 JPEG with the product's name on its category's colour. */
+function productImage(product) {
+  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="800" height="600"><rect width="800" height="600" fill="${COLOURS[product.category]}"/><text x="400" y="310" font-family="sans-serif" font-size="48" fill="white" text-anchor="middle">${escapeXml(product.name)}</text><text x="400" y="380" font-family="sans-serif" font-size="28" fill="white" text-anchor="middle">${product.sku}</text></svg>`;
+  return sharp(Buffer.from(svg)).jpeg({ quality: 80 }).toBuffer();
+}
+
+/** Uploads a product's image (multipart, part "file"), as a browser form would. */
+async function uploadImage(base, id, product) {
+  const form = new FormData();
+  form.append('file', new Blob([await productImage(product)], { type: 'image/jpeg' }), `${product.sku}.jpg`);
+  const res = await fetch(`${base}/Product/${id}/image`, { method: 'POST', headers: auth, body: form });
+  if (res.status !== 200) throw new Error(`upload ${product.sku}.jpg: ${res.status} ${await res.text()}`);
+}
+
 async function post(base, collection, rows) {
   const ids = [];
   for (let i = 0; i < rows.length; i += 500) {
@@ -98,7 +116,8 @@ try {
 } catch (err) {
   if (err.code !== 'CONFLICT') throw err; // the demo user exists from an earlier run
 }
-const server = await startServer({ appDir, port: 0, env: { ...process.env, SVC_LOG_LEVEL: 'warn' } });
+// The example's external collection reads its secret at start (see scripts/serve-example.mjs).
+const server = await startServer({ appDir, port: 0, env: { SVC_SECRET_RATES: 'demo-secret', ...process.env, SVC_LOG_LEVEL: 'warn' } });
 try {
   const signIn = await fetch(`${server.url}/_auth`, {
     method: 'POST',
@@ -136,6 +155,7 @@ try {
       };
     });
     const productIds = await post(server.url, 'Product', products);
+    for (let i = 0; i < 12; i++) await uploadImage(server.url, productIds[i], products[i]);
     const orderLines = [];
     const orders = Array.from({ length: 1500 }, (_, i) => {
       const day = new Date(Date.UTC(2024, 0, 1) + int(0, 700) * 86400000 + int(0, 86399) * 1000);
@@ -161,6 +181,7 @@ try {
     const lines = orderLines.map(({ orderIndex, ...line }) => ({ order: { id: orderIds[orderIndex] }, ...line }));
     await post(server.url, 'OrderLine', lines);
     console.log(`seed: ${customerIds.length} customers, ${productIds.length} products, ${orderIds.length} orders, ${lines.length} order lines`);
+    console.log(`seed: images for the first 12 products, e.g. GET /api/Product/${productIds[0]}/image?thumb=200x200`);
   }
 } finally {
   await server.close();

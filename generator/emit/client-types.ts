@@ -28,6 +28,9 @@ const RESERVED = new Set([
   'FetchLike',
   'ClientOptions',
   'ApiError',
+  'BlobMetadata',
+  'FileClient',
+  'BlobLike',
   'CollectionClient',
   'ReadClient',
   'Client',
@@ -82,6 +85,12 @@ function functionView(name: string, path: string, doc: Doc) {
   return { key: propertyKey(name), methods };
 }
 
+/** The union of a collection's blob property names as a TypeScript type (`never` without any). */
+function blobFields(manifest: AppManifest, collection: string): string {
+  const names = manifest.collections.find((c) => c.name === collection)!.properties.filter((p) => p.type === 'blob');
+  return names.length ? names.map((p) => JSON.stringify(p.name)).join(' | ') : 'never';
+}
+
 /**
  * Builds `client.ts`.
  * @param manifest - which names are collections, views, queries and functions
@@ -119,6 +128,7 @@ export function emitClientTypes(manifest: AppManifest, openapi: object): string 
       row: c.name,
       input: `${c.name}Input`,
       patch: `${c.name}Patch`,
+      files: blobFields(manifest, c.name),
       path: `/${c.name}`,
     })),
     views: manifest.views.map((v) => ({
@@ -126,6 +136,7 @@ export function emitClientTypes(manifest: AppManifest, openapi: object): string 
       row: v.collection,
       input: `${v.collection}Input`,
       patch: `${v.collection}Patch`,
+      files: blobFields(manifest, v.collection),
       path: `/${v.name}`,
     })),
     queries: manifest.queries.filter((q) => has(q.name)).map((q) => ({ key: propertyKey(q.name), row: q.name, path: `/${q.name}` })),

@@ -10,6 +10,8 @@ import { authOpenApi, logOpenApi, metaOpenApi } from './openapi-auth.js';
 import { collectionsOpenApi, viewsOpenApi } from './openapi-collections.js';
 import { functionsOpenApi } from './openapi-functions.js';
 import { queriesOpenApi } from './openapi-queries.js';
+import { externalsOpenApi } from './openapi-externals.js';
+import { blobsOpenApi } from './openapi-blobs.js';
 import { ERROR_DESCRIPTIONS, json, ref, SECURITY_SCHEMES, type PathBuilder } from './openapi-shared.js';
 
 export { errorResponses, ID_PARAMETER, json, LIST_PARAMETERS, ref, securityFor, type PathBuilder } from './openapi-shared.js';
@@ -17,7 +19,17 @@ export { errorResponses, ID_PARAMETER, json, LIST_PARAMETERS, ref, securityFor, 
 /**
  * Every kind's paths, in document order; real-time endpoints will plug in here once they are served.
  */
-const PATH_BUILDERS: PathBuilder[] = [collectionsOpenApi, viewsOpenApi, queriesOpenApi, functionsOpenApi, authOpenApi, logOpenApi, metaOpenApi];
+const PATH_BUILDERS: PathBuilder[] = [
+  collectionsOpenApi,
+  blobsOpenApi,
+  viewsOpenApi,
+  queriesOpenApi,
+  externalsOpenApi,
+  functionsOpenApi,
+  authOpenApi,
+  logOpenApi,
+  metaOpenApi,
+];
 
 /**
  * Builds the OpenAPI 3.1 document of the app.

@@ -8,6 +8,7 @@ import type {
   AgentSettings,
   AggregateFunction,
   CreditsSettings,
+  StorageSettings,
   ExternalConnection,
   Property,
   RealtimeSettings,
@@ -33,6 +34,7 @@ export interface RawSvcDefinition {
   functions?: { allowFetch?: boolean; timeoutMs?: number; maxMemoryMb?: number };
   agent?: Partial<AgentSettings>;
   credits?: Partial<CreditsSettings>;
+  storage?: Partial<StorageSettings>;
 }
 
 /** A property as written in a collection file: the manifest's `Property` before defaults and naming. */
@@ -86,6 +88,7 @@ export interface RawExternalDefinition {
   url: string;
   connection?: ExternalConnection;
   access?: RawAccessRule[];
+  timeoutMs?: number;
 }
 
 /** Aggregate functions of query fields, in the order they are documented (DESIGN §3). */

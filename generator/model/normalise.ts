@@ -22,7 +22,7 @@ import type {
   View,
 } from '../../runtime/index.js';
 import type { RawApp, RawFile } from '../load/load-app.js';
-import { AGENT_DEFAULTS, CREDITS_DEFAULTS, SYSTEM_FIELD_TYPES } from '../../runtime/contract/index.js';
+import { AGENT_DEFAULTS, CREDITS_DEFAULTS, STORAGE_DEFAULTS, SYSTEM_FIELD_TYPES } from '../../runtime/contract/index.js';
 import { compiledPathOf } from '../compile/compile-functions.js';
 import { DefinitionError } from '../validate/diagnostics.js';
 import {
@@ -97,6 +97,7 @@ function settingsOf(svc: RawSvcDefinition): AppSettings {
     functions: { allowFetch: svc.functions?.allowFetch ?? false, timeoutMs: svc.functions?.timeoutMs ?? 30000, maxMemoryMb: svc.functions?.maxMemoryMb ?? 256 },
     agent: { ...structuredClone(AGENT_DEFAULTS), ...structuredClone(svc.agent ?? {}) },
     credits: { ...CREDITS_DEFAULTS, ...structuredClone(svc.credits ?? {}) },
+    storage: { ...structuredClone(STORAGE_DEFAULTS), ...structuredClone(svc.storage ?? {}) },
   };
 }
 
@@ -220,6 +221,7 @@ function externalOf(e: RawExternalDefinition): ExternalCollection {
     ...pick(e, ['description']),
     url: e.url,
     connection: structuredClone(e.connection ?? { type: 'none' as const }),
+    ...pick(e, ['timeoutMs']),
     access: accessRules(e.access),
   };
 }

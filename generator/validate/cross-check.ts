@@ -33,7 +33,8 @@ const FOLDER_OF = { collection: 'collections', view: 'views', query: 'queries', 
  * @param invalidFiles - files that failed their JSON Schema: skipped by per-file checks
  * @returns diagnostics (codes: `DEF_FILE_NAME_MISMATCH`, `DEF_DUPLICATE_NAME`, `DEF_RESERVED_NAME`, `DEF_UNKNOWN_COLLECTION`,
  *   `DEF_NOT_A_COLLECTION`, `DEF_CREATOR_IN_LISTEN`, `DEF_ENDPOINT_MISMATCH`, `DEF_INPUT_TYPE_NOT_SCALAR`, `DEF_ENUM_TYPE_MISMATCH`,
- *   `DEF_MISSING_FUNCTION_CODE`, `DEF_SEARCH_WITHOUT_TEXT`, `DEF_UNSUPPORTED_DATABASE_URL`, and those of `checkProperty`/`checkQuery`)
+ *   `DEF_MISSING_FUNCTION_CODE`, `DEF_SEARCH_WITHOUT_TEXT`, `DEF_UNSUPPORTED_DATABASE_URL`, `DEF_SECRET_IN_CLEAR`,
+ *   `DEF_CREATOR_ON_EXTERNAL`, `DEF_EXTERNAL_URL`, and those of `checkProperty`/`checkQuery`)
  * Source: DESIGN §3, §4 "Function details"; SPEC §2, §5.7.
  */
 export function crossCheck(raw: RawApp, env: NodeJS.ProcessEnv, invalidFiles: Set<string>): Diagnostic[] {
@@ -59,7 +60,7 @@ export function crossCheck(raw: RawApp, env: NodeJS.ProcessEnv, invalidFiles: Se
         break;
       }
       case 'external':
-        out.push(...checkListen(d.file, (d.data as RawExternalDefinition).access));
+        out.push(...checkExternal(d.file, d.data as RawExternalDefinition));
         break;
     }
   }
@@ -137,6 +138,44 @@ function checkListen(file: string, access: RawAccessRule[] | undefined): Diagnos
           file,
           path: pointer('access', i, 'roleNames', j),
           message: '_CREATOR may not be granted LISTEN: a subscription does not narrow to own rows and would deliver the whole collection stream',
+        });
+      }
+    });
+  });
+  return out;
+}
+
+/** A value that is only a reference: `${secrets.NAME}` (from `SVC_SECRET_NAME`) or `${env.NAME}`. */
+const SECRET_REF = /^\$\{(secrets|env)\.[A-Za-z_][A-Za-z0-9_]*\}$/;
+
+/**
+ * An external collection (SPEC §4.10, DESIGN §3): secrets only as references (a definition file is
+ * committed; a secret in it leaks), an http(s) provider URL, no `_CREATOR` (provider rows have no
+ * creator), and no `_CREATOR` in LISTEN either.
+ */
+function checkExternal(file: string, e: RawExternalDefinition): Diagnostic[] {
+  const out: Diagnostic[] = [...checkListen(file, e.access)];
+  const secret = e.connection?.type === 'oauth2' ? 'clientSecret' : e.connection?.type === 'apiKey' ? 'value' : undefined;
+  const value = secret && (e.connection as Record<string, string>)[secret];
+  if (secret && value !== undefined && !SECRET_REF.test(value)) {
+    out.push({
+      code: 'DEF_SECRET_IN_CLEAR',
+      file,
+      path: pointer('connection', secret),
+      message: `${secret} must be a reference such as "\${secrets.${e.name.toUpperCase()}}" (read from SVC_SECRET_${e.name.toUpperCase()} at start), not the secret itself: definition files are committed`,
+    });
+  }
+  if (!/^https?:\/\//i.test(e.url)) {
+    out.push({ code: 'DEF_EXTERNAL_URL', file, path: '/url', message: `url must be an http:// or https:// URL; got "${e.url.split(':')[0]}:"` });
+  }
+  (e.access ?? []).forEach((rule, i) => {
+    rule.roleNames.forEach((role, j) => {
+      if (role === '_CREATOR' && rule.method !== 'LISTEN') {
+        out.push({
+          code: 'DEF_CREATOR_ON_EXTERNAL',
+          file,
+          path: pointer('access', i, 'roleNames', j),
+          message: "_CREATOR cannot be granted on an external collection: the provider's rows have no creator",
         });
       }
     });

@@ -19,11 +19,14 @@ export const ERROR_STATUS = {
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
+  RANGE_NOT_SATISFIABLE: 416,
   RATE_LIMITED: 429,
   INTERNAL: 500,
+  BAD_GATEWAY: 502,
   SERVICE_UNAVAILABLE: 503,
   FUNCTION_TIMEOUT: 504,
   STATEMENT_TIMEOUT: 504,
+  GATEWAY_TIMEOUT: 504,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -38,11 +41,13 @@ const STATUS_MEANING: Record<ErrorStatus, string> = {
   405: 'Method not allowed on this path',
   409: 'Conflict with existing rows',
   413: 'Body too large',
-  415: 'Body is not JSON',
+  415: 'Body of the wrong media type (not JSON, or not multipart for an upload)',
+  416: 'Byte range outside the file',
   429: 'Too many failed sign-ins',
   500: 'Server fault (the cause is logged with the request id, never sent)',
+  502: "An external collection's provider failed or gave a bad answer",
   503: 'The database is unavailable; retry later',
-  504: 'The work ran past its time limit',
+  504: 'The work (a function, a statement, an external provider) ran past its time limit',
 };
 
 /** The codes answered with `status`, in table order. */

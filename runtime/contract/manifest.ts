@@ -152,6 +152,8 @@ export interface ExternalCollection {
   url: string;
   /** How to authenticate at the provider; `{ type: 'none' }` when the file has no `connection`. */
   connection: ExternalConnection;
+  /** Longest wait for the provider, in milliseconds; absent: 10000. */
+  timeoutMs?: number;
   access: AccessRule[];
 }
 

@@ -69,9 +69,23 @@ function baseSchema(p: Property, forInput: boolean): JsonSchema {
             additionalProperties: true,
           };
     case 'blob':
-      return { type: 'object', description: 'Blob metadata', additionalProperties: true };
+      return structuredClone(BLOB_METADATA_SCHEMA);
   }
 }
+
+/** A blob property as rows read it (SPEC §4.5): the stored file's metadata, never its bytes. */
+export const BLOB_METADATA_SCHEMA: JsonSchema = {
+  type: 'object',
+  description: 'A stored file: GET its url (or /{collection}/{id}/{field}) for the bytes',
+  properties: {
+    name: { type: 'string', description: 'The file name the client sent' },
+    size: { type: 'integer', minimum: 0, description: 'Bytes' },
+    contentType: { type: 'string', description: 'The media type the client declared' },
+    sha256: { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'Hex SHA-256 of the bytes (the download ETag)' },
+    url: { type: 'string', description: 'Download path of this version, under the API origin' },
+  },
+  required: ['name', 'size', 'contentType', 'sha256', 'url'],
+};
 
 /** Adds `null` to a schema: to `type` (and to `enum`), or as another `anyOf` branch. */
 function nullable(s: JsonSchema): JsonSchema {
@@ -87,7 +101,7 @@ function nullable(s: JsonSchema): JsonSchema {
  *   null allowed unless the property is required.
  * - `forInput: true` (a write body, SPEC §4.1): `lookup` is `{ id }` or the bare id; decimals also as
  *   strings; null allowed unless required (a required property refuses null in POST, PUT and PATCH).
- *   Blobs are not written through bodies: do not use it for `blob` properties.
+ *   Blobs are not written through bodies (only null, see `collectionInputSchema`): do not use it for `blob` properties.
  * The property's `description` is carried over.
  */
 export function propertyJsonSchema(p: Property, options: { forInput: boolean }): JsonSchema {
@@ -116,12 +130,18 @@ export const requiredInputNames = (c: Collection, except?: string): string[] =>
 export function collectionInputSchema(c: Collection, options: { mode: 'create' | 'merge'; children?: readonly Collection[] }): JsonSchema {
   const properties: Record<string, JsonSchema> = {};
   for (const p of writableProperties(c)) properties[p.name] = propertyJsonSchema(p, { forInput: true });
+  for (const p of c.properties) if (p.type === 'blob') properties[p.name] = blobInputSchema(c, p);
   for (const rel of options.children ? c.children : []) {
     const child = options.children!.find((x) => x.name === rel.collection);
     if (child) properties[rel.key] = childrenSchema(child, rel.field);
   }
   const required = options.mode === 'create' ? requiredInputNames(c) : [];
   return { type: 'object', properties, ...(required.length > 0 && { required }) };
+}
+
+/** A blob in a write body: only null (removes the stored file); the bytes are uploaded on their own path. */
+function blobInputSchema(c: Collection, p: Property): JsonSchema {
+  return { type: 'null', description: `null removes the stored file; upload one with POST /${c.name}/{id}/${p.name} (omitted: unchanged)` };
 }
 
 function childrenSchema(child: Collection, parentField: string): JsonSchema {
@@ -164,7 +184,7 @@ export function describeProperty(p: Property): string {
     case 'lookup':
       return `an object { "id": "<GUID of a ${p.collection}>" }`;
     case 'blob':
-      return 'a blob (upload it separately)';
+      return 'null (a blob is uploaded on its own path, POST /<collection>/<id>/<field>; null removes it)';
   }
 }
 

@@ -100,6 +100,41 @@ export const REALTIME_DEFAULTS: Required<Omit<RealtimeSettings, 'redis'>> = {
   keepAliveSeconds: 15,
 };
 
+/**
+ * An S3-compatible bucket for blobs (svc.json `storage.s3`; env `SVC_S3_BUCKET`, `SVC_S3_ENDPOINT`,
+ * `SVC_S3_REGION` override). Credentials absent: the AWS SDK's default chain (`AWS_ACCESS_KEY_ID`, …).
+ * Values may be `${secrets.NAME}` / `${env.NAME}` references (resolved at start).
+ */
+export interface S3Settings {
+  bucket: string;
+  /** Default `us-east-1`. */
+  region?: string;
+  /** Endpoint of a non-AWS server (MinIO, R2, s3rver), e.g. `http://127.0.0.1:9000`. */
+  endpoint?: string;
+  /** Path-style addressing (`<endpoint>/<bucket>/<key>`); default true when `endpoint` is set. */
+  forcePathStyle?: boolean;
+  accessKeyId?: string;
+  secretAccessKey?: string;
+}
+
+/** Blob storage (svc.json `storage`, issue "blobs", SPEC §4.5), defaults applied (see `STORAGE_DEFAULTS`). */
+export interface StorageSettings {
+  /** Folder of the local store, relative to the app folder (used when `s3` is absent). */
+  directory: string;
+  /** Largest blob in bytes; a larger upload answers 413 as soon as the limit is passed. */
+  maxBytes: number;
+  /**
+   * Thumbnail sizes `WxH` (pixels) that `?thumb=` may ask for: `WxH` crops to fill the box, `WxHf`
+   * fits inside it. Any other size answers 400.
+   */
+  thumbnails: string[];
+  /** Store blobs in this bucket instead of the local folder. */
+  s3?: S3Settings;
+}
+
+/** Defaults of `storage`: `data/blobs`, 50 MiB, three square thumbnail sizes. */
+export const STORAGE_DEFAULTS: StorageSettings = { directory: 'data/blobs', maxBytes: 50 * 1024 * 1024, thumbnails: ['100x100', '200x200', '400x400'] };
+
 /** App settings from `svc.json`, with defaults applied (DESIGN §3). */
 export interface AppSettings {
   /** The database URL written in svc.json (env `DATABASE_URL` overrides at run time). */
@@ -110,4 +145,5 @@ export interface AppSettings {
   functions: { allowFetch: boolean; timeoutMs: number; /** Memory of one function thread (heap + external), MiB. */ maxMemoryMb: number };
   agent: AgentSettings;
   credits: CreditsSettings;
+  storage: StorageSettings;
 }

@@ -10,6 +10,8 @@ import type { ChangeSink } from '../data/changes.js';
 import type { Caller } from '../auth/caller.js';
 import type { Resource } from './resources.js';
 import type { CollectionWriter } from '../data/children.js';
+import type { BlobService } from '../blobs/service.js';
+import type { ExternalSource } from '../external/forward.js';
 
 /** The app's long-lived services, built once at start (`createAppRuntime`). */
 export interface AppRuntime {
@@ -22,6 +24,10 @@ export interface AppRuntime {
   resources: ReadonlyMap<string, Resource>;
   /** The input checker of any collection (writes, nested children). */
   writerOf(collection: string): CollectionWriter;
+  /** Blob storage (uploads, downloads, releasing the files of removed blobs); absent in bare runtimes. */
+  blobs?: BlobService;
+  /** External collections by name, with their connections (secrets resolved). */
+  externals?: ReadonlyMap<string, ExternalSource>;
 }
 
 /** One request's context. */

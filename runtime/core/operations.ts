@@ -14,7 +14,8 @@ import { querySource } from '../data/query-source.js';
 import { compileFilter } from '../query/filter-compile.js';
 import { invalidParameter, parseListParams, UUID, type ListParams } from '../query/list-params.js';
 import type { FilterNode } from '../query/filter-ast.js';
-import type { CollectionResource, QueryResource, Resource } from './resources.js';
+import type { CollectionResource, ExternalResource, QueryResource, Resource } from './resources.js';
+import { forwardRead } from '../external/forward.js';
 import type { RequestContext } from './context.js';
 
 /** One call of a data route. */
@@ -47,46 +48,90 @@ const list = (data: unknown[], count: number | undefined, params: ListParams): A
  * @throws HttpError for every refusal (401/403/404/405/400/409/413/503/504…); the adapter writes the body
  */
 export function runOperation(ctx: RequestContext, resource: Resource, request: ApiRequest): Promise<ApiResponse> {
-  return resource.kind === 'query' ? queryOperation(ctx, resource, request) : collectionOperation(ctx, resource, request);
+  switch (resource.kind) {
+    case 'query':
+      return queryOperation(ctx, resource, request);
+    case 'external':
+      return externalOperation(ctx, resource, request);
+    default:
+      return collectionOperation(ctx, resource, request);
+  }
+}
+
+/**
+ * A read of an external collection (SPEC §4.10): its GET rule first (nothing reaches the provider for
+ * a refused caller or another method), then the forward.
+ */
+async function externalOperation(ctx: RequestContext, r: ExternalResource, request: ApiRequest): Promise<ApiResponse> {
+  if (request.method !== 'GET' && request.method !== 'HEAD') {
+    throw new HttpError('METHOD_NOT_ALLOWED', `${r.name} is an external collection: it is read-only, and ${request.method} is not supported`);
+  }
+  const grant = authorize(ctx.caller, ctx.app.manifest, r.collection, 'GET', r.collection.access, { what: `GET on ${r.name}` });
+  // External rows have no creator: a `_CREATOR` admission admits nothing.
+  if (grant.owner) throw new HttpError('FORBIDDEN', `GET on ${r.name} is not allowed for this caller`);
+  const source = ctx.app.externals?.get(r.name);
+  if (!source) throw new Error(`no connection for external collection ${r.name}`);
+  const answer = await forwardRead(source, { id: request.id, query: request.query, signal: ctx.signal, reqId: ctx.reqId }, ctx.app.logger);
+  return { ...answer, limited: true };
 }
 
 function pick(query: Record<string, unknown>, names: string[]): Record<string, unknown> {
   return Object.fromEntries(names.filter((n) => query[n] !== undefined).map((n) => [n, query[n]]));
 }
 
-async function collectionOperation(ctx: RequestContext, r: CollectionResource, request: ApiRequest): Promise<ApiResponse> {
+/** The authorization and scopes of one request on a collection or view (data routes and blob routes alike). */
+export interface CollectionScopes {
+  /** Asks the authorization point for `method` under the resource's rules. @throws HttpError 401/403 */
+  grant(method: AccessMethod): Grant;
+  /** What a read under `g` sees; `viewFilter: null` reads the base collection (after a write through the view). */
+  readScope(g: Grant, viewFilter?: FilterNode | null): ReadScope;
+  /** What a write under `g` may change. */
+  writeScope(g: Grant): WriteScope;
+}
+
+/** Builds the scopes of `ctx`'s caller on `r`. */
+export function collectionScopes(ctx: RequestContext, r: CollectionResource): CollectionScopes {
   const { manifest } = ctx.app;
   const { caller } = ctx;
   const { collection } = r;
-  const grant = (method: AccessMethod): Grant => authorize(caller, manifest, collection, method, r.rules, { what: `${method} on ${r.name}` });
-  // `viewFilter: null` reads the base collection (after a write through the view).
   const conditions = (g: Grant, viewFilter: FilterNode | null | undefined = r.viewFilter) => [
     ...(viewFilter ? [compileFilter(viewFilter, { manifest, collection, provider: ctx.app.db.provider, alias: 't0', callerId: caller.id })] : []),
     ...g.visibility,
   ];
-  const readScope = (g: Grant, viewFilter: FilterNode | null | undefined = r.viewFilter): ReadScope => ({
-    manifest,
-    db: ctx.app.db,
-    collection,
-    conditions: conditions(g, viewFilter),
-    owner: g.owner,
-    callerId: caller.id,
-    readableOf: (name, alias) => readableConditions(caller, manifest, name, alias),
-  });
-  const writeScope = (g: Grant): WriteScope => ({
-    db: ctx.app.db,
-    collection,
-    checker: ctx.app.writerOf(collection.name).checker,
-    callerId: caller.id,
-    conditions: conditions(g),
-    owner: g.owner,
-    access: writeAccessFor(caller, manifest),
-    writerOf: ctx.app.writerOf,
-    sink: ctx.app.sink,
-    reqId: ctx.reqId,
-    now: ctx.now,
-    signal: ctx.signal,
-  });
+  return {
+    grant: (method) => authorize(caller, manifest, collection, method, r.rules, { what: `${method} on ${r.name}` }),
+    readScope: (g, viewFilter = r.viewFilter) => ({
+      manifest,
+      db: ctx.app.db,
+      collection,
+      conditions: conditions(g, viewFilter),
+      owner: g.owner,
+      callerId: caller.id,
+      readableOf: (name, alias) => readableConditions(caller, manifest, name, alias),
+    }),
+    writeScope: (g) => ({
+      db: ctx.app.db,
+      collection,
+      checker: ctx.app.writerOf(collection.name).checker,
+      callerId: caller.id,
+      conditions: conditions(g),
+      owner: g.owner,
+      access: writeAccessFor(caller, manifest),
+      writerOf: ctx.app.writerOf,
+      sink: ctx.app.sink,
+      reqId: ctx.reqId,
+      now: ctx.now,
+      signal: ctx.signal,
+      releaseBlobs: ctx.app.blobs && ((values) => ctx.app.blobs!.release(values)),
+    }),
+  };
+}
+
+async function collectionOperation(ctx: RequestContext, r: CollectionResource, request: ApiRequest): Promise<ApiResponse> {
+  const { manifest } = ctx.app;
+  const { caller } = ctx;
+  const { collection } = r;
+  const { grant, readScope, writeScope } = collectionScopes(ctx, r);
   /** `include` reads each child collection under its own GET rule: refused → 401/403 for the whole request. */
   const authorizeInclude = (params: ListParams) => {
     for (const relation of params.include) {

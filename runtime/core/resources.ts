@@ -1,9 +1,9 @@
 /**
- * @module The data resources of an app, driven by the manifest: every collection, view and query
- * becomes `/api/{name}` (SPEC §4.1). Built once at start; a view or query filter that does not parse
+ * @module The data resources of an app, driven by the manifest: every collection, view, query and
+ * external collection becomes `/api/{name}` (SPEC §4.1, §4.10). Built once at start; a view or query filter that does not parse
  * stops the server with its reason.
  */
-import type { AccessRule, AppManifest, Collection, Query, View } from '../manifest.js';
+import type { AccessRule, AppManifest, Collection, ExternalCollection, Query, View } from '../manifest.js';
 import type { FilterNode } from '../query/filter-ast.js';
 import { parseFilter } from '../query/filter-parser.js';
 import { queryRowCollection } from '../data/query-source.js';
@@ -33,7 +33,16 @@ export interface QueryResource {
   rowCollection: Collection;
 }
 
-export type Resource = CollectionResource | QueryResource;
+/** An external collection (SPEC §4.10): reads forwarded to its provider. */
+export interface ExternalResource {
+  kind: 'external';
+  name: string;
+  external: ExternalCollection;
+  /** A stand-in collection (no properties, no policies) for the authorization point. */
+  collection: Collection;
+}
+
+export type Resource = CollectionResource | QueryResource | ExternalResource;
 
 /**
  * `Name` or `Name/id` (the part of a path after `/api/`, one trailing slash allowed) → decoded segments;
@@ -77,6 +86,10 @@ export function buildResources(manifest: AppManifest): Map<string, Resource> {
   for (const q of manifest.queries) {
     if (q.filter) parsed(`query ${q.name}`, q.filter);
     byName.set(q.name, { kind: 'query', name: q.name, query: q, from: collectionNamed(q.from), rowCollection: queryRowCollection(q) });
+  }
+  for (const e of manifest.externals ?? []) {
+    const collection: Collection = { name: e.name, properties: [], search: false, access: e.access, policies: [], children: [] };
+    byName.set(e.name, { kind: 'external', name: e.name, external: e, collection });
   }
   return byName;
 }

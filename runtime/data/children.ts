@@ -172,13 +172,15 @@ export async function writeChildren(
       const remove = [...existing].filter((id) => !keep.has(id));
       if (remove.length > 0 && access) await requireOwned(db, tx, relation.collection, remove, access.grant(child, 'DELETE'), 'deleting');
       if (remove.length > 0) {
+        const blobs = child.properties.filter((p) => p.type === 'blob').map((p) => ident(p.name));
         const deleted = await db.query<Row>(
           sql`DELETE FROM ${table} WHERE "id" IN (${join(
             remove.map((id) => sql`${id}`),
             ', ',
-          )}) RETURNING ${returning}`,
+          )}) RETURNING ${join([returning, ...blobs], ', ')}`,
           tx,
         );
+        for (const r of deleted) for (const p of child.properties) if (p.type === 'blob') work.released.push(r[p.name]);
         changes.record(
           child.name,
           deleted.map((r) => String(r.id)),

@@ -34,7 +34,7 @@ export function compileInputChecker(c: Collection): InputChecker {
   const props = writable(c);
   const full: ValidateFunction = ajv.compile(collectionInputSchema(c, { mode: 'create' }));
   const partial: ValidateFunction = ajv.compile(collectionInputSchema(c, { mode: 'merge' }));
-  const byName = new Map(props.map((p) => [p.name, p]));
+  const byName = new Map(c.properties.map((p) => [p.name, p]));
 
   const toDetails = (errors: ErrorObject[], basePath: string): ErrorDetail[] => {
     const seen = new Map<string, ErrorDetail>();

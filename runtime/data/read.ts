@@ -250,3 +250,19 @@ export async function getItem(scope: ReadScope, id: string, options: ItemOptions
 export function notFound(collection: string, id: string): HttpError {
   return new HttpError('NOT_FOUND', `${collection} ${JSON.stringify(id)} was not found`);
 }
+
+/**
+ * The stored value of one blob column of a visible row: the column's raw value (JSON text or null),
+ * or undefined when no visible row has the id.
+ * @throws HttpError FORBIDDEN (403) when the row is visible but fails the scope's `owner` condition
+ * Source: SPEC §4.5 (download under the GET rule); DESIGN §4 "Blob details".
+ */
+export async function readBlobColumn(scope: ReadScope, id: string, field: string): Promise<unknown> {
+  const where = whereClause(scope, { withOwner: false });
+  const from = sql`FROM ${source(scope)} WHERE ${where} AND ${ID} = ${id}`;
+  const owned = scope.owner ? sql`, CASE WHEN ${scope.owner} THEN 1 ELSE 0 END AS "owned"` : sql``;
+  const rows = await scope.db.query(sql`SELECT ${ident(ALIAS, field)} AS "value"${owned} ${from}`, scope.tx, { point: !scope.conditions?.length });
+  if (rows.length === 0) return undefined;
+  if (scope.owner && Number(rows[0].owned) !== 1) throw new HttpError('FORBIDDEN', `${scope.collection.name} ${JSON.stringify(id)} belongs to another caller`);
+  return rows[0].value;
+}

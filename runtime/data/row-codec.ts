@@ -5,6 +5,7 @@
  */
 import type { Collection, Property } from '../manifest.js';
 import { SYSTEM_COLUMN_NAMES } from '../contract/system-fields.js';
+import { publicMetadata } from '../blobs/metadata.js';
 
 export type Item = Record<string, unknown>;
 export const SYSTEM_COLUMNS = SYSTEM_COLUMN_NAMES;
@@ -30,7 +31,7 @@ export function decodeValue(p: Pick<Property, 'type'>, v: unknown): unknown {
     case 'lookup':
       return { id: String(v) };
     case 'blob':
-      return typeof v === 'string' ? JSON.parse(v) : v;
+      return publicMetadata(v);
     default:
       return String(v);
   }

@@ -10,6 +10,11 @@ export interface UnitOfWork {
   /** The transaction; undefined for a `single`-statement unit (statements then autocommit). */
   tx: Tx | undefined;
   changes: ChangeSet;
+  /**
+   * Blob column values (stored JSON) the work removed from the database, by deleting their rows or
+   * clearing them; handed to `WorkOptions.releaseBlobs` after the commit, dropped on rollback.
+   */
+  released: unknown[];
 }
 
 /** Who and what a unit of work runs for. */
@@ -25,6 +30,8 @@ export interface WorkOptions {
    * both databases), saving two round trips on the hot path.
    */
   single?: boolean;
+  /** Deletes the files of blobs the work removed (after the commit only: a rollback keeps them). */
+  releaseBlobs?: (values: unknown[]) => void;
 }
 
 /**
@@ -34,13 +41,16 @@ export interface WorkOptions {
  */
 export async function runUnitOfWork<T>(options: WorkOptions, fn: (work: UnitOfWork) => Promise<T>): Promise<{ result: T; changes: Change[] }> {
   const changes = new ChangeSet(options.action);
+  const released: unknown[] = [];
   let result: T;
   if (options.single) {
     options.signal?.throwIfAborted();
-    result = await fn({ tx: undefined, changes });
+    result = await fn({ tx: undefined, changes, released });
   } else {
-    result = await options.db.transaction((tx) => fn({ tx, changes }), { signal: options.signal });
+    result = await options.db.transaction((tx) => fn({ tx, changes, released }), { signal: options.signal });
   }
+  const gone = released.filter((v) => v !== null && v !== undefined);
+  if (gone.length > 0) options.releaseBlobs?.(gone);
   const list = changes.list();
   if (list.length > 0) options.sink.publish(list, options.origin);
   return { result, changes: list };

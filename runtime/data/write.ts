@@ -46,6 +46,8 @@ export interface WriteScope {
   now: Date;
   /** Aborted before the commit → nothing is written (a function that timed out). */
   signal?: AbortSignal;
+  /** Deletes the stored files of blob values a committed write removed (see `UnitOfWork.released`). */
+  releaseBlobs?: (values: unknown[]) => void;
 }
 
 const ids = (list: readonly string[]) =>
@@ -55,7 +57,15 @@ const ids = (list: readonly string[]) =>
   );
 
 function work(scope: WriteScope, action: WorkOptions['action'], single = false): WorkOptions {
-  return { db: scope.db, action, sink: scope.sink, origin: { reqId: scope.reqId, callerId: scope.callerId }, signal: scope.signal, single };
+  return {
+    db: scope.db,
+    action,
+    sink: scope.sink,
+    origin: { reqId: scope.reqId, callerId: scope.callerId },
+    signal: scope.signal,
+    single,
+    releaseBlobs: scope.releaseBlobs,
+  };
 }
 
 /** Lookup properties whose target the caller sees only through policies (checked in the transaction). */
@@ -251,6 +261,9 @@ export async function updateItem(scope: WriteScope, rawId: string, body: unknown
   const { details, plans } = checkBody(scope, body, mode, '');
   if (details.length > 0) throw validationFailed(details);
   const data: Row = { ...rowValues(scope.collection, body as Record<string, unknown>, mode, scope.now), updatedAt: scope.now };
+  // A blob set to null is cleared (its files go after the commit); an omitted one stays, even on PUT.
+  const cleared = blobProperties(scope.collection).filter((p) => (body as Record<string, unknown>)[p.name] === null);
+  for (const p of cleared) data[p.name] = null;
   const { changes } = await guarded(
     scope,
     id,
@@ -258,6 +271,15 @@ export async function updateItem(scope: WriteScope, rawId: string, body: unknown
       runUnitOfWork(work(scope, mode === 'replace' ? 'PUT' : 'PATCH'), async (w) => {
         if (scope.conditions?.length || scope.owner) await requireVisible(scope, w.tx, id);
         await checkRestrictedLookups(scope, w.tx, scope.collection, [data], ['']);
+        if (cleared.length > 0)
+          w.released.push(
+            ...(await lockBlobColumns(
+              scope,
+              w.tx,
+              id,
+              cleared.map((p) => p.name),
+            )),
+          );
         const lookups = scope.collection.properties.filter((p) => p.type === 'lookup');
         const returning = join([ident('id'), ...lookups.map((p) => ident(p.name))], ', ');
         const updated = await scope.db.query<Row>(
@@ -273,9 +295,16 @@ export async function updateItem(scope: WriteScope, rawId: string, body: unknown
   return changes;
 }
 
-/** The columns a delete reads back: the id and every lookup (the change's `lookupIds`). */
+const blobProperties = (collection: Collection) => collection.properties.filter((p) => p.type === 'blob');
+
+/** The columns a delete reads back: the id, every lookup (the change's `lookupIds`) and every blob (its files go too). */
 function deletedColumns(collection: Collection): Sql {
-  return join([ident('id'), ...collection.properties.filter((p) => p.type === 'lookup').map((p) => ident(p.name))], ', ');
+  return join([ident('id'), ...collection.properties.filter((p) => p.type === 'lookup' || p.type === 'blob').map((p) => ident(p.name))], ', ');
+}
+
+/** Hands the blob values of removed rows to the unit of work, whose files are deleted after the commit. */
+function releaseRowBlobs(w: UnitOfWork, collection: Collection, rows: Row[]): void {
+  for (const p of blobProperties(collection)) for (const r of rows) w.released.push(r[p.name]);
 }
 
 /** DELETE one. @throws HttpError NOT_FOUND (404); FORBIDDEN (403); CONFLICT (409) when a required lookup still points at it. */
@@ -292,6 +321,7 @@ export async function deleteItem(scope: WriteScope, rawId: string): Promise<Chan
       );
       if (deleted.length === 0) throw notFound(scope.collection.name, id);
       w.changes.record(scope.collection.name, [id], lookupValues(scope.collection, deleted[0]));
+      releaseRowBlobs(w, scope.collection, deleted);
     }),
   );
   return changes;
@@ -325,11 +355,51 @@ export async function deleteItems(scope: WriteScope, body: unknown): Promise<Cha
       );
       // Throwing inside the transaction rolls the partial delete back.
       if (deleted.length !== wanted.length) throw notAll();
+      releaseRowBlobs(w, scope.collection, deleted);
       w.changes.record(
         scope.collection.name,
         deleted.map((r) => String(r.id)),
         deleted.flatMap((r) => lookupValues(scope.collection, r)),
       );
+    }),
+  );
+  return changes;
+}
+
+/** The current values of some blob columns of a row, locked until the transaction ends (PostgreSQL; SQLite's writer is serial). */
+async function lockBlobColumns(scope: WriteScope, tx: Tx | undefined, id: string, fields: string[]): Promise<unknown[]> {
+  const lock = scope.db.provider === 'postgresql' ? sql` FOR UPDATE` : sql``;
+  const columns = join(
+    fields.map((f) => ident(f)),
+    ', ',
+  );
+  const rows = await scope.db.query<Row>(sql`SELECT ${columns} FROM ${ident(scope.collection.name)} WHERE "id" = ${id}${lock}`, tx);
+  return rows.length === 0 ? [] : fields.map((f) => rows[0][f]);
+}
+
+/**
+ * Stores a new value in one blob column of a visible row (an upload, SPEC §4.5), as a PATCH of the row:
+ * `updatedAt` moves, the change is reported as PATCH after the commit, and the previous value's files
+ * are released. The row is checked inside the transaction (a row deleted meanwhile is 404).
+ * @param value - the stored blob as JSON text (see `runtime/blobs/metadata.ts`)
+ * @throws HttpError NOT_FOUND (404) when no visible row has the id; FORBIDDEN (403) under `_CREATOR`
+ */
+export async function setBlobColumn(scope: WriteScope, rawId: string, field: string, value: string): Promise<Change[]> {
+  if (!UUID.test(rawId)) throw notFound(scope.collection.name, rawId);
+  const id = rawId.toLowerCase();
+  const { changes } = await guarded(scope, id, () =>
+    runUnitOfWork(work(scope, 'PATCH'), async (w) => {
+      await requireVisible(scope, w.tx, id);
+      const [previous] = await lockBlobColumns(scope, w.tx, id, [field]);
+      const lookups = scope.collection.properties.filter((p) => p.type === 'lookup');
+      const returning = join([ident('id'), ...lookups.map((p) => ident(p.name))], ', ');
+      const updated = await scope.db.query<Row>(
+        sql`UPDATE ${ident(scope.collection.name)} SET ${setList({ [field]: value, updatedAt: scope.now })} WHERE "id" = ${id} RETURNING ${returning}`,
+        w.tx,
+      );
+      if (updated.length === 0) throw notFound(scope.collection.name, id);
+      w.changes.record(scope.collection.name, [id], lookupValues(scope.collection, updated[0]));
+      w.released.push(previous);
     }),
   );
   return changes;

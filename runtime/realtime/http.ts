@@ -160,6 +160,7 @@ async function listenRoute(
 ): Promise<unknown> {
   const resource = app.resources.get(name);
   if (!resource) throw new HttpError('NOT_FOUND', `no collection named ${JSON.stringify(name)}`);
+  if (resource.kind === 'external') throw new HttpError('METHOD_NOT_ALLOWED', `${name} is an external collection: it has no change feed`);
   if (resource.kind === 'query' || resource.view) {
     throw new HttpError('LISTEN_ON_VIEW', `${name} is a ${resource.kind === 'query' ? 'query' : 'view'}: listen on its collection instead`);
   }

@@ -107,6 +107,7 @@ describe('a valid app', () => {
       functions: { allowFetch: false, timeoutMs: 30000, maxMemoryMb: 256 },
       agent: { providers: {}, rungs: {}, mcpServers: {}, idleTimeoutSeconds: 900, maxStepsPerTurn: 25 },
       credits: { mode: 'business', initialBalance: 0, monthlyCap: null },
+      storage: { directory: 'data/blobs', maxBytes: 52428800, thumbnails: ['100x100', '200x200', '400x400'] },
     });
     expect(manifest.collections.map((c) => c.name)).toEqual(['Customer', 'Order', 'OrderLine', 'Product']);
     const [customer, order, orderLine, product] = manifest.collections;
@@ -262,7 +263,7 @@ describe('an app with many problems', () => {
       'collections/Product.json: /properties/price/type: unknown property type "money"; allowed types: string, text, integer, decimal, boolean, date, date-time, guid, lookup, blob',
       'functions/sendMail.json: /endpoint: endpoint must be "/sendMail" (the function is served at /api/sendMail); got "/send"',
       'functions/sendMail.json: /requestBody/0/type: requestBody field "payload" has type "object"; inputs must be scalar (string, integer, decimal, guid, boolean, date, date-time, text)',
-      'svc.json: /colour: unknown key "colour"; allowed keys: name, database, port, auth, realtime, functions, agent, credits',
+      'svc.json: /colour: unknown key "colour"; allowed keys: name, database, port, auth, realtime, functions, agent, credits, storage',
       'views/Customer.json: /name: name "Customer" is already used by collections/Customer.json',
     ]);
     expect(d.diagnostics.map((x) => x.code)).toEqual([
@@ -502,7 +503,7 @@ describe('single problems', () => {
           'external/E.json': {
             name: 'E',
             url: 'https://x.example',
-            connection: { type: 'oauth2', tokenUrl: 'https://x.example/token', clientId: 'c', clientSecret: 's', scope: 'read' },
+            connection: { type: 'oauth2', tokenUrl: 'https://x.example/token', clientId: 'c', clientSecret: '${secrets.E}', scope: 'read' },
           },
         },
         want: [],

@@ -165,7 +165,16 @@ export interface Schemas {
     ref?: string | null;
     /** The invoice PDF */
     invoice?: {
-      [key: string]: unknown;
+      /** The file name the client sent */
+      name: string;
+      /** Bytes */
+      size: number;
+      /** The media type the client declared */
+      contentType: string;
+      /** Hex SHA-256 of the bytes (the download ETag) */
+      sha256: string;
+      /** Download path of this version, under the API origin */
+      url: string;
     } | null;
     /** When the row was created */
     readonly createdAt?: string;
@@ -193,6 +202,8 @@ export interface Schemas {
     dueOn?: string | null;
     /** Reference in the payment system */
     ref?: string | null;
+    /** null removes the stored file; upload one with POST /Order/{id}/invoice (omitted: unchanged) */
+    invoice?: null;
     /** OrderLine rows whose order is this row: an item with id updates that child (only the given properties), one without creates it; on PUT and PATCH, existing children missing from the array are deleted */
     "OrderLine.order"?: ({
       /** The product ordered */
@@ -234,6 +245,8 @@ export interface Schemas {
     dueOn?: string | null;
     /** Reference in the payment system */
     ref?: string | null;
+    /** null removes the stored file; upload one with POST /Order/{id}/invoice (omitted: unchanged) */
+    invoice?: null;
     /** OrderLine rows whose order is this row: an item with id updates that child (only the given properties), one without creates it; on PUT and PATCH, existing children missing from the array are deleted */
     "OrderLine.order"?: ({
       /** The product ordered */
@@ -327,6 +340,19 @@ export interface Schemas {
     category?: "books" | "games" | "garden" | "kitchen" | "tools" | null;
     /** Shown in the shop */
     active?: boolean | null;
+    /** Product photo (JPEG, PNG or WebP); GET it with ?thumb=200x200 for a thumbnail */
+    image?: {
+      /** The file name the client sent */
+      name: string;
+      /** Bytes */
+      size: number;
+      /** The media type the client declared */
+      contentType: string;
+      /** Hex SHA-256 of the bytes (the download ETag) */
+      sha256: string;
+      /** Download path of this version, under the API origin */
+      url: string;
+    } | null;
     /** When the row was created */
     readonly createdAt?: string;
     /** When the row was last written */
@@ -349,6 +375,8 @@ export interface Schemas {
     category?: "books" | "games" | "garden" | "kitchen" | "tools" | null;
     /** Shown in the shop */
     active?: boolean | null;
+    /** null removes the stored file; upload one with POST /Product/{id}/image (omitted: unchanged) */
+    image?: null;
     /** OrderLine rows whose product is this row: an item with id updates that child (only the given properties), one without creates it; on PUT and PATCH, existing children missing from the array are deleted */
     "OrderLine.product"?: ({
       /** The order this line belongs to */
@@ -386,6 +414,8 @@ export interface Schemas {
     category?: "books" | "games" | "garden" | "kitchen" | "tools" | null;
     /** Shown in the shop */
     active?: boolean | null;
+    /** null removes the stored file; upload one with POST /Product/{id}/image (omitted: unchanged) */
+    image?: null;
     /** OrderLine rows whose product is this row: an item with id updates that child (only the given properties), one without creates it; on PUT and PATCH, existing children missing from the array are deleted */
     "OrderLine.product"?: ({
       /** The order this line belongs to */
@@ -407,6 +437,19 @@ export interface Schemas {
       /** Price per unit at the time of the order, EUR */
       unitPrice?: number | string;
     })[];
+  };
+  /** A stored file: GET its url (or /{collection}/{id}/{field}) for the bytes */
+  "BlobMetadata": {
+    /** The file name the client sent */
+    name: string;
+    /** Bytes */
+    size: number;
+    /** The media type the client declared */
+    contentType: string;
+    /** Hex SHA-256 of the bytes (the download ETag) */
+    sha256: string;
+    /** Download path of this version, under the API origin */
+    url: string;
   };
   /** Paid orders per customer: how many, revenue and the latest order */
   "CustomerRevenue": {
@@ -638,9 +681,31 @@ export interface ListResult<T> {
 export type FetchLike = (url: string, init: {
   method: string;
   headers: Record<string, string>;
+  /** JSON text; for `upload`, a `FormData` (a custom fetch must pass it through as it is). */
   body?: string;
   credentials?: 'omit' | 'same-origin' | 'include';
-}) => Promise<{ ok: boolean; status: number; text(): Promise<string> }>;
+}) => Promise<{ ok: boolean; status: number; text(): Promise<string>; blob?(): Promise<BlobLike> }>;
+
+/** A `Blob` or `File`, described structurally so this file compiles without the DOM library. */
+export interface BlobLike {
+  readonly size: number;
+  readonly type: string;
+  arrayBuffer(): Promise<ArrayBuffer>;
+  text(): Promise<string>;
+}
+
+type FormDataLike = { append(name: string, value: BlobLike, fileName?: string): void };
+
+/** A blob property as rows show it (SPEC §4.5): `url` downloads this version. */
+export interface BlobMetadata {
+  name: string;
+  /** Bytes. */
+  size: number;
+  contentType: string;
+  /** Hex SHA-256 of the bytes. */
+  sha256: string;
+  url: string;
+}
 
 export interface ClientOptions {
   /** `<origin>/api`; default `/api` (same origin). */
@@ -666,24 +731,33 @@ export class ApiError extends Error {
   }
 }
 
-type Call = <T>(method: string, path: string, init?: { query?: object; body?: unknown }) => Promise<T>;
+type Init = { query?: object; body?: unknown; form?: FormDataLike };
+type Call = <T>(method: string, path: string, init?: Init) => Promise<T>;
+type Caller = { call: Call; download(path: string, query?: object): Promise<BlobLike>; url(path: string, query?: object): string };
 
-function requester(options: ClientOptions): Call {
+function requester(options: ClientOptions): Caller {
   const base = (options.baseUrl ?? '/api').replace(/\/+$/, '');
   const doFetch = options.fetch ?? (globalThis as unknown as { fetch: FetchLike }).fetch;
-  return async <T>(method: string, path: string, init: { query?: object; body?: unknown } = {}): Promise<T> => {
-    const qs = Object.entries(init.query ?? {})
+  const url = (path: string, query: object = {}) => {
+    const qs = Object.entries(query)
       .filter(([, v]) => v !== undefined && v !== null)
       .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`)
       .join('&');
-    const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
+    return `${base}${path}${qs ? `?${qs}` : ''}`;
+  };
+  const send = async (method: string, path: string, init: Init, accept: string) => {
+    const headers: Record<string, string> = { accept, ...options.headers };
     const token = typeof options.token === 'function' ? await options.token() : options.token;
     if (token) headers.authorization = `Bearer ${token}`;
     if (init.body !== undefined) headers['content-type'] = 'application/json';
-    const res = await doFetch(`${base}${path}${qs ? `?${qs}` : ''}`, {
-      method, headers, ...(init.body !== undefined && { body: JSON.stringify(init.body) }),
+    // fetch takes a FormData body as it is (and sets the multipart boundary itself).
+    const body = (init.form as unknown as string | undefined) ?? (init.body !== undefined ? JSON.stringify(init.body) : undefined);
+    return doFetch(url(path, init.query), {
+      method, headers, ...(body !== undefined && { body }),
       ...(options.credentials && { credentials: options.credentials }),
     });
+  };
+  const fail = async (res: { status: number; text(): Promise<string> }): Promise<never> => {
     const text = await res.text();
     let data: unknown = text;
     try {
@@ -691,9 +765,25 @@ function requester(options: ClientOptions): Call {
     } catch {
       // not JSON: keep the text
     }
-    if (!res.ok) throw new ApiError(res.status, data);
-    return data as T;
+    throw new ApiError(res.status, data);
   };
+  const call = async <T>(method: string, path: string, init: Init = {}): Promise<T> => {
+    const res = await send(method, path, init, 'application/json');
+    if (!res.ok) return fail(res);
+    const text = await res.text();
+    try {
+      return (text === '' ? undefined : JSON.parse(text)) as T;
+    } catch {
+      return text as T;
+    }
+  };
+  const download = async (path: string, query?: object): Promise<BlobLike> => {
+    const res = await send('GET', path, { query }, '*/*');
+    if (!res.ok) return fail(res);
+    if (!res.blob) throw new Error('download needs a fetch whose responses have blob()');
+    return res.blob();
+  };
+  return { call, download, url };
 }
 
 /** The operations of a collection or view (SPEC §4.1); `update` replaces (PUT), `patch` merges. */
@@ -707,14 +797,29 @@ export interface CollectionClient<Row, Input, Patch = Partial<Input>> {
   deleteMany(ids: string[]): Promise<void>;
 }
 
+/**
+ * The file operations of a collection with blob properties `F` (SPEC §4.5): `upload` sends one file
+ * (multipart, part `file`) and answers its metadata; `download` answers the bytes, or a thumbnail of
+ * an image (`thumb: '200x200'`, one of the app's allowed sizes); `fileUrl` is the download address
+ * (for `<img src>` with cookie sign-in); `deleteFile` removes the file.
+ */
+export interface FileClient<F extends string> {
+  upload(id: string, field: F, file: BlobLike, fileName?: string): Promise<BlobMetadata>;
+  download(id: string, field: F, params?: { thumb?: string }): Promise<BlobLike>;
+  fileUrl(id: string, field: F, params?: { thumb?: string }): string;
+  deleteFile(id: string, field: F): Promise<void>;
+}
+
 /** The read operations of a query. */
 export interface ReadClient<Row> {
   list(params?: ListParams): Promise<ListResult<Row>>;
   get(id: string, params?: ReadParams): Promise<Row>;
 }
 
-function collection<Row, Input, Patch>(call: Call, path: string): CollectionClient<Row, Input, Patch> {
+function collection<Row, Input, Patch, F extends string = never>(caller: Caller, path: string): CollectionClient<Row, Input, Patch> & FileClient<F> {
+  const { call } = caller;
   const one = (id: string) => `${path}/${encodeURIComponent(id)}`;
+  const file = (id: string, field: string) => `${one(id)}/${encodeURIComponent(field)}`;
   return {
     list: (params) => call('GET', path, { query: params }),
     get: (id, params) => call('GET', one(id), { query: params }),
@@ -723,10 +828,18 @@ function collection<Row, Input, Patch>(call: Call, path: string): CollectionClie
     patch: (id, body) => call('PATCH', one(id), { body }),
     delete: async (id) => { await call('DELETE', one(id)); },
     deleteMany: async (ids) => { await call('DELETE', path, { body: ids }); },
+    upload: (id, field, blob, fileName) => {
+      const form = new (globalThis as unknown as { FormData: new () => FormDataLike }).FormData();
+      form.append('file', blob, fileName ?? ((blob as { name?: string }).name || 'file'));
+      return call('POST', file(id, field), { form });
+    },
+    download: (id, field, params) => caller.download(file(id, field), params),
+    fileUrl: (id, field, params) => caller.url(file(id, field), params),
+    deleteFile: async (id, field) => { await call('DELETE', file(id, field)); },
   };
 }
 
-function readOnly<Row>(call: Call, path: string): ReadClient<Row> {
+function readOnly<Row>({ call }: Caller, path: string): ReadClient<Row> {
   return {
     list: (params) => call('GET', path, { query: params }),
     get: (id, params) => call('GET', `${path}/${encodeURIComponent(id)}`, { query: params }),
@@ -740,20 +853,21 @@ function readOnly<Row>(call: Call, path: string): ReadClient<Row> {
  * @throws ApiError from every method when the answer is not 2xx
  */
 export function createClient(options: ClientOptions = {}) {
-  const call = requester(options);
+  const caller = requester(options);
+  const { call } = caller;
   return {
     collections: {
-      Customer: collection<Schemas["Customer"], Schemas["CustomerInput"], Schemas["CustomerPatch"]>(call, "/Customer"),
-      Order: collection<Schemas["Order"], Schemas["OrderInput"], Schemas["OrderPatch"]>(call, "/Order"),
-      OrderLine: collection<Schemas["OrderLine"], Schemas["OrderLineInput"], Schemas["OrderLinePatch"]>(call, "/OrderLine"),
-      Product: collection<Schemas["Product"], Schemas["ProductInput"], Schemas["ProductPatch"]>(call, "/Product"),
+      Customer: collection<Schemas["Customer"], Schemas["CustomerInput"], Schemas["CustomerPatch"], never>(caller, "/Customer"),
+      Order: collection<Schemas["Order"], Schemas["OrderInput"], Schemas["OrderPatch"], "invoice">(caller, "/Order"),
+      OrderLine: collection<Schemas["OrderLine"], Schemas["OrderLineInput"], Schemas["OrderLinePatch"], never>(caller, "/OrderLine"),
+      Product: collection<Schemas["Product"], Schemas["ProductInput"], Schemas["ProductPatch"], "image">(caller, "/Product"),
     },
     views: {
-      OpenOrders: collection<Schemas["Order"], Schemas["OrderInput"], Schemas["OrderPatch"]>(call, "/OpenOrders"),
+      OpenOrders: collection<Schemas["Order"], Schemas["OrderInput"], Schemas["OrderPatch"], "invoice">(caller, "/OpenOrders"),
     },
     queries: {
-      CustomerRevenue: readOnly<Schemas["CustomerRevenue"]>(call, "/CustomerRevenue"),
-      OrderLines: readOnly<Schemas["OrderLines"]>(call, "/OrderLines"),
+      CustomerRevenue: readOnly<Schemas["CustomerRevenue"]>(caller, "/CustomerRevenue"),
+      OrderLines: readOnly<Schemas["OrderLines"]>(caller, "/OrderLines"),
     },
     functions: {
       followOrder: {

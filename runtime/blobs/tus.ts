@@ -1,0 +1,138 @@
+/**
+ * @module Resumable uploads with the tus protocol (issue "blobs"; tus 1.0.0 with creation,
+ * termination and expiration) through `@tus/server`, at `/api/{collection}/{id}/{field}/tus`:
+ * `POST` creates an upload (`Location: …/tus/<upload>`), `HEAD` tells its offset, `PATCH` appends.
+ * Every request needs the row's PATCH rule (checked before the tus server sees it), and an upload id
+ * is bound to its collection, row and field. A finished upload is copied into the blob store, hashed
+ * on the way, and committed exactly like a multipart upload; the answer to the last `PATCH` is 200
+ * with the metadata. Unfinished uploads expire after a day.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream';
+import { Server, type DataStore, type Upload } from '@tus/server';
+import { FileStore } from '@tus/file-store';
+import { S3Store } from '@tus/s3-store';
+import { HttpError, toErrorBody } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { RequestContext } from '../core/context.js';
+import { admitUpload, commitBlob, newBlobPrefix, type BlobTarget } from '../core/blob-operations.js';
+import { cleanFileName, meteredStream } from './multipart.js';
+import { originalKey } from './metadata.js';
+import type { BlobService } from './service.js';
+import { LocalBlobStore } from './store.js';
+import { s3ClientConfig } from './s3-store.js';
+
+const EXPIRES_MS = 24 * 60 * 60 * 1000;
+
+/** What a tus hook needs of the request it runs for (the tus server hands hooks a web `Request`). */
+interface Pending {
+  ctx: RequestContext;
+  target: BlobTarget;
+  /** The path of the upload collection: `/api/{collection}/{id}/{field}/tus`. */
+  base: string;
+}
+
+/** The tus error form: a status and a body (ours: the DESIGN §4 error body). */
+function tusError(err: unknown): { status_code: number; body: string } {
+  const { status, body } = toErrorBody(err);
+  return { status_code: status, body: JSON.stringify(body) };
+}
+
+/** Creates `dir` when missing; returns it. */
+function folder(dir: string): string {
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+const uploadPrefix = (t: BlobTarget) => `${t.resource.collection.name}.${t.id}.${t.field.name}.`;
+
+/** The resumable-upload endpoint of every blob property. */
+export class TusUploads {
+  private readonly server: Server;
+  private readonly datastore: DataStore & { read(id: string): Readable | Promise<Readable>; remove(id: string): Promise<void> };
+  private readonly pending = new WeakMap<IncomingMessage, Pending>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(
+    private readonly blobs: BlobService,
+    private readonly logger: Logger,
+  ) {
+    const { store, settings } = blobs;
+    this.datastore =
+      store instanceof LocalBlobStore
+        ? new FileStore({ directory: folder(join(store.root, '.tus')), expirationPeriodInMilliseconds: EXPIRES_MS })
+        : new S3Store({
+            s3ClientConfig: { ...s3ClientConfig(settings.s3!), bucket: settings.s3!.bucket },
+            useTags: false,
+            expirationPeriodInMilliseconds: EXPIRES_MS,
+          });
+    const of = (req: Request) => this.pending.get((req as unknown as { runtime: { node: { req: IncomingMessage } } }).runtime.node.req)!;
+    this.server = new Server({
+      path: '/api',
+      datastore: this.datastore,
+      maxSize: settings.maxBytes,
+      allowedOrigins: [],
+      namingFunction: (req) => `${uploadPrefix(of(req).target)}${randomBytes(16).toString('hex')}`,
+      generateUrl: (req, { proto, host, id }) => `${proto}://${host}${of(req).base}/${id}`,
+      getFileIdFromRequest: (_req, lastPath) => lastPath,
+      onUploadFinish: async (req, upload) => {
+        try {
+          const meta = await this.finish(of(req), upload);
+          return { status_code: 200, headers: { 'content-type': 'application/json; charset=utf-8' }, body: JSON.stringify(meta) };
+        } catch (err) {
+          throw tusError(err);
+        }
+      },
+    });
+    this.sweeper = setInterval(() => void this.sweep(), 60 * 60 * 1000).unref();
+    void this.sweep();
+  }
+
+  /** Deletes expired unfinished uploads (at start and every hour). */
+  private async sweep(): Promise<void> {
+    await this.server.cleanUpExpiredUploads().catch((err: unknown) => this.logger.warn({ err: (err as Error).message }, 'tus clean-up failed'));
+  }
+
+  /** Copies a finished upload into the blob store and commits it; the tus copy is removed either way. */
+  private async finish(p: Pending, upload: Upload) {
+    const prefix = newBlobPrefix(p.target);
+    const metered = meteredStream(this.blobs.settings.maxBytes);
+    const source = await this.datastore.read(upload.id);
+    pipeline(source, metered, () => undefined);
+    const contentType = (upload.metadata?.filetype || upload.metadata?.contentType || 'application/octet-stream').slice(0, 255);
+    try {
+      await this.blobs.store.put(originalKey(prefix), metered, contentType);
+      const name = cleanFileName(upload.metadata?.filename ?? upload.metadata?.name ?? undefined);
+      return await commitBlob(p.ctx, p.target, { prefix, name, contentType, ...metered.digest() });
+    } finally {
+      // tus's S3 store aborts the (completed) multipart upload before deleting its objects, and S3
+      // refuses that abort: the objects (`<upload>`, `<upload>.info`) are then deleted here.
+      await this.datastore.remove(upload.id).catch(() => (this.blobs.store.kind === 's3' ? this.blobs.store.deletePrefix(upload.id) : undefined));
+    }
+  }
+
+  /**
+   * Serves one tus request for `target` (`upload`: the id after `/tus/`, if any).
+   * @throws HttpError 401/403/404 before the tus server sees the request (the rule, the row, an
+   *   upload id of another row or field)
+   */
+  async handle(ctx: RequestContext, target: BlobTarget, upload: string | undefined, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method !== 'OPTIONS') await admitUpload(ctx, target);
+    if (upload !== undefined && !upload.startsWith(uploadPrefix(target)))
+      throw new HttpError('NOT_FOUND', `no upload ${JSON.stringify(upload)} for this ${target.field.name}`);
+    if (upload === undefined && req.method !== 'POST' && req.method !== 'OPTIONS') {
+      throw new HttpError('METHOD_NOT_ALLOWED', `${req.method} needs an upload: POST …/tus creates one, then HEAD and PATCH …/tus/<upload>`);
+    }
+    const path = (req.url ?? '').split('?')[0];
+    this.pending.set(req, { ctx, target, base: upload === undefined ? path : path.slice(0, path.lastIndexOf('/')) });
+    await this.server.handle(req, res);
+  }
+
+  close(): void {
+    clearInterval(this.sweeper);
+  }
+}
