@@ -11,7 +11,12 @@ import { openDatabase, providerOf, resolveDatabaseUrl, type Database } from './d
 import { applyMigrations } from './data/schema-engine.js';
 import { appliedAt, appliedThrough, pendingMigrations } from './data/migration-state.js';
 import { createApp } from './http/app.js';
-import { secretsFromEnv } from './http/function-routes.js';
+import { functionInvoker, secretsFromEnv } from './http/function-routes.js';
+import { AgentService } from './agent/service.js';
+import { agentSettings } from './agent/settings.js';
+import type { Caller } from './auth/caller.js';
+import type { ApiCall } from './core/api-client.js';
+import type { AgentRequest } from './functions/call-api.js';
 import { WorkerPool } from './functions/worker-pool.js';
 import { apiHandler } from './http/api-handler.js';
 import { apiClientFor } from './core/api-client.js';
@@ -170,20 +175,36 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     maxMemoryMb: manifest.settings.functions.maxMemoryMb,
     logger,
   });
+  let baseUrl = '';
+  const functionOptions = {
+    svcDir,
+    secrets: secretsFromEnv(env),
+    pool,
+    // Function code's get/post/patch: the in-process API client, as the function's caller.
+    callApi: (caller: Caller, request: ApiCall, signal: AbortSignal, reqId?: string) => apiClientFor(runtime, caller, { signal, reqId }).request(request),
+    callRealtime: functionRealtime(realtime),
+    callAgent: (request: AgentRequest) => agent.handle(request),
+  };
+  const invokeFunction = functionInvoker({ manifest, logger, ...functionOptions });
+  const agent = new AgentService({
+    app: runtime,
+    auth,
+    realtime,
+    svcDir,
+    invokeFunction,
+    baseUrl: () => baseUrl,
+    settings: agentSettings(manifest.settings.agent, env, logger),
+    logger,
+  });
+  await agent.start();
   const app = createApp({
     manifest,
     db,
     logger,
     auth,
     openapi: JSON.parse(readFileSync(join(svcDir, 'openapi.json'), 'utf8')),
-    functions: {
-      svcDir,
-      secrets: secretsFromEnv(env),
-      pool,
-      // Function code's get/post/patch: the in-process API client, as the function's caller.
-      callApi: (caller, request, signal, reqId) => apiClientFor(runtime, caller, { signal, reqId }).request(request),
-      callRealtime: functionRealtime(realtime),
-    },
+    functions: functionOptions,
+    invokeFunction,
     health: {
       ping: () => db.ping(),
       pendingMigrations: () => pendingMigrations(appliedThrough(db), join(appDir, 'migrations', manifest.provider)),
@@ -214,6 +235,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   });
   const actual = (server.address() as AddressInfo).port;
   const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  baseUrl = `http://${shownHost}:${actual}`;
   let closing: Promise<void> | undefined;
   return {
     url: `http://${shownHost}:${actual}/api`,
@@ -228,6 +250,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         const timer = setTimeout(() => server.closeAllConnections(), graceMs);
         // HTTP first (in-flight requests finish), then the sockets get their close frame.
         if (inFlight > 0) await Promise.race([new Promise<void>((ok) => (drainedHttp = ok)), closed]);
+        await agent.close();
         await realtime.close();
         await closed;
         clearTimeout(timer);

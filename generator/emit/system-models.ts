@@ -2,7 +2,8 @@
  * @module The system tables every app has, emitted into `schema.prisma` beside the collections so that
  * migrations create them (DESIGN §3 access model, SPEC §4.6, §4.9): users, service accounts, refresh
  * tokens (hashed, with a family id for reuse detection), the token signing keys, and the client log
- * `_log`. Their tables are prefixed `_svc_` (or named `_log`); collection names start with a letter, so
+ * `_log`, and the agent's tables (DESIGN §7): threads, their turns, one row per identity's session
+ * (current thread, session credit counters), and the app's id (`apiId` of the stats callback). Their tables are prefixed `_svc_` (or named `_log`); collection names start with a letter, so
  * table names never clash, but the Prisma model names below are reserved for collections.
  */
 
@@ -102,6 +103,55 @@ export const SYSTEM_MODELS: readonly SystemModel[] = [
       createdAt,
       updatedAt,
       field('createdBy', 'String?'),
+    ],
+  },
+  {
+    name: 'SvcApp',
+    table: '_svc_app',
+    indexes: [],
+    fields: [id, createdAt],
+  },
+  {
+    name: 'SvcAgentThread',
+    table: '_svc_agent_threads',
+    indexes: ['identityId'],
+    fields: [
+      id,
+      field('identityId', 'String'),
+      field('preview', 'String'),
+      field('summary', 'String?'),
+      field('summaryTurns', 'Int', '@default(0)'),
+      createdAt,
+      updatedAt,
+    ],
+  },
+  {
+    name: 'SvcAgentTurn',
+    table: '_svc_agent_turns',
+    indexes: ['threadId'],
+    fields: [
+      id,
+      field('threadId', 'String'),
+      field('seq', 'Int'),
+      field('userText', 'String'),
+      field('messages', 'String'),
+      field('items', 'String'),
+      field('status', 'String'),
+      field('error', 'String?'),
+      createdAt,
+    ],
+  },
+  {
+    name: 'SvcAgentSession',
+    table: '_svc_agent_sessions',
+    indexes: [],
+    fields: [
+      field('identityId', 'String', '@id'),
+      field('threadId', 'String?'),
+      field('sessionCredits', 'Int', '@default(0)'),
+      field('sessionCreditsUsed', 'Int', '@default(0)'),
+      createdAt,
+      updatedAt,
     ],
   },
 ];

@@ -30,3 +30,18 @@ export type RealtimeRequest = { op: 'join'; connectionId: unknown; channel: unkn
  * @returns 200 `{ group }`, or the status and DESIGN §4 error body of the refusal
  */
 export type CallRealtime = (request: RealtimeRequest) => Promise<ApiReply>;
+
+/** The operations of `ctx.agent` (SPEC §4.11, DESIGN §7 "Function context"). */
+export const AGENT_OPS = ['connect', 'wake', 'prompt', 'list', 'close', 'setCredits', 'ask'] as const;
+
+/** One `ctx.agent.<op>(args)` call of function code. */
+export interface AgentRequest {
+  op: (typeof AGENT_OPS)[number];
+  args: unknown;
+}
+
+/**
+ * Answers one `AgentRequest` (the agent service).
+ * @returns 200 and the operation's result, or the status and DESIGN §4 error body of the refusal
+ */
+export type CallAgent = (request: AgentRequest) => Promise<ApiReply>;

@@ -3,8 +3,8 @@
  * hands it to `send` (in a worker: a message to the main thread, which answers it as the caller with the
  * same access rules, policies, validation and result shapes as HTTP). Runs inside the function worker.
  */
-import type { ApiReply, ApiRequest, RealtimeRequest } from './call-api.js';
-import type { FunctionContext, FunctionRealtime, GetParams } from './context.js';
+import type { AgentRequest, ApiReply, ApiRequest, RealtimeRequest } from './call-api.js';
+import type { FunctionAgent, FunctionContext, FunctionRealtime, GetParams } from './context.js';
 import type { FunctionJob } from './protocol.js';
 
 /** A non-2xx answer of the app's own API to `get`, `post` or `patch`: its status and parsed body. */
@@ -86,5 +86,26 @@ export function realtimeClient(send: (request: RealtimeRequest) => Promise<ApiRe
   return {
     join: (args) => call({ op: 'join', connectionId: args?.connectionId, channel: args?.channel, readOnly: args?.readOnly }, '/_rt/join'),
     send: (args) => call({ op: 'send', channel: args?.channel, body: args?.body }, '/_rt/send'),
+  };
+}
+
+/**
+ * Builds `agent` for one invocation (SPEC §4.11, DESIGN §7 "Function context").
+ * @throws (from the helpers) FunctionApiError for a refusal (400, 404, 503 …)
+ */
+export function agentClient(send: (request: AgentRequest) => Promise<ApiReply>): FunctionAgent {
+  const call = async <T>(op: AgentRequest['op'], args: unknown): Promise<T> => {
+    const reply = await send({ op, args: args === undefined ? undefined : (JSON.parse(JSON.stringify(args)) as unknown) });
+    if (reply.status < 200 || reply.status > 299) throw new FunctionApiError('POST', `/_agent/${op}`, reply.status, reply.body);
+    return reply.body as T;
+  };
+  return {
+    connect: (options) => call('connect', options),
+    wake: (options) => call('wake', options),
+    prompt: (options) => call('prompt', options),
+    list: () => call('list', {}),
+    close: (options) => call('close', options),
+    setCredits: (options) => call('setCredits', options),
+    ask: (options) => call('ask', options),
   };
 }

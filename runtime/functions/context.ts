@@ -99,4 +99,75 @@ export interface FunctionContext<TBody = unknown, TRes = unknown, TQuery = Funct
   validationErrors: ValidationEntry[];
   /** Channels: `rt.join({ connectionId, channel, readOnly })`, `rt.send({ channel, body })`. */
   rt: FunctionRealtime;
+  /** The embedded agent: `agent.connect`, `wake`, `prompt`, `list`, `close`, `setCredits`, `ask`. */
+  agent: FunctionAgent;
+}
+
+/** A uiTools entry (SPEC §2): `params` as a map of name → `{ type, description?, enum? }` or a full JSON Schema object. */
+export interface AgentUiTool {
+  description: string;
+  params?:
+    Record<string, { type: string; description?: string; enum?: unknown[] }> | { type: 'object'; properties: Record<string, unknown>; required?: string[] };
+  required?: string[];
+  returns?: Record<string, unknown>;
+}
+
+/** `agent.connect` options (SPEC §4.11 table, DESIGN §7 `actAs`). */
+export interface AgentConnectOptions {
+  /** The identity the session belongs to. */
+  identityId: string;
+  /** The client's Web PubSub connection id (from its `connected` event); joined to the channel read-write. */
+  connectionId: string;
+  /** Default `agent:<identityId>` (private: only functions may join it). */
+  channelName?: string;
+  /** Starts a turn with this message once the connection has joined. */
+  message?: string;
+  /** Rung: `base` (default), `pro`, `max`, `norway-base`, `norway-pro`, `norway-max`. */
+  model?: string;
+  /** Stats callback (SPEC §6.4): absolute, or a leading-slash URL relative to the app's base URL. */
+  callbackUrl?: string;
+  /** Seeds the identity's session credit counter once; 0 or absent: no limit. */
+  sessionCredits?: number;
+  uiTools?: Record<string, AgentUiTool>;
+  /** `all` (default), `dynamic`, `explicit` (with `apiToolsAllow`) or `none`. */
+  apiTools?: 'all' | 'dynamic' | 'explicit' | 'none';
+  /** With `explicit`: `<METHOD>-<name>` entries, e.g. `GET-Product`. */
+  apiToolsAllow?: string[];
+  /** API tools run with this identity's access instead of `identityId`'s. */
+  actAs?: string;
+}
+
+/** A running session as `agent.list` reports it (`startedAt` in unix seconds). */
+export interface AgentSessionInfo {
+  identityId: string;
+  channel: string;
+  agent: 'starting' | 'idle' | 'busy' | 'stopped';
+  threadId: string | null;
+  startedAt: number;
+}
+
+/**
+ * The embedded agent from function code (SPEC §4.11, DESIGN §7 "Function context"). Each call throws a
+ * `FunctionApiError` when refused (400 bad options, 404 unknown connection, 503 no agent configured).
+ */
+export interface FunctionAgent {
+  /** Joins the connection to the session channel, wakes the session, starts a turn when `message` is set. */
+  connect(options: AgentConnectOptions): Promise<{ channel: string; credits: number }>;
+  /** Starts the identity's session if it is not running. */
+  wake(options: { identityId: string }): Promise<{ agent: AgentSessionInfo['agent'] }>;
+  /** Runs one turn from the backend and waits for it (events still go to the channel). */
+  prompt(options: { identityId: string; message: string; model?: string }): Promise<{ status: 'completed' | 'failed'; text: string; error?: string }>;
+  /** The running sessions. */
+  list(): Promise<AgentSessionInfo[]>;
+  /** Stops the identity's session; `closed: false` when none was running. */
+  close(options: { identityId: string }): Promise<{ closed: boolean }>;
+  /** Resets the identity's session credit counter (0 = no limit). */
+  setCredits(options: { identityId: string; sessionCredits: number }): Promise<{ sessionCredits: number }>;
+  /** One-shot completion: no session, no tools, no streaming. */
+  ask(options: { messages: { role: 'system' | 'user' | 'assistant'; content: string }[]; model?: string }): Promise<{
+    text: string;
+    usage: { inputTokens: number; outputTokens: number; cachedInputTokens: number };
+    credits: number;
+    model: string;
+  }>;
 }

@@ -3,11 +3,11 @@
  * all structured-clone safe (DESIGN §4 "Function details"). A worker runs one invocation at a time.
  *
  * server → worker: `run` (an invocation), `api-reply` (the answer to one `api` request).
- * worker → server: `api` (get/post/patch), `rt` (rt.join/rt.send), `output` (console/stdout/stderr text, capped per call),
+ * worker → server: `api` (get/post/patch), `rt` (rt.join/rt.send), `agent` (ctx.agent.*), `output` (console/stdout/stderr text, capped per call),
  * `memory` (heap + external bytes, every `MEMORY_REPORT_MS` while a call runs), `done` (the outcome).
  */
 import type { ErrorDetail } from '../errors.js';
-import type { ApiReply, ApiRequest, RealtimeRequest } from './call-api.js';
+import type { AgentRequest, ApiReply, ApiRequest, RealtimeRequest } from './call-api.js';
 import type { FunctionCaller, FunctionRequest } from './context.js';
 
 /** How often a busy worker reports its memory, in ms. */
@@ -43,6 +43,8 @@ export type FromWorker =
   | { type: 'api'; id: number; call: number; request: ApiRequest }
   /** `rt.join` / `rt.send`, answered with an `api-reply`. */
   | { type: 'rt'; id: number; call: number; request: RealtimeRequest }
+  /** `agent.connect` … `agent.ask`, answered with an `api-reply`. */
+  | { type: 'agent'; id: number; call: number; request: AgentRequest }
   /** `capped`: this is the one note that the call's output passed `maxOutputBytes` and the rest is dropped. */
   | { type: 'output'; id: number; stream: 'stdout' | 'stderr'; text: string; capped?: true }
   | { type: 'memory'; bytes: number }

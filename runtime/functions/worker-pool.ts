@@ -18,7 +18,7 @@ import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { HttpError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { ApiReply, ApiRequest, RealtimeRequest } from './call-api.js';
+import type { AgentRequest, ApiReply, ApiRequest, RealtimeRequest } from './call-api.js';
 import { MEMORY_REPORT_MS, type FromWorker, type FunctionJob, type FunctionOutcome, type ToWorker, type WorkerSettings } from './protocol.js';
 
 export interface WorkerPoolOptions {
@@ -46,6 +46,8 @@ export interface InvocationOptions {
   callApi(request: ApiRequest, signal: AbortSignal): Promise<ApiReply>;
   /** Answers `rt.join`/`rt.send` of the code. */
   callRealtime(request: RealtimeRequest): Promise<ApiReply>;
+  /** Answers `agent.*` of the code; absent: 503 (no agent service). */
+  callAgent?(request: AgentRequest): Promise<ApiReply>;
   /** Receives the call's output as it comes; `capped` marks the note that the rest is dropped. */
   output?(stream: 'stdout' | 'stderr', text: string, capped: boolean): void;
 }
@@ -68,6 +70,7 @@ interface Thread {
 }
 
 const WORKER_URL = new URL('./worker.js', import.meta.url);
+const NO_AGENT: ApiReply = { status: 503, body: { error: 'the agent service is not running in this server', code: 'SERVICE_UNAVAILABLE' } };
 const MiB = 1024 * 1024;
 const RSS_SLACK = 128 * MiB;
 const GUARD_MS = 20;
@@ -197,11 +200,17 @@ export class WorkerPool {
     switch (m.type) {
       case 'api':
       case 'rt':
+      case 'agent':
         if (!mine) {
           this.post(thread, { type: 'api-reply', call: m.call, error: 'this function call has ended; its API calls are refused' });
           return;
         }
-        (m.type === 'api' ? inv.options.callApi(m.request, inv.controller.signal) : inv.options.callRealtime(m.request)).then(
+        (m.type === 'api'
+          ? inv.options.callApi(m.request, inv.controller.signal)
+          : m.type === 'rt'
+            ? inv.options.callRealtime(m.request)
+            : (inv.options.callAgent?.(m.request) ?? Promise.resolve(NO_AGENT))
+        ).then(
           (reply) => this.post(thread, { type: 'api-reply', call: m.call, reply }),
           (err: unknown) => this.post(thread, { type: 'api-reply', call: m.call, error: err instanceof Error ? err.message : String(err) }),
         );

@@ -12,8 +12,8 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { ErrorDetail } from '../errors.js';
-import type { ApiReply, ApiRequest, RealtimeRequest } from './call-api.js';
-import { collectionClient, FunctionUsageError, realtimeClient } from './collection-client.js';
+import type { AgentRequest, ApiReply, ApiRequest, RealtimeRequest } from './call-api.js';
+import { agentClient, collectionClient, FunctionUsageError, realtimeClient } from './collection-client.js';
 import type { FunctionContext, FunctionResponse } from './context.js';
 import { MEMORY_REPORT_MS, type FromWorker, type FunctionJob, type FunctionOutcome, type ToWorker, type WorkerSettings } from './protocol.js';
 
@@ -112,6 +112,12 @@ async function run(id: number, job: FunctionJob): Promise<FunctionOutcome> {
         pending.set(call, { ok, fail });
         post({ type: 'rt', id, call, request });
       });
+    const sendAgent = (request: AgentRequest): Promise<ApiReply> =>
+      new Promise((ok, fail) => {
+        const call = ++calls;
+        pending.set(call, { ok, fail });
+        post({ type: 'agent', id, call, request });
+      });
     const fetch = job.allowFetch ? platformFetch : (fetchDisabled as typeof globalThis.fetch);
     globalThis.fetch = fetch;
     const initialRes: FunctionResponse = {};
@@ -125,6 +131,7 @@ async function run(id: number, job: FunctionJob): Promise<FunctionOutcome> {
       fetch,
       validationErrors: [],
       rt: realtimeClient(sendRealtime),
+      agent: agentClient(sendAgent),
     };
     // Globals too, as the default-export form may read them (only ctx counts there, SPEC §4.8 rule 4), and a
     // bare `res = …` at its top level must not throw. One call at a time per thread keeps them apart.

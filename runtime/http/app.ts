@@ -14,7 +14,7 @@ import type { Logger } from '../log.js';
 import { mapInfrastructureError } from '../data/db-errors.js';
 import { trackRequest } from './api-handler.js';
 import { payloadTooLarge } from './body.js';
-import { captureRawBody, functionRouter, type FunctionRoutesOptions } from './function-routes.js';
+import { captureRawBody, functionRouter, type FunctionInvoker, type FunctionRoutesOptions } from './function-routes.js';
 import type { AuthService } from '../auth/auth-service.js';
 import { authenticate, authRouter, loginRouter, oauthErrors, tokenRouter } from './auth-routes.js';
 import { clientLogRouter } from './client-log-routes.js';
@@ -28,6 +28,8 @@ export interface AppOptions {
   openapi: object;
   /** Where compiled functions are, their secrets and the worker pool that runs them. */
   functions: Omit<FunctionRoutesOptions, 'manifest' | 'logger'>;
+  /** The function invoker to serve (shared with the agent's tools); default: one made from `functions`. */
+  invokeFunction?: FunctionInvoker;
   /** Signing keys, limiter and settings of authentication (`createAuthService`). */
   auth: AuthService;
   /** What `/api/_ready` checks (database ping, pending migrations, Redis). */
@@ -80,7 +82,7 @@ export function createApp(options: AppOptions): express.Express {
     res.json(options.openapi);
   });
   // Collections, views and queries are served before this application (`api-handler.ts`).
-  api.use(functionRouter({ manifest, logger, ...options.functions }));
+  api.use(functionRouter({ manifest, logger, ...options.functions }, options.invokeFunction));
   app.use('/api', api);
 
   app.use((req: Request) => {

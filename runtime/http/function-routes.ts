@@ -18,7 +18,7 @@ import { validationFailed } from '../data/input.js';
 import { compileFunctionInputs, type FunctionInputChecker } from '../functions/input-checker.js';
 import type { FunctionCaller, FunctionRequest } from '../functions/context.js';
 import type { FunctionJob } from '../functions/protocol.js';
-import type { CallApi, CallRealtime } from '../functions/call-api.js';
+import type { CallAgent, CallApi, CallRealtime } from '../functions/call-api.js';
 import { WorkerPool } from '../functions/worker-pool.js';
 import { StartupError } from '../load-manifest.js';
 
@@ -37,6 +37,8 @@ export interface FunctionRoutesOptions {
   callApi: CallApi;
   /** Answers the code's `rt.join`/`rt.send` with function privileges (the real-time service). */
   callRealtime: CallRealtime;
+  /** Answers the code's `agent.*` calls (the agent service); absent: they answer 503. */
+  callAgent?: CallAgent;
 }
 
 /** A request whose raw JSON body was kept by `captureRawBody`. */
@@ -78,72 +80,74 @@ export function checkFunctionAccess(f: FunctionDefinition, method: string, calle
   requireRole(caller, f.access[method], `${method} on function ${f.name}`);
 }
 
-/**
- * The router of every enabled function; mount it under `/api`, after `express.json({ verify: captureRawBody })`.
- * @throws StartupError when a compiled module is missing (`svc generate` was not run)
- */
-export function functionRouter(options: FunctionRoutesOptions): Router {
-  const router = Router();
-  const handlers = new Map<string, RequestHandler>();
-  for (const f of options.manifest.functions.filter((x) => x.enabled)) {
-    const modulePath = join(options.svcDir, f.module);
-    if (!existsSync(modulePath)) throw new StartupError(`${modulePath} not found: run \`svc generate\` again`);
-    const handler = functionHandler(f, modulePath, compileFunctionInputs(f), options);
-    handlers.set(f.name, handler);
-    if (f.functionTypeId === 1) router.all(`/${f.name}`, handler);
-  }
-  router.all('/_invoke/:name', (req, res, next) => {
-    const handler = handlers.get(req.params.name);
-    if (!handler) throw new HttpError('NOT_FOUND', `no function is named ${JSON.stringify(req.params.name)}`);
-    return handler(req, res, next);
-  });
-  return router;
+/** One function call from any transport (HTTP here, an agent's tool call): the request as the code will see it. */
+export interface FunctionInvocation {
+  method: string;
+  caller: Caller;
+  /** Query parameters as sent (declared ones are coerced and checked here). */
+  query: Record<string, unknown>;
+  /** The parsed JSON body, or null. */
+  bodyJson: unknown;
+  bodyRaw: string;
+  headers: Record<string, string | string[]>;
+  /** The public base URL of the API (`http://host:port/api`). */
+  baseUrl: string;
+  reqId: string;
 }
 
-function functionHandler(f: FunctionDefinition, modulePath: string, inputs: FunctionInputChecker, options: FunctionRoutesOptions): RequestHandler {
+/** Runs an enabled function by name; the HTTP router and the agent's tools both use it (STYLE §10.15). */
+export type FunctionInvoker = (name: string, call: FunctionInvocation) => Promise<{ status: number; bodyText?: string }>;
+
+/**
+ * The invoker of every enabled function: access per method, declared inputs, the run on a worker
+ * thread, the code's validation errors.
+ * @throws HttpError NOT_FOUND (404) for no such function, the errors of `checkFunctionAccess`,
+ *   VALIDATION_FAILED (400), FUNCTION_TIMEOUT (504); a plain Error when the code threw (a 500)
+ * @throws StartupError when a compiled module is missing (`svc generate` was not run)
+ */
+export function functionInvoker(options: FunctionRoutesOptions): FunctionInvoker {
   const { manifest } = options;
   const readable = [...manifest.collections, ...manifest.views, ...manifest.queries].map((x) => x.name);
   const writable = [...manifest.collections, ...manifest.views].map((x) => x.name);
-  return async (req: RawBodyRequest, res: Response) => {
-    const method = req.method;
-    const caller = callerOf(res);
+  const functions = new Map<string, { f: FunctionDefinition; modulePath: string; inputs: FunctionInputChecker }>();
+  for (const f of manifest.functions.filter((x) => x.enabled)) {
+    const modulePath = join(options.svcDir, f.module);
+    if (!existsSync(modulePath)) throw new StartupError(`${modulePath} not found: run \`svc generate\` again`);
+    functions.set(f.name, { f, modulePath, inputs: compileFunctionInputs(f) });
+  }
+  return async (name, call) => {
+    const entry = functions.get(name);
+    if (!entry) throw new HttpError('NOT_FOUND', `no function is named ${JSON.stringify(name)}`);
+    const { f, modulePath, inputs } = entry;
+    const { method, caller } = call;
     checkFunctionAccess(f, method, caller);
-    if (!req.rawBody) await new Promise<void>((ok, fail) => readOtherBody(req, res, (err?: unknown) => (err ? fail(err) : ok())));
-    const query = { ...(req.query as Record<string, unknown>) };
+    const query = { ...call.query };
     const details = inputs.checkQuery(query);
-    const isJson = req.rawBody !== undefined;
-    const bodyJson: unknown = isJson ? req.body : null;
-    if ((method === 'POST' || method === 'PUT') && inputs.hasBody) details.push(...inputs.checkBody(bodyJson));
+    if ((method === 'POST' || method === 'PUT') && inputs.hasBody) details.push(...inputs.checkBody(call.bodyJson));
     if (details.length > 0) throw validationFailed(details);
     const job: FunctionJob = {
       modulePath,
-      req: {
-        method: method as FunctionRequest['method'],
-        headers: visibleHeaders(req),
-        query,
-        bodyJson,
-        bodyRaw: isJson ? req.rawBody!.toString('utf8') : typeof req.body === 'string' ? req.body : '',
-      },
+      req: { method: method as FunctionRequest['method'], headers: call.headers, query, bodyJson: call.bodyJson, bodyRaw: call.bodyRaw },
       me: meOf(caller),
-      api: { name: manifest.name, baseUrl: `${req.protocol}://${req.get('host') ?? 'localhost'}/api` },
+      api: { name: manifest.name, baseUrl: call.baseUrl },
       secrets: options.secrets,
       allowFetch: manifest.settings.functions.allowFetch,
       readable,
       writable,
     };
-    const reqId = String(res.locals.reqId);
     const outcome = await options.pool.run(job, {
       name: f.name,
       timeoutMs: manifest.settings.functions.timeoutMs,
-      callApi: (request, signal) => options.callApi(caller, request, signal, String(res.locals.reqId)),
+      callApi: (request, signal) => options.callApi(caller, request, signal, call.reqId),
       callRealtime: options.callRealtime,
+      callAgent: options.callAgent,
       output: (stream, text, capped) => {
-        if (capped) options.logger.warn({ reqId, function: f.name, stream }, text);
-        else options.logger.info({ reqId, function: f.name, stream }, text.endsWith('\n') ? text.slice(0, -1) : text);
+        if (capped) options.logger.warn({ reqId: call.reqId, function: f.name, stream }, text);
+        else options.logger.info({ reqId: call.reqId, function: f.name, stream }, text.endsWith('\n') ? text.slice(0, -1) : text);
       },
     });
     if (outcome.kind === 'threw') {
-      // Logged by the error middleware with the request id; the caller sees only the generic 500 body.
+      // Logged by the caller with the request id; the client sees only the generic 500 body.
       const err = new Error(`function ${f.name} threw ${outcome.name}: ${outcome.message}`);
       err.stack = outcome.stack ?? err.message;
       throw err;
@@ -155,10 +159,42 @@ function functionHandler(f: FunctionDefinition, modulePath: string, inputs: Func
         { details: outcome.validationErrors },
       );
     }
-    res.status(outcome.status);
-    if (outcome.bodyText === undefined) res.end();
-    else res.type('application/json').send(outcome.bodyText);
+    return { status: outcome.status, bodyText: outcome.bodyText };
   };
+}
+
+/**
+ * The router of every enabled function; mount it under `/api`, after `express.json({ verify: captureRawBody })`.
+ * @throws StartupError when a compiled module is missing (`svc generate` was not run)
+ */
+export function functionRouter(options: FunctionRoutesOptions, invoke: FunctionInvoker = functionInvoker(options)): Router {
+  const router = Router();
+  const handler =
+    (name: string): RequestHandler =>
+    async (req: RawBodyRequest, res: Response) => {
+      // Access is checked before any body is read.
+      const f = options.manifest.functions.find((x) => x.name === name && x.enabled);
+      if (!f) throw new HttpError('NOT_FOUND', `no function is named ${JSON.stringify(name)}`);
+      checkFunctionAccess(f, req.method, callerOf(res));
+      if (!req.rawBody) await new Promise<void>((ok, fail) => readOtherBody(req, res, (err?: unknown) => (err ? fail(err) : ok())));
+      const isJson = req.rawBody !== undefined;
+      const answer = await invoke(name, {
+        method: req.method,
+        caller: callerOf(res),
+        query: req.query as Record<string, unknown>,
+        bodyJson: isJson ? (req.body as unknown) : null,
+        bodyRaw: isJson ? req.rawBody!.toString('utf8') : typeof req.body === 'string' ? req.body : '',
+        headers: visibleHeaders(req),
+        baseUrl: `${req.protocol}://${req.get('host') ?? 'localhost'}/api`,
+        reqId: String(res.locals.reqId),
+      });
+      res.status(answer.status);
+      if (answer.bodyText === undefined) res.end();
+      else res.type('application/json').send(answer.bodyText);
+    };
+  for (const f of options.manifest.functions.filter((x) => x.enabled && x.functionTypeId === 1)) router.all(`/${f.name}`, handler(f.name));
+  router.all('/_invoke/:name', (req, res, next) => handler(req.params.name)(req, res, next));
+  return router;
 }
 
 function visibleHeaders(req: Request): Record<string, string | string[]> {

@@ -57,6 +57,7 @@ export class RealtimeService implements ChangeSink {
   private readonly upgrades = new Map<string, UpgradeHandler>();
   private readonly pending = new Map<string, { done: (r: OpResult) => void; timer: NodeJS.Timeout }>();
   private readonly closers: (() => void)[] = [];
+  private readonly taps: ((message: GroupMessage) => void)[] = [];
 
   constructor(options: RealtimeServiceOptions) {
     this.manifest = options.manifest;
@@ -89,6 +90,14 @@ export class RealtimeService implements ChangeSink {
   /** Registers the upgrade handler of one path (under `/api/_rt/`). */
   onUpgrade(path: string, handler: UpgradeHandler): void {
     this.upgrades.set(path, handler);
+  }
+
+  /**
+   * Sees every channel message sent on any instance (the agent takes the client frames of its session
+   * channels here). A listener must not throw and must return quickly.
+   */
+  onGroupMessage(listener: (message: GroupMessage) => void): void {
+    this.taps.push(listener);
   }
 
   /** Registers work to do when the service closes (stopping timers). */
@@ -124,6 +133,17 @@ export class RealtimeService implements ChangeSink {
   send(message: GroupMessage): void {
     this.broker.deliverGroup(message);
     this.bus.broadcast({ t: 'group', message });
+    this.tap(message);
+  }
+
+  private tap(message: GroupMessage): void {
+    for (const listener of this.taps) {
+      try {
+        listener(message);
+      } catch (err) {
+        this.logger.error({ err, group: message.group }, 'a channel message listener failed');
+      }
+    }
   }
 
   /**
@@ -212,6 +232,7 @@ export class RealtimeService implements ChangeSink {
     switch (m.t) {
       case 'group':
         this.broker.deliverGroup(m.message);
+        this.tap(m.message);
         break;
       case 'change':
         this.broker.deliverChange(m.change);

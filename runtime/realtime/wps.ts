@@ -362,9 +362,11 @@ function onFrame(service: RealtimeService, session: WpsSession, data: RawData, i
         return session.ack(ackId);
       case 'sendToGroup': {
         requireSignedIn(connection.caller);
-        channelOfClientGroup(service.rules, frame.group);
+        const member = typeof frame.group === 'string' ? connection.groups.get(frame.group) : undefined;
+        // A private channel is open to a client only once a function joined it read-write (the agent's channel).
+        if (!member) channelOfClientGroup(service.rules, frame.group);
         const group = frame.group as string;
-        if (connection.groups.get(group)?.readOnly) return refuse('Forbidden', `${group} was joined receive-only`);
+        if (member?.readOnly) return refuse('Forbidden', `${group} was joined receive-only`);
         const dataType = (frame.dataType ?? 'json') as DataType;
         const problem = dataProblem(dataType, frame.data);
         if (problem) return refuse('BadRequest', problem);

@@ -1,0 +1,56 @@
+/**
+ * @module What an agent session needs from the server (session.ts ↔ service.ts): sending events on
+ * its channel, running API tools as its identity, credits, the stats callback, the system prompt,
+ * summaries for `compact`, and stopping itself when idle.
+ */
+import type { AgentSettings } from '../contract/settings.js';
+import type { AgentUiTool } from '../functions/context.js';
+import type { Logger } from '../log.js';
+import type { ThreadStore } from './threads.js';
+import type { ApiToolMode } from './tools.js';
+import type { EngineEvent, TurnUsage } from './worker-protocol.js';
+
+/** What a session was started with (read once: a later connect does not change a running session). */
+export interface SessionOptions {
+  identityId: string;
+  /** The identity API tools run as (`actAs`, default `identityId`). */
+  actAs: string;
+  model?: string;
+  callbackUrl?: string;
+  uiTools?: Record<string, AgentUiTool>;
+  apiTools: ApiToolMode;
+  apiToolsAllow?: string[];
+}
+
+/** The credit figures of `status`, `credits` and the callback (the credits issue makes them move). */
+export interface CreditFigures {
+  credits: number;
+  sessionCredits: number;
+  sessionCreditsLimit: number;
+  sessionCreditsUsed: number;
+}
+
+export interface AgentHost {
+  settings: AgentSettings;
+  threads: ThreadStore;
+  logger: Logger;
+  /** Publishes a server frame on a session channel (`data` a JSON string with `_from: "agent"`). */
+  send(channel: string, event: EngineEvent): void;
+  /**
+   * Runs one API tool (or, `dynamic`, one meta-tool) as the session's identity.
+   * @returns the status and the text the model reads (`400 …` for an error)
+   */
+  runApiTool(options: SessionOptions, name: string, args: unknown, dynamic: boolean): Promise<{ status: number; output: string }>;
+  /** A message refusing a new turn of this identity (credits exhausted, paused), or null. */
+  refuseTurn(identityId: string): Promise<string | null>;
+  /** Charges a turn's usage; returns the credits it cost. */
+  meter(identityId: string, rung: string, usage: TurnUsage): Promise<number>;
+  credits(identityId: string): Promise<CreditFigures>;
+  /** POSTs the stats callback (SPEC §6.4) when the session has a `callbackUrl`; never throws. */
+  callback(options: SessionOptions, payload: Record<string, unknown>): void;
+  /** Instructions plus a short description of the app and the caller. */
+  systemPrompt(options: SessionOptions): Promise<string>;
+  /** One model call that summarises `messages` (for `compact`). */
+  summarise(identityId: string, options: SessionOptions, messages: unknown[]): Promise<string>;
+  stopSession(identityId: string, reason: 'stopped' | 'idle-stopped'): Promise<boolean>;
+}

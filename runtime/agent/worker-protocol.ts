@@ -1,0 +1,62 @@
+/**
+ * @module The messages between an agent session (session.ts, main thread) and its worker thread
+ * (worker.ts), all structured-clone safe (DESIGN §7: "an agent session per identity runs in its own
+ * worker"). The worker drives the model through the AI SDK; tools that touch the app (API tools, UI
+ * tools) are executed by the main thread and answered with `tool-result`.
+ */
+
+/** Where a tool runs: the app's API (`api`, `dynamic`), the client (`ui`), or the worker itself (`plan`). */
+export type ToolKind = 'api' | 'dynamic' | 'ui' | 'plan';
+
+/** A tool offered to the model: its JSON Schema parameters and where it runs. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+  kind: ToolKind;
+}
+
+/** One model turn: the whole request the worker sends (history included). */
+export interface TurnRequest {
+  baseURL: string;
+  apiKey?: string;
+  /** The provider's key in `agent.providers`. */
+  providerName: string;
+  modelId: string;
+  /** Instructions and the app description, sent as the system message. */
+  system: string;
+  /** AI SDK model messages: earlier turns (or their summary) and the new user message. */
+  messages: unknown[];
+  tools: ToolSpec[];
+  /** `reasoning_effort` of this turn's requests, when set. */
+  reasoningEffort?: 'low' | 'medium' | 'high';
+  maxSteps: number;
+}
+
+/** Token counts summed over the turn's model calls; `inputTokens` excludes the cached ones. */
+export interface TurnUsage {
+  inputTokens: number;
+  cachedInputTokens: number;
+  outputTokens: number;
+}
+
+export type ToSessionWorker =
+  | { type: 'turn'; turnId: string; request: TurnRequest }
+  | { type: 'tool-result'; callId: string; ok: boolean; output: string }
+  | { type: 'cancel'; turnId: string };
+
+/** A protocol event for the client (SPEC §6.3 engine events), without `_from`. */
+export type EngineEvent = Record<string, unknown> & { type: string };
+
+export type FromSessionWorker =
+  | { type: 'event'; turnId: string; event: EngineEvent }
+  | { type: 'tool'; turnId: string; callId: string; name: string; kind: ToolKind; args: unknown }
+  | {
+      type: 'done';
+      turnId: string;
+      status: 'completed' | 'failed';
+      error: string | null;
+      /** The AI SDK response messages the turn added (assistant and tool), empty when it failed. */
+      messages: unknown[];
+      usage: TurnUsage;
+    };

@@ -1,0 +1,174 @@
+/**
+ * @module The worker thread of one agent session (DESIGN §7). It runs one turn at a time: a streamed
+ * chat-completions request through the AI SDK (`streamText` over `@ai-sdk/openai-compatible`), up to
+ * `maxSteps` model calls with tools between them, relaying text and reasoning deltas as SPEC §6.3
+ * events. Tools that touch the app or the client are sent to the main thread and awaited; the built-in
+ * `update_plan` runs here. A failed provider call is retried twice (after an `error` event with
+ * `willRetry: true`); `cancel` aborts the turn. A crash of this thread fails only its session's turn.
+ */
+import { parentPort } from 'node:worker_threads';
+import { randomUUID } from 'node:crypto';
+import { jsonSchema, stepCountIs, streamText, tool, type ModelMessage, type ToolSet } from 'ai';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import type { EngineEvent, FromSessionWorker, ToolSpec, ToSessionWorker, TurnRequest, TurnUsage } from './worker-protocol.js';
+
+const port = parentPort!;
+const post = (m: FromSessionWorker): void => port.postMessage(m);
+
+/** Provider calls retried after a network failure, 429 or 5xx (each announced with `willRetry`). */
+const RETRIES = 2;
+const RETRY_DELAY_MS = 250;
+
+const waiting = new Map<string, (r: { ok: boolean; output: string }) => void>();
+const turns = new Map<string, AbortController>();
+
+port.on('message', (m: ToSessionWorker) => {
+  if (m.type === 'turn') void runTurn(m.turnId, m.request);
+  else if (m.type === 'cancel') turns.get(m.turnId)?.abort(new Error('cancelled'));
+  else {
+    const done = waiting.get(m.callId);
+    waiting.delete(m.callId);
+    done?.({ ok: m.ok, output: m.output });
+  }
+});
+
+/** A plan step as `update_plan` takes it and `plan-updated` sends it. */
+const PLAN_STATUSES = ['pending', 'inProgress', 'completed'];
+
+function planEvent(args: unknown): EngineEvent | string {
+  const a = (args ?? {}) as { steps?: unknown; explanation?: unknown };
+  if (!Array.isArray(a.steps)) return 'steps must be an array of { step, status }';
+  const steps = [];
+  for (const s of a.steps as { step?: unknown; status?: unknown }[]) {
+    if (typeof s?.step !== 'string' || !PLAN_STATUSES.includes(String(s.status)))
+      return `each step needs a string "step" and a status of ${PLAN_STATUSES.join(', ')}`;
+    steps.push({ step: s.step, status: s.status });
+  }
+  return { type: 'plan-updated', steps, ...(typeof a.explanation === 'string' && { explanation: a.explanation }) };
+}
+
+function toolSet(turnId: string, specs: ToolSpec[], signal: AbortSignal): ToolSet {
+  const set: ToolSet = {};
+  for (const spec of specs) {
+    set[spec.name] = tool({
+      description: spec.description,
+      inputSchema: jsonSchema(spec.parameters as Parameters<typeof jsonSchema>[0]),
+      execute: async (args: unknown) => {
+        if (spec.kind === 'plan') {
+          const event = planEvent(args);
+          if (typeof event === 'string') return `400 ${event}`;
+          post({ type: 'event', turnId, event });
+          return 'plan updated';
+        }
+        const callId = randomUUID();
+        const answer = await new Promise<{ ok: boolean; output: string }>((resolve) => {
+          waiting.set(callId, resolve);
+          signal.addEventListener('abort', () => resolve({ ok: false, output: 'cancelled' }), { once: true });
+          post({ type: 'tool', turnId, callId, name: spec.name, kind: spec.kind, args });
+        });
+        waiting.delete(callId);
+        return answer.output;
+      },
+    });
+  }
+  return set;
+}
+
+/** `fetch` with the retries of the module comment; the last failure is returned as it came. */
+function retryingFetch(turnId: string): typeof fetch {
+  return async (input, init) => {
+    for (let attempt = 0; ; attempt++) {
+      let failure: string;
+      try {
+        const res = await fetch(input, init);
+        if (res.ok || attempt >= RETRIES || !(res.status === 429 || res.status >= 500)) return res;
+        failure = `the model provider answered ${res.status}`;
+        await res.body?.cancel();
+      } catch (err) {
+        if (attempt >= RETRIES || init?.signal?.aborted) throw err;
+        failure = `the model provider could not be reached: ${(err as Error).message}`;
+      }
+      post({ type: 'event', turnId, event: { type: 'error', message: `${failure}; retrying`, willRetry: true } });
+      await new Promise((r) => setTimeout(r, RETRY_DELAY_MS * (attempt + 1)));
+    }
+  };
+}
+
+function addUsage(total: TurnUsage, u: { inputTokens?: number; outputTokens?: number; inputTokenDetails?: { cacheReadTokens?: number } }): void {
+  const cached = u.inputTokenDetails?.cacheReadTokens ?? 0;
+  total.inputTokens += Math.max(0, (u.inputTokens ?? 0) - cached);
+  total.cachedInputTokens += cached;
+  total.outputTokens += u.outputTokens ?? 0;
+}
+
+async function runTurn(turnId: string, request: TurnRequest): Promise<void> {
+  const controller = new AbortController();
+  turns.set(turnId, controller);
+  const usage: TurnUsage = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 };
+  const emit = (event: EngineEvent) => post({ type: 'event', turnId, event });
+  let failure: string | null = null;
+  let messages: unknown[] = [];
+  try {
+    const provider = createOpenAICompatible({
+      name: request.providerName,
+      baseURL: request.baseURL,
+      apiKey: request.apiKey,
+      includeUsage: true,
+      fetch: retryingFetch(turnId),
+    });
+    const result = streamText({
+      model: provider.chatModel(request.modelId),
+      system: request.system,
+      messages: request.messages as ModelMessage[],
+      tools: toolSet(turnId, request.tools, controller.signal),
+      stopWhen: stepCountIs(request.maxSteps),
+      maxRetries: 0,
+      abortSignal: controller.signal,
+      ...(request.reasoningEffort && { providerOptions: { [request.providerName]: { reasoningEffort: request.reasoningEffort } } }),
+    });
+    for await (const part of result.fullStream) {
+      switch (part.type) {
+        case 'text-delta':
+          if (part.text) emit({ type: 'text', delta: part.text });
+          break;
+        case 'reasoning-start':
+          emit({ type: 'thinking-start', id: part.id });
+          break;
+        case 'reasoning-delta':
+          if (part.text) emit({ type: 'thinking', delta: part.text });
+          break;
+        case 'reasoning-end':
+          emit({ type: 'thinking-end', id: part.id });
+          break;
+        case 'finish-step':
+          addUsage(usage, part.usage);
+          break;
+        case 'error':
+          failure = messageOf(part.error);
+          break;
+        case 'abort':
+          failure = 'cancelled';
+          break;
+      }
+    }
+    if (failure === null) messages = (await result.response).messages;
+  } catch (err) {
+    failure = controller.signal.aborted ? 'cancelled' : messageOf(err);
+  }
+  turns.delete(turnId);
+  if (controller.signal.aborted) failure = 'cancelled';
+  post({ type: 'done', turnId, status: failure === null ? 'completed' : 'failed', error: failure, messages: failure === null ? toPlain(messages) : [], usage });
+}
+
+/** A provider error's message without its request body or headers (they may carry keys). */
+function messageOf(err: unknown): string {
+  const e = err as { message?: unknown; statusCode?: unknown; name?: unknown };
+  if (typeof e?.statusCode === 'number') return `the model provider answered ${e.statusCode}`;
+  if (e?.name === 'AbortError') return 'cancelled';
+  return typeof e?.message === 'string' ? e.message.slice(0, 500) : String(err).slice(0, 500);
+}
+
+/** Response messages as plain JSON (they go to the database and back). */
+function toPlain(messages: unknown[]): unknown[] {
+  return JSON.parse(JSON.stringify(messages)) as unknown[];
+}
