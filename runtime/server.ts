@@ -59,6 +59,8 @@ export interface RunningServer {
   runtime: AppRuntime;
   /** The real-time service of this instance (connections, channels, change feeds). */
   realtime: RealtimeService;
+  /** The embedded agent (sessions, `ctx.agent`). */
+  agent: AgentService;
   /** Stops accepting, waits for in-flight requests (at most `graceMs`, default 10 s), disconnects. */
   close(graceMs?: number): Promise<void>;
 }
@@ -243,6 +245,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     manifest,
     runtime,
     realtime,
+    agent,
     close(graceMs = 10_000) {
       closing ??= (async () => {
         const closed = new Promise<void>((ok) => server.close(() => ok()));
