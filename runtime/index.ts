@@ -23,7 +23,12 @@ export type {
   FunctionRealtime,
   RealtimeJoin,
   RealtimeSend,
+  FunctionAgent,
+  AgentConnectOptions,
+  AgentSessionInfo,
+  AgentUiTool,
 } from './functions/context.js';
+export { agUiAdapter, type AgUiEvent, type AgentFrame } from './agent/ag-ui.js';
 export { FunctionApiError } from './functions/collection-client.js';
 export { createUserInApp, createServiceAccountInApp, deleteIdentityInApp, disableIdentityInApp, setIdentityRolesInApp } from './identity-commands.js';
 export type { IdentityRef } from './auth/identities.js';

@@ -20,7 +20,8 @@ import { backends } from '../support/backends.js';
 import { userIdentity, type Identity } from '../support/auth.js';
 import { waitFor } from '../support/wait.js';
 import { startModelServer, type ModelServer } from '../support/model-server.js';
-import { startServer, type RunningServer } from '../../dist/runtime/index.js';
+import { EventSchemas } from '@ag-ui/core/schemas';
+import { agUiAdapter, startServer, type RunningServer } from '../../dist/runtime/index.js';
 
 const FIXTURE = join(ROOT, 'test/fixtures/apps/agent');
 
@@ -341,6 +342,15 @@ for (const backend of backends()) {
         await new Promise((r) => setTimeout(r, 500));
         expect(model.requests.length).toBe(before + 1);
         expect(chat.events.slice(from).some((e) => e.type === 'turn-started')).toBe(false);
+      });
+      it('the AG-UI adapter turns this real session into events @ag-ui/core accepts, one run per turn', () => {
+        const adapt = agUiAdapter(chat.channel);
+        const events = chat.events.flatMap((e) => adapt(e));
+        for (const e of events) expect(() => EventSchemas.parse(e), JSON.stringify(e)).not.toThrow();
+        const turns = chat.events.filter((e) => e.type === 'turn-started').length;
+        expect(turns).toBeGreaterThan(5);
+        expect(events.filter((e) => e.type === 'RUN_STARTED')).toHaveLength(turns);
+        expect(events.filter((e) => e.type === 'RUN_FINISHED' || e.type === 'RUN_ERROR')).toHaveLength(turns);
       });
     });
 
