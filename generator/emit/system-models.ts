@@ -3,7 +3,8 @@
  * migrations create them (DESIGN §3 access model, SPEC §4.6, §4.9): users, service accounts, refresh
  * tokens (hashed, with a family id for reuse detection), the token signing keys, and the client log
  * `_log`, and the agent's tables (DESIGN §7): threads, their turns, one row per identity's session
- * (current thread, session credit counters), and the app's id (`apiId` of the stats callback). Their tables are prefixed `_svc_` (or named `_log`); collection names start with a letter, so
+ * (current thread, session credit counters, and the lease of the instance running it: `instanceId`,
+ * `leaseUntil`, with the channel, options, state and start of the running session), and the app's id (`apiId` of the stats callback). Their tables are prefixed `_svc_` (or named `_log`); collection names start with a letter, so
  * table names never clash, but the Prisma model names below are reserved for collections.
  */
 
@@ -150,6 +151,12 @@ export const SYSTEM_MODELS: readonly SystemModel[] = [
       field('threadId', 'String?'),
       field('sessionCredits', 'Int', '@default(0)'),
       field('sessionCreditsUsed', 'Int', '@default(0)'),
+      field('instanceId', 'String?'),
+      time('leaseUntil', true),
+      field('channel', 'String?'),
+      field('options', 'String?'),
+      field('state', 'String?'),
+      time('startedAt', true),
       createdAt,
       updatedAt,
     ],

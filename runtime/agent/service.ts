@@ -27,9 +27,16 @@ import { AgentSession } from './session.js';
 import type { AgentHost, CreditFigures, SessionOptions } from './host.js';
 import { creditsOf, resolveRung, type ResolvedRung } from './rungs.js';
 import { ThreadStore } from './threads.js';
+import { Leases, RENEW_MS } from './lease.js';
 import { sessionTools, toolOutput, ToolCaller } from './tools.js';
 import type { EngineEvent, TurnUsage } from './worker-protocol.js';
 import { describeApp } from './describe.js';
+
+/** `ctx.agent` operations that act on one identity's session, run where that session runs. */
+const FORWARDED_OPS = new Set(['connect', 'wake', 'prompt', 'close']);
+/** How long a forwarded operation may take, ms (a `prompt` waits for its whole turn). */
+const RPC_MS = 10_000;
+const PROMPT_RPC_MS = 10 * 60_000;
 
 /** The stats callback's time limit (SPEC §6.4 "about 2 seconds"), ms. */
 export const CALLBACK_TIMEOUT_MS = 2000;
@@ -57,6 +64,10 @@ export class AgentService implements AgentHost {
   private readonly byChannel = new Map<string, AgentSession>();
   private readonly starting = new Map<string, Promise<AgentSession>>();
   private readonly tools: ToolCaller;
+  private readonly leases: Leases;
+  /** Identities whose lease this instance may take from an instance that no longer answers. */
+  private readonly takeOver = new Map<string, string>();
+  private renewal?: NodeJS.Timeout;
   private appId = '';
 
   constructor(private readonly options: AgentServiceOptions) {
@@ -68,22 +79,47 @@ export class AgentService implements AgentHost {
       ? (JSON.parse(readFileSync(file, 'utf8')) as AgentToolsFile)
       : { $comment: '', all: [], dynamic: [], explicit: {} };
     this.tools = new ToolCaller(tools);
+    this.leases = new Leases(options.app.db, this.threads, options.realtime.instanceId);
   }
 
   /** Reads the app id and starts taking client frames of session channels. */
   async start(): Promise<void> {
     this.appId = await this.threads.appId();
     this.options.realtime.onGroupMessage((m) => this.onGroupMessage(m));
+    // Calls forwarded by other instances for the sessions this one runs.
+    this.options.realtime.onRpc('agent', (payload) => this.handle(payload as AgentRequest));
+    this.renewal = setInterval(() => {
+      const states = new Map([...this.sessions.values()].map((s) => [s.identityId, s.state] as [string, string]));
+      this.leases.renew(states).catch((err: unknown) => this.logger.warn({ err }, 'agent leases could not be renewed'));
+    }, RENEW_MS);
+    this.renewal.unref();
   }
 
-  /** Stops every session. */
+  /** Stops every session (and gives up their leases). */
   async close(): Promise<void> {
+    clearInterval(this.renewal);
     await Promise.all([...this.sessions.keys()].map((id) => this.stopSession(id, 'stopped')));
   }
 
-  /** Answers one `ctx.agent.<op>` of function code: 200 and its result, or an error body. */
+  /**
+   * Answers one `ctx.agent.<op>` of function code: 200 and its result, or an error body. An operation
+   * on a session another instance runs is forwarded to it over the bus; when that instance no longer
+   * answers, this one takes the session over.
+   */
   async handle(request: AgentRequest): Promise<ApiReply> {
     try {
+      const a = (typeof request.args === 'object' && request.args !== null ? request.args : {}) as Record<string, unknown>;
+      const identityId = typeof a.identityId === 'string' ? a.identityId : undefined;
+      if (identityId && FORWARDED_OPS.has(request.op) && !this.sessions.has(identityId)) {
+        const holder = await this.leases.holder(identityId);
+        if (holder) {
+          const answer = await this.options.realtime.rpc(holder, 'agent', request, request.op === 'prompt' ? PROMPT_RPC_MS : RPC_MS);
+          if (answer.delivered && !answer.timedOut) return answer.reply as ApiReply;
+          if (answer.delivered) throw new HttpError('SERVICE_UNAVAILABLE', 'the instance running this agent session did not answer in time');
+          this.logger.warn({ identityId, instance: holder }, 'the instance running this agent session is gone: taking it over');
+          this.takeOver.set(identityId, holder);
+        }
+      }
       return { status: 200, body: await this.run(request) };
     } catch (err) {
       const { status, body } = toErrorBody(err);
@@ -106,14 +142,21 @@ export class AgentService implements AgentHost {
         const session = await this.session(requireIdentityId(a), a);
         return session.prompt(a.message, typeof a.model === 'string' ? a.model : undefined);
       }
-      case 'list':
-        return [...this.sessions.values()].map((s) => ({
+      case 'list': {
+        const here = [...this.sessions.values()].map((s) => ({
           identityId: s.identityId,
           channel: s.channel,
           agent: s.state,
           threadId: s.threadId,
           startedAt: s.startedAt,
         }));
+        const elsewhere = (await this.leases.others()).filter((l) => !this.sessions.has(l.identityId));
+        const threads = await Promise.all(elsewhere.map((l) => this.threads.session(l.identityId)));
+        return [
+          ...here,
+          ...elsewhere.map((l, i) => ({ identityId: l.identityId, channel: l.channel, agent: l.state, threadId: threads[i].threadId, startedAt: l.startedAt })),
+        ];
+      }
       case 'close':
         return { closed: await this.stopSession(requireIdentityId(a), 'stopped') };
       case 'setCredits': {
@@ -167,6 +210,10 @@ export class AgentService implements AgentHost {
         sessionTools(this.tools.file, options.apiTools, options.apiToolsAllow, options.uiTools),
         this,
       );
+      const from = this.takeOver.get(identityId);
+      this.takeOver.delete(identityId);
+      if (!(await this.leases.acquire(identityId, { channel, options }, from)))
+        throw new HttpError('SERVICE_UNAVAILABLE', 'this agent session is starting on another instance: try again');
       await beforeStart?.(channel);
       await session.start();
       this.sessions.set(identityId, session);
@@ -187,6 +234,7 @@ export class AgentService implements AgentHost {
     this.sessions.delete(identityId);
     this.byChannel.delete(session.channel);
     await session.stop(reason);
+    await this.leases.release(identityId).catch((err: unknown) => this.logger.warn({ err, identityId }, 'agent lease could not be released'));
     return true;
   }
 

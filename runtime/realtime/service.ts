@@ -58,6 +58,8 @@ export class RealtimeService implements ChangeSink {
   private readonly pending = new Map<string, { done: (r: OpResult) => void; timer: NodeJS.Timeout }>();
   private readonly closers: (() => void)[] = [];
   private readonly taps: ((message: GroupMessage) => void)[] = [];
+  private readonly rpcHandlers = new Map<string, (payload: unknown) => Promise<unknown>>();
+  private readonly rpcWaits = new Map<string, { done: (r: RpcResult) => void; timer: NodeJS.Timeout }>();
 
   constructor(options: RealtimeServiceOptions) {
     this.manifest = options.manifest;
@@ -98,6 +100,36 @@ export class RealtimeService implements ChangeSink {
    */
   onGroupMessage(listener: (message: GroupMessage) => void): void {
     this.taps.push(listener);
+  }
+
+  /** Answers calls of `topic` from other instances (`rpc`); the handler's result is sent back. */
+  onRpc(topic: string, handler: (payload: unknown) => Promise<unknown>): void {
+    this.rpcHandlers.set(topic, handler);
+  }
+
+  /**
+   * Calls `topic` on another instance and waits for its answer.
+   * @returns `delivered: false` when no instance of that id listens (it is gone, or there is no bus);
+   *   `timedOut: true` when it did not answer within `timeoutMs`
+   */
+  rpc(instanceId: string, topic: string, payload: unknown, timeoutMs: number): Promise<RpcResult> {
+    const callId = randomUUID();
+    return new Promise<RpcResult>((resolve) => {
+      const timer = setTimeout(() => {
+        this.rpcWaits.delete(callId);
+        resolve({ delivered: true, timedOut: true });
+      }, timeoutMs);
+      this.rpcWaits.set(callId, { timer, done: resolve });
+      this.bus.sendTo(instanceId, { t: 'rpc', callId, from: this.bus.instanceId, topic, payload }).then(
+        (delivered) => {
+          if (delivered) return;
+          clearTimeout(timer);
+          this.rpcWaits.delete(callId);
+          resolve({ delivered: false });
+        },
+        () => {},
+      );
+    });
   }
 
   /** Registers work to do when the service closes (stopping timers). */
@@ -173,6 +205,10 @@ export class RealtimeService implements ChangeSink {
       this.broker.remove(connection);
       connection.transport.close(1001, 'server shutting down');
     }
+    for (const { timer, done } of this.rpcWaits.values()) {
+      clearTimeout(timer);
+      done({ delivered: true, timedOut: true });
+    }
     for (const { timer, done } of this.pending.values()) {
       clearTimeout(timer);
       done({ ok: false, code: 'SERVICE_UNAVAILABLE', message: 'the server is shutting down' });
@@ -240,6 +276,23 @@ export class RealtimeService implements ChangeSink {
       case 'call':
         void this.bus.sendTo(m.from, { t: 'reply', callId: m.callId, result: this.applyLocal(m.call) });
         break;
+      case 'rpc': {
+        const handler = this.rpcHandlers.get(m.topic);
+        if (!handler) return;
+        handler(m.payload).then(
+          (payload) => void this.bus.sendTo(m.from, { t: 'rpc-reply', callId: m.callId, payload }),
+          (err: unknown) => this.logger.error({ err, topic: m.topic }, 'a call from another instance failed'),
+        );
+        break;
+      }
+      case 'rpc-reply': {
+        const waiting = this.rpcWaits.get(m.callId);
+        if (!waiting) return;
+        clearTimeout(waiting.timer);
+        this.rpcWaits.delete(m.callId);
+        waiting.done({ delivered: true, reply: m.payload });
+        break;
+      }
       case 'reply': {
         const waiting = this.pending.get(m.callId);
         if (!waiting) return;
@@ -251,6 +304,9 @@ export class RealtimeService implements ChangeSink {
     }
   }
 }
+
+/** The outcome of `RealtimeService.rpc`. */
+export type RpcResult = { delivered: false } | { delivered: true; timedOut: true } | { delivered: true; reply: unknown; timedOut?: undefined };
 
 const unknownConnection = (id: string): OpResult => ({ ok: false, code: 'NOT_FOUND', message: `no connection ${JSON.stringify(id)} is open` });
 

@@ -34,6 +34,12 @@ CREATE TABLE "_svc_agent_sessions" (
     "threadId" TEXT,
     "sessionCredits" INTEGER NOT NULL DEFAULT 0,
     "sessionCreditsUsed" INTEGER NOT NULL DEFAULT 0,
+    "instanceId" TEXT,
+    "leaseUntil" DATETIME,
+    "channel" TEXT,
+    "options" TEXT,
+    "state" TEXT,
+    "startedAt" DATETIME,
     "createdAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
     "updatedAt" DATETIME NOT NULL
 );
