@@ -207,6 +207,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     openapi: JSON.parse(readFileSync(join(svcDir, 'openapi.json'), 'utf8')),
     functions: functionOptions,
     invokeFunction,
+    publicDir: existsSync(join(appDir, 'public')) ? join(appDir, 'public') : undefined,
     health: {
       ping: () => db.ping(),
       pendingMigrations: () => pendingMigrations(appliedThrough(db), join(appDir, 'migrations', manifest.provider)),

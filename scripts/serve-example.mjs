@@ -1,9 +1,11 @@
 #!/usr/bin/env node
-// `npm run example`'s last step: starts the shop's rates provider (examples/shop/provider) on port
-// 4010, then `svc serve examples/shop` with the provider's demo secret in SVC_SECRET_RATES (unless
-// already set), and stops both on Ctrl-C / SIGTERM.
+// `npm run example`'s last step: starts the shop's offline stand-ins (examples/shop/provider) — the
+// rates provider on port 4010 and the demo model on port 4020 — then `svc serve examples/shop` with
+// the provider's demo secret in SVC_SECRET_RATES and the demo model's URL in SHOP_MODEL_URL (unless
+// already set), and stops them all on Ctrl-C / SIGTERM.
 import { spawn } from 'node:child_process';
 import { startRatesProvider, CLIENT } from '../examples/shop/provider/rates-provider.mjs';
+import { startDemoModel } from '../examples/shop/provider/demo-model.mjs';
 
 let provider;
 try {
@@ -11,12 +13,25 @@ try {
 } catch (err) {
   console.warn(`rates provider not started (${err.code ?? err.message}): /api/Rates will answer 502`);
 }
+let model;
+if (!process.env.SHOP_MODEL_URL) {
+  try {
+    model = await startDemoModel(4020);
+  } catch (err) {
+    console.warn(`demo model not started (${err.code ?? err.message}): the chat widget's turns will fail`);
+  }
+}
 const child = spawn(process.execPath, ['dist/cli/index.js', 'serve', 'examples/shop'], {
   stdio: 'inherit',
-  env: { ...process.env, SVC_SECRET_RATES: process.env.SVC_SECRET_RATES ?? CLIENT.secret },
+  env: {
+    ...process.env,
+    SVC_SECRET_RATES: process.env.SVC_SECRET_RATES ?? CLIENT.secret,
+    SHOP_MODEL_URL: process.env.SHOP_MODEL_URL ?? 'http://127.0.0.1:4020/v1',
+  },
 });
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill('SIGTERM'));
 child.on('exit', (code) => {
   provider?.close();
+  model?.close();
   process.exit(code ?? 0);
 });

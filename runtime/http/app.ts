@@ -34,6 +34,8 @@ export interface AppOptions {
   auth: AuthService;
   /** What `/api/_ready` checks (database ping, pending migrations, Redis). */
   health: HealthDeps;
+  /** The app's `public/` folder, served at `/` (pages such as a chat widget); absent: nothing is. */
+  publicDir?: string;
 }
 
 /** Largest JSON body of the sign-in endpoints (`_auth`, `_token`, `_refresh`, `_logout`). */
@@ -84,6 +86,8 @@ export function createApp(options: AppOptions): express.Express {
   // Collections, views and queries are served before this application (`api-handler.ts`).
   api.use(functionRouter({ manifest, logger, ...options.functions }, options.invokeFunction));
   app.use('/api', api);
+  // Static files of the app's public/ folder, after every /api route so they never shadow one.
+  if (options.publicDir) app.use(express.static(options.publicDir, { index: 'index.html', dotfiles: 'ignore', setHeaders: (res) => res.set('x-content-type-options', 'nosniff') }));
 
   app.use((req: Request) => {
     const name = req.path.startsWith('/api/') ? req.path.split('/')[2] : undefined;

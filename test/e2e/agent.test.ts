@@ -13,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
+import WebSocket from 'ws';
 import { WebPubSubClient, WebPubSubJsonProtocol } from '@azure/web-pubsub-client';
 import { prepareApp, ROOT, runCli, type PreparedApp } from '../support/cli.js';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -351,6 +352,52 @@ for (const backend of backends()) {
         expect(turns).toBeGreaterThan(5);
         expect(events.filter((e) => e.type === 'RUN_STARTED')).toHaveLength(turns);
         expect(events.filter((e) => e.type === 'RUN_FINISHED' || e.type === 'RUN_ERROR')).toHaveLength(turns);
+      });
+    });
+
+    describe('agent: raw WebSocket', () => {
+      it('the §4.12 flow over a raw socket: acks, string data with _from, unknown fields ignored; a relative callbackUrl reaches the app', async () => {
+        const gina = await userIdentity(app, base, `gina-${backend}`);
+        const { url } = await (await fetch(`${base}/_rt/ws`, { headers: gina.headers })).json();
+        const ws = new WebSocket(url, 'json.webpubsub.azure.v1');
+        const frames: any[] = [];
+        ws.on('message', (d) => frames.push(JSON.parse(String(d))));
+        const connected = await waitFor(() => frames.find((f) => f.type === 'system' && f.event === 'connected'));
+        const r = await post(gina, 'agentConnect', { connectionId: connected.connectionId, apiTools: 'none', callbackUrl: '/api/statsHook' });
+        expect(r.status, JSON.stringify(r.json)).toBe(200);
+        const channel = r.json.channel;
+        const events = () => frames.filter((f) => f.type === 'message' && f.group === channel).map((f) => f.data);
+        expect(events().every((d) => typeof d === 'string')).toBe(true);
+        model.script({ text: ['Raw ', 'reply'] });
+        ws.send(
+          JSON.stringify({
+            type: 'sendToGroup',
+            group: channel,
+            dataType: 'json',
+            data: { type: 'message', text: 'raw hello', future: 1 },
+            ackId: 7,
+            noEcho: true,
+          }),
+        );
+        await waitFor(() => frames.find((f) => f.type === 'ack' && f.ackId === 7 && f.success === true));
+        await waitFor(() => events().some((d) => JSON.parse(d).type === 'turn-completed'), 10_000);
+        const parsed = events().map((d) => JSON.parse(d));
+        expect(parsed.every((e) => e._from === 'agent')).toBe(true);
+        expect(
+          parsed
+            .filter((e) => e.type === 'text')
+            .map((e) => e.delta)
+            .join(''),
+        ).toBe('Raw reply');
+        ws.close();
+        // The callback went to this app's own statsHook function (a leading-slash URL, resolved against the server).
+        const stats = await waitFor(async () => {
+          const list = await (await fetch(`${base}/Stat?sortBy=createdAt&pageSize=100`, { headers: gina.headers })).json();
+          const mine = list.data.map((s: any) => JSON.parse(s.body)).filter((b: any) => b.identityId === gina.id);
+          return mine.length >= 2 && mine;
+        }, 10_000);
+        expect(stats.map((b: any) => b.event)).toEqual(['turn-started', 'turn-completed']);
+        expect(stats[1]).toMatchObject({ apiName: 'agentapp', status: 'completed', error: null });
       });
     });
 

@@ -484,6 +484,18 @@ export interface Schemas {
     unitPrice: number | null;
   };
   /** Declared body fields are enforced for POST and PUT */
+  "agentConnect.Body": {
+    /** From the client's connected event */
+    connectionId: string;
+    /** A message to start a turn with (ack recovery) */
+    message?: string;
+  };
+  /** Declared response fields (advisory, never validated) */
+  "agentConnect.Response": {
+    channel?: string;
+    credits?: number;
+  };
+  /** Declared body fields are enforced for POST and PUT */
   "followOrder.Body": {
     /** From the client's connected event */
     connectionId: string;
@@ -583,6 +595,13 @@ export type OrderLines = Schemas["OrderLines"];
 
 /** Per function and method: query parameters, body (POST, PUT) and response (SPEC §4.8). */
 export interface Functions {
+  agentConnect: {
+    POST: {
+      query: Record<string, never>;
+      body: Schemas["agentConnect.Body"];
+      response: Schemas["agentConnect.Response"];
+    };
+  };
   followOrder: {
     POST: {
       query: Record<string, never>;
@@ -870,6 +889,9 @@ export function createClient(options: ClientOptions = {}) {
       OrderLines: readOnly<Schemas["OrderLines"]>(caller, "/OrderLines"),
     },
     functions: {
+      agentConnect: {
+        post: (body: Functions["agentConnect"]["POST"]['body'], query?: Functions["agentConnect"]["POST"]['query']) => call<Schemas["agentConnect.Response"]>("POST", "/agentConnect", { query, body }),
+      },
       followOrder: {
         post: (body: Functions["followOrder"]["POST"]['body'], query?: Functions["followOrder"]["POST"]['query']) => call<Schemas["followOrder.Response"]>("POST", "/followOrder", { query, body }),
       },

@@ -1,0 +1,112 @@
+/**
+ * The shop's chat widget (examples/shop/public/index.html, issue 13 "Beyond the seed") in a real
+ * browser: Debian's Chromium through playwright-core signs in on /login, lands on the widget, which
+ * follows the SPEC §4.12 flow over a raw WebSocket and the shop's agentConnect function. A scripted
+ * model server streams an answer with markdown (and an HTML tag that must stay text), calls the UI tool
+ * showProduct, which the page answers by showing the product, then finishes; the thread list resumes
+ * the conversation.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { chromium, type BrowserContext } from 'playwright-core';
+import { prepareApp, ROOT, type PreparedApp } from '../support/cli.js';
+import { adminIdentity, createUser } from '../support/auth.js';
+import { startModelServer, type ModelServer } from '../support/model-server.js';
+import { startServer, type RunningServer } from '../../dist/runtime/index.js';
+
+const SHOP = join(ROOT, 'examples/shop');
+const CHROMIUM = process.env.SVC_TEST_CHROMIUM ?? '/usr/bin/chromium';
+
+let app: PreparedApp;
+let model: ModelServer;
+let server: RunningServer;
+let origin: string;
+let productId: string;
+let browser: BrowserContext | undefined;
+let profile: string;
+
+beforeAll(async () => {
+  model = await startModelServer();
+  app = await prepareApp(SHOP, 'sqlite');
+  server = await startServer({ appDir: app.dir, port: 0, env: { ...process.env, ...app.env, SHOP_MODEL_URL: model.url }, logger: pino({ level: 'silent' }) });
+  origin = server.url.replace(/\/api$/, '');
+  const admin = await adminIdentity(app, server.url);
+  const created = await fetch(`${server.url}/Product`, {
+    method: 'POST',
+    headers: { ...admin.headers, 'content-type': 'application/json' },
+    body: JSON.stringify({ sku: 'K-1', name: 'Blue Kettle', price: 24.5, stock: 3, category: 'kitchen', active: true }),
+  });
+  expect(created.status).toBe(201);
+  productId = (await created.json()).data[0];
+  await createUser(app, 'shopper', 'shopper-password-1');
+  expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium`).toBe(true);
+  profile = mkdtempSync(join(tmpdir(), 'svc-chromium-'));
+  browser = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+  await server?.close();
+  await model?.close();
+  await app?.cleanup();
+});
+
+describe('the shop chat widget in Chromium', () => {
+  it('signs in, chats with a streamed markdown answer, answers a UI tool by showing the product, and resumes the thread', async () => {
+    const page = await browser!.newPage();
+    await page.goto(`${origin}/login?returnUrl=${encodeURIComponent('/')}`);
+    await page.fill('#username', 'shopper');
+    await page.fill('#password', 'shopper-password-1');
+    await Promise.all([page.waitForURL(`${origin}/`), page.click('button[type=submit]')]);
+    await expect.poll(() => page.textContent('#status'), { timeout: 10_000 }).toBe('Assistant: idle');
+
+    model.script(
+      { text: ['Let me show you the **Blue', ' Kettle**. ', '<b>raw</b>'], toolCalls: [{ name: 'showProduct', args: { id: productId } }] },
+      { text: ['It is ', 'on the page.'], delayMs: 20 },
+    );
+    await page.fill('#text', 'Show me a kettle');
+    await page.click('#send button');
+
+    await expect.poll(() => page.textContent('#shown .card h4'), { timeout: 15_000 }).toBe('Blue Kettle — 24.5');
+    await expect.poll(() => page.locator('.assistant').last().textContent(), { timeout: 15_000 }).toBe('It is on the page.');
+    await expect.poll(() => page.textContent('#status')).toBe('Assistant: idle');
+    // Markdown rendered, HTML from the model kept as text.
+    const first = page.locator('.assistant').first();
+    expect(await first.locator('strong').textContent()).toBe('Blue Kettle');
+    expect(await first.locator('b').count()).toBe(0);
+    expect(await first.textContent()).toContain('<b>raw</b>');
+    // The UI tool's result reached the model; the model saw the user's message and the shop's tools.
+    const last = model.requests.at(-1)!.body;
+    expect(String(last.messages.find((m) => m.role === 'tool')!.content)).toContain('"shown":true');
+    expect(last.messages.some((m) => m.role === 'user' && m.content === 'Show me a kettle')).toBe(true);
+    expect(last.tools!.map((t) => t.function.name)).toEqual(expect.arrayContaining(['listProduct', 'getProduct', 'listRates', 'showProduct', 'update_plan']));
+    expect(last.tools!.map((t) => t.function.name)).not.toContain('deleteProduct');
+
+    // A new conversation, then the list of past ones resumes the first.
+    await page.click('#new-thread');
+    await page.click('#list-threads');
+    await expect.poll(() => page.locator('.thread').count()).toBe(1);
+    expect(await page.locator('.thread').first().textContent()).toContain('Show me a kettle');
+    await page.locator('.thread').first().click();
+    await expect.poll(() => page.locator('#log .user').first().textContent()).toBe('Show me a kettle');
+    expect(await page.locator('#log .assistant').last().textContent()).toBe('It is on the page.');
+    await page.close();
+  });
+});
