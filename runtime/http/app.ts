@@ -87,7 +87,8 @@ export function createApp(options: AppOptions): express.Express {
   api.use(functionRouter({ manifest, logger, ...options.functions }, options.invokeFunction));
   app.use('/api', api);
   // Static files of the app's public/ folder, after every /api route so they never shadow one.
-  if (options.publicDir) app.use(express.static(options.publicDir, { index: 'index.html', dotfiles: 'ignore', setHeaders: (res) => res.set('x-content-type-options', 'nosniff') }));
+  if (options.publicDir)
+    app.use(express.static(options.publicDir, { index: 'index.html', dotfiles: 'ignore', setHeaders: (res) => res.set('x-content-type-options', 'nosniff') }));
 
   app.use((req: Request) => {
     const name = req.path.startsWith('/api/') ? req.path.split('/')[2] : undefined;
