@@ -7,21 +7,19 @@
  * (SIGKILL), the next connect on B takes the session over and the thread goes on.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { WebPubSubClient, WebPubSubJsonProtocol } from '@azure/web-pubsub-client';
 import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
 import { userIdentity, type Identity } from '../support/auth.js';
-import { freePort } from '../support/pg-cluster.js';
+import { PrivateRedis } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
 import { startModelServer, type ModelServer } from '../support/model-server.js';
 
 const FIXTURE = join(ROOT, 'test/fixtures/apps/agent');
-const REDIS_BIN = execFileSync('sh', ['-c', 'command -v redis-server']).toString().trim();
 
 let app: PreparedApp;
 let model: ModelServer;
-let redis: ChildProcess | undefined;
+let redis: PrivateRedis | undefined;
 let a: TestServer;
 let b: TestServer;
 let alice: Identity;
@@ -35,18 +33,10 @@ async function post(server: TestServer, path: string, body: unknown, who: Identi
 
 beforeAll(async () => {
   model = await startModelServer();
-  const redisPort = await freePort();
-  redis = spawn(REDIS_BIN, ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  await waitFor(() => {
-    try {
-      execFileSync('redis-cli', ['-p', String(redisPort), 'ping'], { stdio: 'pipe' });
-      return true;
-    } catch {
-      return false;
-    }
-  }, 10_000);
+  redis = await PrivateRedis.onFreePort();
+  await redis.start();
   app = await prepareApp(FIXTURE, 'postgresql');
-  const env = { ...app.env, REDIS_URL: `redis://127.0.0.1:${redisPort}`, MODEL_URL: model.url, SVC_SECRET_LLM: 'k' };
+  const env = { ...app.env, REDIS_URL: redis.url, MODEL_URL: model.url, SVC_SECRET_LLM: 'k' };
   a = await serve(app.dir, env);
   b = await serve(app.dir, env);
   alice = await userIdentity(app, a.url, 'alice');
@@ -56,7 +46,7 @@ afterAll(async () => {
   client?.stop();
   await a?.close();
   await b?.close();
-  redis?.kill('SIGKILL');
+  await redis?.stop();
   await model?.close();
   await app?.cleanup();
 });

@@ -7,26 +7,22 @@
  * the conversation.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { launchChromium } from '../support/browser.js';
 import { prepareApp, ROOT, type PreparedApp } from '../support/cli.js';
 import { adminIdentity, createUser } from '../support/auth.js';
 import { startModelServer, type ModelServer } from '../support/model-server.js';
 import { startServer, type RunningServer } from '../../dist/runtime/index.js';
 
 const SHOP = join(ROOT, 'examples/shop');
-const CHROMIUM = process.env.SVC_TEST_CHROMIUM ?? '/usr/bin/chromium';
 
 let app: PreparedApp;
 let model: ModelServer;
 let server: RunningServer;
 let origin: string;
 let productId: string;
-let browser: BrowserContext | undefined;
-let profile: string;
+let browser: Awaited<ReturnType<typeof launchChromium>> | undefined;
 
 beforeAll(async () => {
   model = await startModelServer();
@@ -42,27 +38,11 @@ beforeAll(async () => {
   expect(created.status).toBe(201);
   productId = (await created.json()).data[0];
   await createUser(app, 'shopper', 'shopper-password-1');
-  expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium`).toBe(true);
-  profile = mkdtempSync(join(tmpdir(), 'svc-chromium-'));
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
 }, 120_000);
 
 afterAll(async () => {
   await browser?.close();
-  if (profile) rmSync(profile, { recursive: true, force: true });
   await server?.close();
   await model?.close();
   await app?.cleanup();
@@ -70,7 +50,7 @@ afterAll(async () => {
 
 describe('the shop chat widget in Chromium', () => {
   it('signs in, chats with a streamed markdown answer, answers a UI tool by showing the product, and resumes the thread', async () => {
-    const page = await browser!.newPage();
+    const page = await browser!.context.newPage();
     await page.goto(`${origin}/login?returnUrl=${encodeURIComponent('/')}`);
     await page.fill('#username', 'shopper');
     await page.fill('#password', 'shopper-password-1');

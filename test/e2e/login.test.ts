@@ -6,15 +6,11 @@
  * same origin calls `/api/_me` and `/api/Note` with `credentials: 'include'` and no extra headers.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { launchChromium } from '../support/browser.js';
 import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
 import { createUser } from '../support/auth.js';
 
-// Found (or installed) by the global set-up (test/support/chromium.ts).
-const CHROMIUM = process.env.SVC_TEST_CHROMIUM ?? '/usr/bin/chromium';
 const PASSWORD = 'browser-password';
 
 describe('the /login page', () => {
@@ -131,27 +127,10 @@ describe('the /login page', () => {
   });
 
   it('works in a real browser: sign in through the form, then same-origin fetches carry the cookies', async () => {
-    expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium`).toBe(true);
-    const profile = mkdtempSync(join(tmpdir(), 'svc-chromium-'));
-    let browser: BrowserContext | undefined;
+    const browser = await launchChromium();
     try {
-      // A fresh profile (--user-data-dir) per run.
-      browser = await chromium.launchPersistentContext(profile, {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: [
-          '--headless',
-          '--no-sandbox',
-          '--disable-gpu',
-          '--disable-quic',
-          '--no-first-run',
-          '--disable-background-networking',
-          '--disable-component-update',
-          '--disable-sync',
-        ],
-      });
       // The login page carries no script (and its CSP allows none): the form works as plain HTML.
-      const page = await browser.newPage();
+      const page = await browser.context.newPage();
       await page.goto(`${origin}/login?returnUrl=${encodeURIComponent('/api/_webAppConfig')}`);
       await page.fill('#username', 'walter');
       await page.fill('#password', 'not the password');
@@ -187,8 +166,7 @@ describe('the /login page', () => {
       expect(result.list.body.data.map((n: { title: string }) => n.title)).toEqual(['from the browser']);
       expect(result.cookieVisible).toBe(false); // HttpOnly: scripts cannot read the tokens
     } finally {
-      await browser?.close();
-      rmSync(profile, { recursive: true, force: true });
+      await browser.close();
     }
   });
 });

@@ -8,49 +8,23 @@
  * works again once Redis is back on the same port.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { WebPubSubClient, WebPubSubJsonProtocol, type OnGroupDataMessageArgs } from '@azure/web-pubsub-client';
 import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
 import { adminIdentity, userIdentity, type Identity } from '../support/auth.js';
-import { freePort } from '../support/pg-cluster.js';
+import { PrivateRedis } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
 
 const SHOP = join(ROOT, 'examples/shop');
-const REDIS_BIN = execFileSync('sh', ['-c', 'command -v redis-server']).toString().trim();
 
 let app: PreparedApp;
-let redisPort: number;
-let redis: ChildProcess | undefined;
+let redis: PrivateRedis;
 let a: TestServer;
 let b: TestServer;
 let alice: Identity;
 let admin: Identity;
 const clients: WebPubSubClient[] = [];
-
-/** Starts the private redis-server on `redisPort` and waits until it answers. */
-async function startRedis(): Promise<void> {
-  redis = spawn(REDIS_BIN, ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  await waitFor(async () => {
-    try {
-      execFileSync('redis-cli', ['-p', String(redisPort), 'ping'], { stdio: 'pipe' });
-      return true;
-    } catch {
-      return false;
-    }
-  }, 10_000);
-}
-
-async function stopRedis(): Promise<void> {
-  const child = redis;
-  redis = undefined;
-  if (!child || child.exitCode !== null) return;
-  const exited = new Promise((ok) => child.once('exit', ok));
-  child.kill('SIGKILL');
-  await exited;
-}
 
 /** An official Web PubSub client of `server` as `who` (plain protocol, no retries that would hide errors). */
 async function client(server: TestServer, who: Identity): Promise<{ c: WebPubSubClient; got: OnGroupDataMessageArgs['message'][]; id: () => string }> {
@@ -75,10 +49,10 @@ async function post(server: TestServer, path: string, body: unknown, who: Identi
 }
 
 beforeAll(async () => {
-  redisPort = await freePort();
-  await startRedis();
+  redis = await PrivateRedis.onFreePort();
+  await redis.start();
   app = await prepareApp(SHOP, 'postgresql');
-  const env = { ...app.env, REDIS_URL: `redis://127.0.0.1:${redisPort}` };
+  const env = { ...app.env, REDIS_URL: redis.url };
   a = await serve(app.dir, env);
   b = await serve(app.dir, env);
   admin = await adminIdentity(app, a.url);
@@ -89,7 +63,7 @@ afterAll(async () => {
   for (const c of clients) c.stop();
   await a?.close();
   await b?.close();
-  await stopRedis();
+  await redis?.stop();
   await app?.cleanup();
 });
 
@@ -166,14 +140,14 @@ describe('two instances on one Redis', () => {
   it('survives Redis restarting: no crash, lost messages logged, fan-out resumes', async () => {
     const onA = await client(a, alice);
     await onA.c.joinGroup('shop:after');
-    await stopRedis();
+    await redis?.stop();
     // While Redis is down both instances keep answering; what B sends cannot reach A and is logged.
     for (let i = 0; i < 3; i++) expect((await post(b, '/_rt/send', { channel: 'after', body: `lost ${i}` }, alice)).status).toBe(200);
     expect((await fetch(`${a.url}/Product`, { headers: admin.headers })).status).toBe(200);
     await waitFor(() => /real-time message lost/.test(b.output()));
     expect(a.child.exitCode).toBeNull();
     expect(b.child.exitCode).toBeNull();
-    await startRedis();
+    await redis.start();
     // Both reconnect and re-subscribe on their own.
     await waitFor(async () => {
       await post(b, '/_rt/send', { channel: 'after', body: 'back' }, alice);

@@ -1,0 +1,44 @@
+/**
+ * @module Launches the system Chromium (found or installed by the global set-up, see chromium.ts)
+ * through playwright-core, headless, with a fresh profile that `close()` removes.
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext } from 'playwright-core';
+import { DEBIAN_CHROMIUM } from './chromium.js';
+
+/** The browser the global set-up found (`SVC_TEST_CHROMIUM`), else Debian's. */
+export const CHROMIUM = process.env.SVC_TEST_CHROMIUM ?? DEBIAN_CHROMIUM;
+
+/** A headless Chromium with a fresh profile (`--user-data-dir`); `close()` stops it and deletes the profile. */
+export async function launchChromium(): Promise<{ context: BrowserContext; close(): Promise<void> }> {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
+  const profile = mkdtempSync(join(tmpdir(), 'svc-chromium-'));
+  try {
+    const context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+    return {
+      context,
+      close: async () => {
+        await context.close();
+        rmSync(profile, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    rmSync(profile, { recursive: true, force: true });
+    throw err;
+  }
+}
