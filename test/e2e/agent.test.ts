@@ -492,6 +492,76 @@ for (const backend of backends()) {
       });
     });
 
+    describe('agent: dynamic tools, actAs, restart', () => {
+      it('apiTools dynamic offers three meta-tools that list, describe and invoke the API as the user', async () => {
+        const hank = await userIdentity(app, base, `hank-${backend}`, ['writer']);
+        const chat = new ChatClient(hank);
+        await chat.connect({ apiTools: 'dynamic' });
+        model.script(
+          { toolCalls: [{ name: 'list-api-endpoints', args: { search: 'book' } }] },
+          { toolCalls: [{ name: 'get-api-endpoint-schema', args: { name: 'createBook' } }] },
+          { toolCalls: [{ name: 'invoke-api-endpoint', args: { name: 'createBook', arguments: { body: { title: 'Dynamic' } } } }] },
+          { text: ['Done.'] },
+        );
+        const events = await chat.turn('Add a book the dynamic way');
+        const request = model.requests.at(-1)!.body;
+        expect(request.tools!.map((t) => t.function.name)).toEqual([
+          'list-api-endpoints',
+          'get-api-endpoint-schema',
+          'invoke-api-endpoint',
+          'showBook',
+          'update_plan',
+        ]);
+        const results = request.messages.filter((m) => m.role === 'tool').map((m) => String(m.content));
+        expect(JSON.parse(results[0]).map((e: any) => e.name)).toEqual(expect.arrayContaining(['listBook', 'createBook', 'getBook']));
+        expect(JSON.parse(results[1]).properties.body).toBeDefined();
+        expect(JSON.parse(results[2]).data).toHaveLength(1);
+        expect(events.filter((e) => e.type === 'tool-start').map((e) => e.name)).toEqual([
+          'list-api-endpoints',
+          'get-api-endpoint-schema',
+          'invoke-api-endpoint',
+        ]);
+        const rows = await (await fetch(`${base}/Book?filter=${encodeURIComponent('title eq "Dynamic"')}`, { headers: hank.headers })).json();
+        expect(rows.data[0].createdBy).toBe(hank.id);
+        chat.stop();
+      });
+
+      it('a session of an identity that is no user runs its tools as anonymous, or as actAs when given', async () => {
+        const visitor = `visitor-${backend}-${randomUUID()}`;
+        model.script({ toolCalls: [{ name: 'listBook', args: {} }] }, { text: ['No access.'] });
+        await agentOp(writer, 'prompt', { identityId: visitor, message: 'List books' });
+        expect(
+          String(
+            model.requests
+              .at(-1)!
+              .body.messages.filter((m) => m.role === 'tool')
+              .at(-1)!.content,
+          ),
+        ).toMatch(/^401 /);
+
+        const delegated = `visitor-${backend}-${randomUUID()}`;
+        await agentOp(writer, 'wake', { identityId: delegated, actAs: writer.id });
+        model.script({ toolCalls: [{ name: 'createBook', args: { body: { title: `Delegated ${backend}` } } }] }, { text: ['Added.'] });
+        await agentOp(writer, 'prompt', { identityId: delegated, message: 'Add one' });
+        const rows = await (await fetch(`${base}/Book?filter=${encodeURIComponent(`title eq "Delegated ${backend}"`)}`, { headers: writer.headers })).json();
+        expect(rows.data).toHaveLength(1);
+        expect(rows.data[0].createdBy).toBe(writer.id);
+        expect(String(model.requests.at(-1)!.body.messages[0].content)).toContain(`id ${writer.id}`);
+      });
+
+      it('restart restarts the worker (agent-event restarted) and the session goes on', async () => {
+        const ivy = await userIdentity(app, base, `ivy-${backend}`);
+        const chat = new ChatClient(ivy);
+        await chat.connect({ apiTools: 'none' });
+        const from = chat.events.length;
+        await chat.send({ type: 'restart' });
+        expect((await chat.next('agent-event', from)).event.name).toBe('restarted');
+        model.script({ text: ['After restart.'] });
+        expect(textOf(await chat.turn('Still here?'))).toBe('After restart.');
+        chat.stop();
+      });
+    });
+
     describe('agent: worker crash', () => {
       it("a crash of one session's worker fails only its turn; other sessions go on and the next turn works", async () => {
         const carol = await userIdentity(app, base, `carol-${backend}`);
