@@ -101,11 +101,17 @@ export class AgentSession {
           if (repeated) return;
         }
         if (text.trim() === '') return this.emit({ type: 'error', message: 'message.text must be a non-empty string' });
-        void this.enqueue(() => this.runTurn(text));
+        this.guard(
+          this.enqueue(() => this.runTurn(text)),
+          'the turn',
+        );
         return;
       }
       case 'status':
-        void this.statusEvent().then((e) => this.emit(e));
+        this.guard(
+          this.statusEvent().then((e) => this.emit(e)),
+          'status',
+        );
         return;
       case 'cancel':
         if (this.turn) this.worker?.postMessage({ type: 'cancel', turnId: this.turn.id });
@@ -127,29 +133,44 @@ export class AgentSession {
         this.fastNext = true;
         return;
       case 'thread-list':
-        void this.host.threads.list(this.identityId).then((threads) => this.emit({ type: 'thread-list', threads }));
+        this.guard(
+          this.host.threads.list(this.identityId).then((threads) => this.emit({ type: 'thread-list', threads })),
+          'thread-list',
+        );
         return;
       case 'mcp-list':
         this.emit({ type: 'mcp-list', servers: [] });
         return;
       case 'restart':
-        void this.restart();
+        this.guard(this.restart(), 'restart');
         return;
       case 'new-thread':
-        void this.enqueue(async () => {
-          this.threadId = null;
-          await this.host.threads.setCurrentThread(this.identityId, null);
-          this.emit({ type: 'info', message: 'new thread' });
-        });
+        this.guard(
+          this.enqueue(async () => {
+            this.threadId = null;
+            await this.host.threads.setCurrentThread(this.identityId, null);
+            this.emit({ type: 'info', message: 'new thread' });
+          }),
+          'new-thread',
+        );
         return;
       case 'thread-resume':
-        void this.enqueue(() => this.resume(ev.threadId));
+        this.guard(
+          this.enqueue(() => this.resume(ev.threadId)),
+          'thread-resume',
+        );
         return;
       case 'rollback':
-        void this.enqueue(() => this.rollback(ev.turns));
+        this.guard(
+          this.enqueue(() => this.rollback(ev.turns)),
+          'rollback',
+        );
         return;
       case 'compact':
-        void this.enqueue(() => this.compact());
+        this.guard(
+          this.enqueue(() => this.compact()),
+          'compact',
+        );
         return;
     }
   }
@@ -164,7 +185,10 @@ export class AgentSession {
       }
     }
     this.remember(`connect:${randomUUID()}`, text);
-    void this.enqueue(() => this.runTurn(text));
+    this.guard(
+      this.enqueue(() => this.runTurn(text)),
+      'the turn',
+    );
   }
 
   /** Runs one turn from the backend and waits for it (`ctx.agent.prompt`). */
@@ -176,6 +200,14 @@ export class AgentSession {
   async statusEvent(): Promise<EngineEvent> {
     const credits = await this.host.credits(this.identityId);
     return { type: 'status', agent: this.state, ...credits };
+  }
+
+  /** Runs `work` without waiting; a failure (the database is down, …) is logged and told to the client, never thrown. */
+  private guard(work: Promise<unknown>, what: string): void {
+    work.catch((err: unknown) => {
+      this.host.logger.error({ err, identityId: this.identityId }, `agent ${what} failed`);
+      this.emit({ type: 'error', message: `${what} failed on the server; try again` });
+    });
   }
 
   private enqueue<T>(work: () => Promise<T>): Promise<T> {
@@ -230,7 +262,12 @@ export class AgentSession {
     if (!turn || m.turnId !== turn.id) return;
     if (m.type === 'event') return this.relay(turn, m.event);
     if (m.type === 'done') return turn.done(m);
-    void this.answerTool(turn, m.callId, m.name, m.kind, m.args).then((r) => this.worker?.postMessage({ type: 'tool-result', callId: m.callId, ...r }));
+    this.answerTool(turn, m.callId, m.name, m.kind, m.args)
+      .catch((err: unknown) => {
+        this.host.logger.error({ err, identityId: this.identityId, tool: m.name }, 'agent tool call failed');
+        return { ok: false, output: '500 the tool call failed' };
+      })
+      .then((r) => this.worker?.postMessage({ type: 'tool-result', callId: m.callId, ...r }));
   }
 
   /** Sends a worker event to the client and records it for `history`. */
@@ -299,60 +336,71 @@ export class AgentSession {
     const turn: RunningTurn = { id: randomUUID(), text: '', items: [], pendingText: '', startedAt: performance.now(), toolCalls: [], done: () => {} };
     const finished = new Promise<Parameters<RunningTurn['done']>[0]>((resolve) => (turn.done = resolve));
     this.turn = turn;
-    this.emit({ type: 'turn-started' });
-    this.host.callback(this.options, { event: 'turn-started', identityId: this.identityId, threadId, ...(await this.host.credits(this.identityId)) });
-    let rungName = 'base';
+    let completed = false;
     try {
-      const rung = resolveRung(this.host.settings, model ?? this.options.model);
-      rungName = rung.name;
-      const effort = this.fastNext ? 'low' : this.effort;
-      this.fastNext = false;
-      this.worker!.postMessage({
-        type: 'turn',
-        turnId: turn.id,
-        request: {
-          baseURL: rung.provider.baseURL,
-          apiKey: rung.provider.apiKey,
-          providerName: rung.providerName,
-          modelId: rung.rung.model,
-          system: await this.host.systemPrompt(this.options),
-          messages: [...modelHistory(thread), { role: 'user', content: text }],
-          tools: this.tools,
-          ...(effort && { reasoningEffort: effort }),
-          maxSteps: this.host.settings.maxStepsPerTurn,
-        },
+      this.emit({ type: 'turn-started' });
+      this.host.callback(this.options, { event: 'turn-started', identityId: this.identityId, threadId, ...(await this.host.credits(this.identityId)) });
+      let rungName = 'base';
+      try {
+        const rung = resolveRung(this.host.settings, model ?? this.options.model);
+        rungName = rung.name;
+        const effort = this.fastNext ? 'low' : this.effort;
+        this.fastNext = false;
+        this.worker!.postMessage({
+          type: 'turn',
+          turnId: turn.id,
+          request: {
+            baseURL: rung.provider.baseURL,
+            apiKey: rung.provider.apiKey,
+            providerName: rung.providerName,
+            modelId: rung.rung.model,
+            system: await this.host.systemPrompt(this.options),
+            messages: [...modelHistory(thread), { role: 'user', content: text }],
+            tools: this.tools,
+            ...(effort && { reasoningEffort: effort }),
+            maxSteps: this.host.settings.maxStepsPerTurn,
+          },
+        });
+      } catch (err) {
+        if (!(err instanceof RungNotConfiguredError)) throw err;
+        turn.done({ status: 'failed', error: err.message, messages: [], usage: { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 } });
+      }
+      const outcome = await finished;
+      this.turn = undefined;
+      if (turn.pendingText) turn.items.push({ type: 'text', delta: turn.pendingText });
+      if (outcome.status === 'failed' && outcome.error !== 'cancelled') this.emit({ type: 'error', message: outcome.error ?? 'the turn failed' });
+      await this.host.threads
+        .appendTurn(threadId, { userText: text, messages: outcome.messages, items: turn.items, status: outcome.status, error: outcome.error })
+        .catch((err: unknown) => this.host.logger.error({ err, identityId: this.identityId }, 'agent turn could not be stored'));
+      const turnCreditsConsumed = await this.host.meter(this.identityId, rungName, outcome.usage);
+      if (this.state === 'busy') this.state = 'idle';
+      completed = true;
+      this.emit({ type: 'turn-completed', status: outcome.status, ...(outcome.status === 'failed' && { error: outcome.error ?? 'failed' }) });
+      const credits = await this.host.credits(this.identityId);
+      this.emit({ type: 'credits', ...credits });
+      this.host.callback(this.options, {
+        event: 'turn-completed',
+        identityId: this.identityId,
+        threadId,
+        status: outcome.status,
+        error: outcome.status === 'failed' ? (outcome.error ?? 'failed') : null,
+        ...credits,
+        turnCreditsConsumed,
+        turnDurationMs: Math.round(performance.now() - turn.startedAt),
+        toolCalls: turn.toolCalls,
       });
+      return { status: outcome.status, text: turn.text, ...(outcome.status === 'failed' && { error: outcome.error ?? 'failed' }) };
     } catch (err) {
-      if (!(err instanceof RungNotConfiguredError)) throw err;
-      turn.done({ status: 'failed', error: err.message, messages: [], usage: { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 } });
+      // The database or the server failed mid-turn: the client still gets the end of its turn.
+      this.host.logger.error({ err, identityId: this.identityId }, 'agent turn failed on the server');
+      const error = 'the server failed during this turn; try again';
+      if (!completed) this.emit({ type: 'turn-completed', status: 'failed', error });
+      return { status: 'failed', text: turn.text, error };
+    } finally {
+      if (this.turn === turn) this.turn = undefined;
+      if (this.state === 'busy') this.state = 'idle';
+      this.armIdle();
     }
-    const outcome = await finished;
-    this.turn = undefined;
-    if (turn.pendingText) turn.items.push({ type: 'text', delta: turn.pendingText });
-    if (outcome.status === 'failed' && outcome.error !== 'cancelled') this.emit({ type: 'error', message: outcome.error ?? 'the turn failed' });
-    await this.host.threads
-      .appendTurn(threadId, { userText: text, messages: outcome.messages, items: turn.items, status: outcome.status, error: outcome.error })
-      .catch((err: unknown) => this.host.logger.error({ err, identityId: this.identityId }, 'agent turn could not be stored'));
-    const turnCreditsConsumed = await this.host.meter(this.identityId, rungName, outcome.usage);
-    if (this.state === 'busy') this.state = 'idle';
-    this.emit({ type: 'turn-completed', status: outcome.status, ...(outcome.status === 'failed' && { error: outcome.error ?? 'failed' }) });
-    const credits = await this.host.credits(this.identityId);
-    this.emit({ type: 'credits', ...credits });
-    this.host.callback(this.options, {
-      event: 'turn-completed',
-      identityId: this.identityId,
-      threadId,
-      status: outcome.status,
-      error: outcome.status === 'failed' ? (outcome.error ?? 'failed') : null,
-      ...credits,
-      sessionCreditsLimit: credits.sessionCredits === 0 ? 0 : credits.sessionCreditsLimit,
-      sessionCreditsUsed: credits.sessionCreditsUsed,
-      turnCreditsConsumed,
-      turnDurationMs: Math.round(performance.now() - turn.startedAt),
-      toolCalls: turn.toolCalls,
-    });
-    this.armIdle();
-    return { status: outcome.status, text: turn.text, ...(outcome.status === 'failed' && { error: outcome.error ?? 'failed' }) };
   }
 
   private async resume(threadId: unknown): Promise<void> {
@@ -388,7 +436,7 @@ export class AgentSession {
     const timeoutMs = this.host.settings.idleTimeoutSeconds * 1000;
     const warnMs = Math.min(60_000, timeoutMs / 2);
     this.warnTimer = setTimeout(() => this.emit({ type: 'idle-timeout', deadline: Math.floor((Date.now() + warnMs) / 1000), timeoutMs }), timeoutMs - warnMs);
-    this.idleTimer = setTimeout(() => void this.host.stopSession(this.identityId, 'idle-stopped'), timeoutMs);
+    this.idleTimer = setTimeout(() => this.guard(this.host.stopSession(this.identityId, 'idle-stopped'), 'idle stop'), timeoutMs);
     this.warnTimer.unref();
     this.idleTimer.unref();
   }
