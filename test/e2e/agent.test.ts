@@ -62,6 +62,8 @@ async function agentOp(who: Identity, op: string, args?: unknown): Promise<any> 
 /** A client following SPEC §4.12, collecting the agent's frames (parsed from their JSON strings). */
 class ChatClient {
   readonly events: any[] = [];
+  /** Other group messages (change notifications carry objects). */
+  readonly others: { group: string; data: any }[] = [];
   connectionId = '';
   channel = '';
   private readonly client: WebPubSubClient;
@@ -76,6 +78,7 @@ class ChatClient {
       const data = e.message.data;
       // Server frames carry data as a JSON string (SPEC §6.3 rule 1); our own echoes are objects.
       if (typeof data === 'string') this.events.push(JSON.parse(data));
+      else this.others.push({ group: e.message.group!, data });
     });
   }
 
@@ -205,7 +208,9 @@ for (const backend of backends()) {
         expect(completed.turnDurationMs).toBeGreaterThanOrEqual(0);
       });
 
-      it('API tools run in-process as the user: a permitted write is created by them, a refused one reaches the model as 403', async () => {
+      it('API tools run in-process as the user: a permitted write is created by them and notified, a refused one reaches the model as 403', async () => {
+        const listen = await post(writer, 'Book/_listen', { connectionId: chat.connectionId, type: 'ws' });
+        expect(listen.status, JSON.stringify(listen.json)).toBe(200);
         model.script(
           { toolCalls: [{ name: 'createBook', args: { body: { title: 'Dune', author: 'Herbert' } } }] },
           { toolCalls: [{ name: 'listBook', args: { filter: 'title eq "Dune"' } }] },
@@ -218,6 +223,8 @@ for (const backend of backends()) {
         const list = await (await fetch(`${base}/Book?filter=${encodeURIComponent('title eq "Dune"')}`, { headers: writer.headers })).json();
         expect(list.data).toHaveLength(1);
         expect(list.data[0].createdBy).toBe(writer.id);
+        // The tool's write went through the post-commit notification path of HTTP writes.
+        await waitFor(() => chat.others.some((m) => JSON.stringify(m.data).includes(list.data[0].id)));
         const toolMessages = model.requests.at(-1)!.body.messages.filter((m) => m.role === 'tool');
         expect(String(toolMessages.at(-1)!.content)).toContain('Dune');
 
@@ -557,7 +564,11 @@ for (const backend of backends()) {
         await chat.send({ type: 'restart' });
         expect((await chat.next('agent-event', from)).event.name).toBe('restarted');
         model.script({ text: ['After restart.'] });
-        expect(textOf(await chat.turn('Still here?'))).toBe('After restart.');
+        const long = `Still here? ${'x'.repeat(300)}`;
+        expect(textOf(await chat.turn(long))).toBe('After restart.');
+        const at = chat.events.length;
+        await chat.send({ type: 'thread-list' });
+        expect((await chat.next('thread-list', at)).threads.map((t: any) => t.preview)).toEqual([long.slice(0, 200)]);
         chat.stop();
       });
     });
