@@ -124,6 +124,8 @@ async function runTurn(turnId: string, request: TurnRequest): Promise<void> {
       stopWhen: stepCountIs(request.maxSteps),
       maxRetries: 0,
       abortSignal: controller.signal,
+      // Failures arrive as `error` parts below; the default handler would print the whole request (the conversation) to stderr.
+      onError: () => {},
       ...(request.reasoningEffort && { providerOptions: { [request.providerName]: { reasoningEffort: request.reasoningEffort } } }),
     });
     for await (const part of result.fullStream) {
