@@ -17,6 +17,8 @@ import {
   migrateApp,
   setIdentityRolesInApp,
   startServer,
+  creditsInApp,
+  type CreditChange,
 } from '../runtime/index.js';
 
 function fail(err: unknown): never {
@@ -94,6 +96,14 @@ program
     process.once('SIGINT', stop);
   });
 
+/** A non-negative integer option value; anything else exits non-zero naming the option. */
+function wholeNumber(value: string, option: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n))
+    throw new InvalidArgumentError(`${option} must be a whole number of credits (got ${JSON.stringify(value)})`);
+  return n;
+}
+
 function roles(value: string): string[] {
   return value
     .split(',')
@@ -167,6 +177,21 @@ serviceAccount
   .requiredOption('--client-id <id>', 'the client id of the account (names are not unique)')
   .action(async (dir: string, opts: { clientId: string }) => {
     print(await disableIdentityInApp(dir, { kind: 'serviceAccount', clientId: opts.clientId }));
+  });
+
+program
+  .command('credits')
+  .description('show or change the agent credit state; prints {"mode", "credits", "monthlyCap", "monthUsed", "paused"}')
+  .argument('[dir]', 'app folder', '.')
+  .option('--add <credits>', 'add credits to the balance (a positive integer)')
+  .option('--cap <credits>', 'set the monthly cap (credits per Europe/Oslo month), or "none"')
+  .option('--resume', "lift a pause (the monthly cap or an admin's)")
+  .action(async (dir: string, opts: { add?: string; cap?: string; resume?: boolean }) => {
+    const change: CreditChange = {};
+    if (opts.add !== undefined) change.addBalance = wholeNumber(opts.add, '--add');
+    if (opts.cap !== undefined) change.monthlyCap = opts.cap === 'none' ? null : wholeNumber(opts.cap, '--cap');
+    if (opts.resume) change.paused = false;
+    print(await creditsInApp(dir, change));
   });
 
 program

@@ -11,7 +11,8 @@ import { loadManifest } from './load-manifest.js';
 import { databaseUrlFor, migrateApp } from './server.js';
 import { createServiceAccount, createUser, deleteIdentity, disableIdentity, setIdentityRoles, type IdentityRef } from './auth/identities.js';
 
-async function withAppDatabase<T>(appDir: string, env: NodeJS.ProcessEnv, fn: (db: Database) => Promise<T>): Promise<T> {
+/** Applies pending migrations, opens the app's database for `fn`, closes it. */
+export async function withAppDatabase<T>(appDir: string, env: NodeJS.ProcessEnv, fn: (db: Database) => Promise<T>): Promise<T> {
   const dir = resolve(appDir);
   const manifest = loadManifest(join(dir, '.svc'));
   const url = databaseUrlFor(dir, manifest, env);

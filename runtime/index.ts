@@ -29,6 +29,8 @@ export type {
   AgentUiTool,
 } from './functions/context.js';
 export { agUiAdapter, type AgUiEvent, type AgentFrame } from './agent/ag-ui.js';
+export { creditsInApp } from './agent/credit-commands.js';
+export { osloMonth, type CreditState, type CreditChange } from './agent/credits.js';
 export { FunctionApiError } from './functions/collection-client.js';
 export { createUserInApp, createServiceAccountInApp, deleteIdentityInApp, disableIdentityInApp, setIdentityRolesInApp } from './identity-commands.js';
 export type { IdentityRef } from './auth/identities.js';

@@ -48,6 +48,8 @@ export interface ServeOptions {
   logger?: Logger;
   /** Also handed every committed change set (the real-time service always is). */
   sink?: ChangeSink;
+  /** The clock of the agent's credit months (tests move it across month ends). Default: the system clock. */
+  clock?: () => Date;
 }
 
 export interface RunningServer {
@@ -196,6 +198,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     invokeFunction,
     baseUrl: () => baseUrl,
     settings: agentSettings(manifest.settings.agent, env, logger),
+    credits: manifest.settings.credits,
+    clock: options.clock,
     logger,
   });
   await agent.start();
@@ -207,6 +211,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     openapi: JSON.parse(readFileSync(join(svcDir, 'openapi.json'), 'utf8')),
     functions: functionOptions,
     invokeFunction,
+    credits: agent.ledger,
     publicDir: existsSync(join(appDir, 'public')) ? join(appDir, 'public') : undefined,
     health: {
       ping: () => db.ping(),

@@ -190,3 +190,51 @@ export function metaOpenApi(builder: OpenApiBuilder): void {
     },
   });
 }
+
+const CREDIT_STATE: SchemaObject = {
+  type: 'object',
+  required: ['mode', 'credits', 'monthlyCap', 'monthUsed', 'paused'],
+  properties: {
+    mode: { type: 'string', enum: ['business', 'self-serve'] },
+    credits: { type: 'integer', description: 'business: credits consumed so far; self-serve: the balance left (100,000 credits = 1 USD)' },
+    monthlyCap: { type: ['integer', 'null'], description: 'Credits per Europe/Oslo month before agent turns and ask pause; null = no cap' },
+    monthUsed: { type: 'integer', description: 'Credits consumed in the current Europe/Oslo month' },
+    paused: { type: 'boolean', description: 'Agent turns and ask are refused (the rest of the API keeps serving)' },
+  },
+};
+
+const CREDIT_CHANGE: SchemaObject = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    addBalance: { type: 'integer', minimum: 1, description: 'Credits added to the balance' },
+    monthlyCap: { type: ['integer', 'null'], minimum: 0, description: 'The new monthly cap, or null for none' },
+    paused: { type: 'boolean', description: 'false lifts a pause; true pauses agent turns and ask' },
+  },
+};
+
+/** `GET`/`PATCH /_agent/credits` (tag `agent`, DESIGN §7): admin service accounts only, never an agent tool. */
+export function agentOpenApi(builder: OpenApiBuilder): void {
+  builder.addSchema('svc.CreditState', CREDIT_STATE);
+  builder.addSchema('svc.CreditChange', CREDIT_CHANGE);
+  builder.addTag({ name: 'agent', description: 'The embedded agent: its credits (admin service accounts only)' });
+  builder.addPath('/_agent/credits', {
+    get: {
+      operationId: 'svc_getAgentCredits',
+      tags: ['agent'],
+      summary: 'The agent credit state (admin service accounts only)',
+      security: AUTHENTICATED,
+      responses: { 200: { description: 'The credit state', content: json(ref('svc.CreditState')) }, ...errorResponses(401, 403) },
+      ...ext('_agent'),
+    },
+    patch: {
+      operationId: 'svc_updateAgentCredits',
+      tags: ['agent'],
+      summary: 'Adds credits, sets the monthly cap, or pauses and resumes agent turns (admin service accounts only)',
+      security: AUTHENTICATED,
+      requestBody: { required: true, content: json(ref('svc.CreditChange')) },
+      responses: { 200: { description: 'The new credit state', content: json(ref('svc.CreditState')) }, ...errorResponses(400, 401, 403) },
+      ...ext('_agent'),
+    },
+  });
+}

@@ -13,7 +13,7 @@ import { HttpError, toErrorBody } from '../errors.js';
 import { ANONYMOUS, type Caller } from '../auth/caller.js';
 import type { AuthService } from '../auth/auth-service.js';
 import type { AgentToolsFile } from '../contract/agent-tools.js';
-import type { AgentSettings } from '../contract/settings.js';
+import type { AgentSettings, CreditsSettings } from '../contract/settings.js';
 import { apiClientFor } from '../core/api-client.js';
 import type { AppRuntime } from '../core/context.js';
 import type { AgentRequest, ApiReply } from '../functions/call-api.js';
@@ -28,6 +28,7 @@ import type { AgentHost, CreditFigures, SessionOptions } from './host.js';
 import { creditsOf, resolveRung, type ResolvedRung } from './rungs.js';
 import { ThreadStore } from './threads.js';
 import { Leases, RENEW_MS } from './lease.js';
+import { CreditLedger } from './credits.js';
 import { sessionTools, toolOutput, ToolCaller } from './tools.js';
 import type { EngineEvent, TurnUsage } from './worker-protocol.js';
 import { describeApp } from './describe.js';
@@ -53,6 +54,10 @@ export interface AgentServiceOptions {
   baseUrl(): string;
   /** `agent` settings with `${secrets.X}`/`${env.X}` resolved. */
   settings: AgentSettings;
+  /** `credits` settings (DESIGN §7). */
+  credits: CreditsSettings;
+  /** The clock of the credit months (tests inject one). Default: the system clock. */
+  clock?: () => Date;
   logger: Logger;
 }
 
@@ -65,6 +70,8 @@ export class AgentService implements AgentHost {
   private readonly starting = new Map<string, Promise<AgentSession>>();
   private readonly tools: ToolCaller;
   private readonly leases: Leases;
+  /** The app's credits (modes, balance, monthly cap, pause). */
+  readonly ledger: CreditLedger;
   /** Identities whose lease this instance may take from an instance that no longer answers. */
   private readonly takeOver = new Map<string, string>();
   private renewal?: NodeJS.Timeout;
@@ -80,6 +87,7 @@ export class AgentService implements AgentHost {
       : { $comment: '', all: [], dynamic: [], explicit: {} };
     this.tools = new ToolCaller(tools);
     this.leases = new Leases(options.app.db, this.threads, options.realtime.instanceId);
+    this.ledger = new CreditLedger(options.app.db, options.credits, options.clock);
   }
 
   /** Reads the app id and starts taking client frames of session channels. */
@@ -329,6 +337,8 @@ export class AgentService implements AgentHost {
   }
 
   async refuseTurn(identityId: string): Promise<string | null> {
+    const app = await this.ledger.refusal();
+    if (app) return app;
     const row = await this.threads.session(identityId);
     return row.sessionCredits > 0 && row.sessionCreditsUsed >= row.sessionCredits ? 'Session credit limit reached' : null;
   }
@@ -341,14 +351,14 @@ export class AgentService implements AgentHost {
       return 0;
     }
     const cost = creditsOf(resolved, usage);
-    if (cost > 0) await this.threads.addSessionCreditsUsed(identityId, cost);
+    if (cost > 0) await Promise.all([this.ledger.charge(cost), this.threads.addSessionCreditsUsed(identityId, cost)]);
     return cost;
   }
 
   async credits(identityId: string): Promise<CreditFigures> {
     const row = await this.threads.session(identityId);
     return {
-      credits: 0,
+      credits: (await this.ledger.state()).credits,
       sessionCredits: row.sessionCredits === 0 ? 0 : Math.max(0, row.sessionCredits - row.sessionCreditsUsed),
       sessionCreditsLimit: row.sessionCredits,
       sessionCreditsUsed: row.sessionCreditsUsed,
@@ -392,16 +402,17 @@ export class AgentService implements AgentHost {
   /** `ctx.agent.ask`: one completion, no session, no tools, no streaming. */
   private async ask(a: Record<string, unknown>): Promise<unknown> {
     const messages = parseAskMessages(a.messages);
+    const refusal = await this.ledger.refusal();
+    if (refusal) throw new HttpError('FORBIDDEN', refusal);
     let rung: ResolvedRung;
     try {
       rung = resolveRung(this.settings, a.model);
     } catch (err) {
       throw new HttpError('SERVICE_UNAVAILABLE', (err as Error).message);
     }
+    let result: Awaited<ReturnType<typeof generateText>>;
     try {
-      const result = await generateText({ model: modelOf(rung), messages: messages as ModelMessage[], maxRetries: 1 });
-      const usage = usageOf(result.usage);
-      return { text: result.text, usage, credits: 0, model: rung.name };
+      result = await generateText({ model: modelOf(rung), messages: messages as ModelMessage[], maxRetries: 1 });
     } catch (err) {
       const e = err as { statusCode?: unknown; message?: string };
       throw new HttpError(
@@ -409,6 +420,9 @@ export class AgentService implements AgentHost {
         typeof e.statusCode === 'number' ? `the model provider answered ${e.statusCode}` : `the model provider failed: ${e.message ?? String(err)}`,
       );
     }
+    const usage = usageOf(result.usage);
+    await this.ledger.charge(creditsOf(rung, usage));
+    return { text: result.text, usage, credits: (await this.ledger.state()).credits, model: rung.name };
   }
 }
 

@@ -19,6 +19,8 @@ import type { AuthService } from '../auth/auth-service.js';
 import { authenticate, authRouter, loginRouter, oauthErrors, tokenRouter } from './auth-routes.js';
 import { clientLogRouter } from './client-log-routes.js';
 import { healthRouter, type HealthDeps } from './health.js';
+import { creditsRouter } from './credits-routes.js';
+import type { CreditLedger } from '../agent/credits.js';
 
 export interface AppOptions {
   manifest: AppManifest;
@@ -34,6 +36,8 @@ export interface AppOptions {
   auth: AuthService;
   /** What `/api/_ready` checks (database ping, pending migrations, Redis). */
   health: HealthDeps;
+  /** The agent's credits, behind `GET`/`PATCH /api/_agent/credits` (admins only). */
+  credits?: CreditLedger;
   /** The app's `public/` folder, served at `/` (pages such as a chat widget); absent: nothing is. */
   publicDir?: string;
 }
@@ -80,6 +84,7 @@ export function createApp(options: AppOptions): express.Express {
   api.use('/_log', json(LOG_BODY_BYTES));
   api.use(['/_invoke', ...manifest.functions.filter((f) => f.enabled && f.functionTypeId === 1).map((f) => `/${f.name}`)], json(MAX_BODY_BYTES));
   api.use(authRouter(options.auth), tokenRouter(options.auth), clientLogRouter(options.db, logger, manifest));
+  if (options.credits) api.use('/_agent', json(AUTH_BODY_BYTES), creditsRouter(options.credits));
   api.get('/_openapi', (_req, res) => {
     res.json(options.openapi);
   });

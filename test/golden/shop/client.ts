@@ -576,6 +576,25 @@ export interface Schemas {
     /** 0 Fatal, 1 Error, 2 Warning, 3 Info, 4 Debug, 5 Trace */
     severity?: number;
   };
+  "svc.CreditState": {
+    mode: "business" | "self-serve";
+    /** business: credits consumed so far; self-serve: the balance left (100,000 credits = 1 USD) */
+    credits: number;
+    /** Credits per Europe/Oslo month before agent turns and ask pause; null = no cap */
+    monthlyCap: number | null;
+    /** Credits consumed in the current Europe/Oslo month */
+    monthUsed: number;
+    /** Agent turns and ask are refused (the rest of the API keeps serving) */
+    paused: boolean;
+  };
+  "svc.CreditChange": {
+    /** Credits added to the balance */
+    addBalance?: number;
+    /** The new monthly cap, or null for none */
+    monthlyCap?: number | null;
+    /** false lifts a pause; true pauses agent turns and ask */
+    paused?: boolean;
+  };
 }
 
 export type Customer = Schemas["Customer"];

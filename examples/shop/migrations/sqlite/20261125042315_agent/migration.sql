@@ -44,6 +44,19 @@ CREATE TABLE "_svc_agent_sessions" (
     "updatedAt" DATETIME NOT NULL
 );
 
+-- CreateTable
+CREATE TABLE "_svc_agent_credits" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "consumed" BIGINT NOT NULL DEFAULT 0,
+    "added" BIGINT NOT NULL DEFAULT 0,
+    "monthKey" TEXT,
+    "monthUsed" BIGINT NOT NULL DEFAULT 0,
+    "monthlyCap" BIGINT,
+    "capSet" BOOLEAN NOT NULL DEFAULT false,
+    "paused" BOOLEAN NOT NULL DEFAULT false,
+    "updatedAt" DATETIME NOT NULL
+);
+
 -- CreateIndex
 CREATE INDEX "_svc_agent_threads_identityId_idx" ON "_svc_agent_threads"("identityId");
 
