@@ -33,11 +33,9 @@ export type OpResult = { ok: true } | { ok: false; code: ErrorCode; message: str
 export type BusMessage =
   | { t: 'group'; message: GroupMessage }
   | { t: 'change'; change: Change }
-  | { t: 'call'; callId: string; from: string; call: ConnectionOp }
-  | { t: 'reply'; callId: string; result: OpResult }
-  /** A call of another subsystem (the agent) to the instance that runs what it asks for. */
-  | { t: 'rpc'; callId: string; from: string; topic: string; payload: unknown }
-  | { t: 'rpc-reply'; callId: string; payload: unknown };
+  /** A call to the instance that holds what it asks for: `topic` `connection` (a `ConnectionOp`), `agent`, … */
+  | { t: 'call'; callId: string; from: string; topic: string; payload: unknown }
+  | { t: 'reply'; callId: string; payload: unknown };
 
 /** The transport between instances. */
 export interface RealtimeBus {

@@ -26,6 +26,8 @@ import type { ReplayGuard } from './tokens.js';
 
 /** How long a call to another instance may take before it is answered 503, ms. */
 const CALL_TIMEOUT_MS = 5000;
+/** The `rpc` topic of connection operations (join, leave, listen) sent to the holding instance. */
+const CONNECTION_TOPIC = 'connection';
 
 /** Takes a WebSocket upgrade for one path (`wps.ts`, `hub.ts`). */
 export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer, url: URL) => void;
@@ -55,11 +57,11 @@ export class RealtimeService implements ChangeSink {
   readonly guard: ReplayGuard;
   private readonly bus: RealtimeBus;
   private readonly upgrades = new Map<string, UpgradeHandler>();
-  private readonly pending = new Map<string, { done: (r: OpResult) => void; timer: NodeJS.Timeout }>();
   private readonly closers: (() => void)[] = [];
   private readonly taps: ((message: GroupMessage) => void)[] = [];
   private readonly rpcHandlers = new Map<string, (payload: unknown) => Promise<unknown>>();
   private readonly rpcWaits = new Map<string, { done: (r: RpcResult) => void; timer: NodeJS.Timeout }>();
+  private closed = false;
 
   constructor(options: RealtimeServiceOptions) {
     this.manifest = options.manifest;
@@ -67,6 +69,7 @@ export class RealtimeService implements ChangeSink {
     this.logger = options.logger.child({ component: 'realtime' });
     this.guard = options.guard;
     this.bus = options.bus;
+    this.onRpc(CONNECTION_TOPIC, async (op) => this.applyLocal(op as ConnectionOp));
     this.limits = { ...REALTIME_DEFAULTS, ...withoutUndefined(options.manifest.settings.realtime) };
     this.rules = { apiName: options.manifest.name, collections: new Set(options.manifest.collections.map((c) => c.name)) };
     this.broker = new Broker(this.rules.apiName, this.limits.sendBufferBytes, (c) =>
@@ -120,7 +123,7 @@ export class RealtimeService implements ChangeSink {
         resolve({ delivered: true, timedOut: true });
       }, timeoutMs);
       this.rpcWaits.set(callId, { timer, done: resolve });
-      this.bus.sendTo(instanceId, { t: 'rpc', callId, from: this.bus.instanceId, topic, payload }).then(
+      this.bus.sendTo(instanceId, { t: 'call', callId, from: this.bus.instanceId, topic, payload }).then(
         (delivered) => {
           if (delivered) return;
           clearTimeout(timer);
@@ -205,13 +208,10 @@ export class RealtimeService implements ChangeSink {
       this.broker.remove(connection);
       connection.transport.close(1001, 'server shutting down');
     }
+    this.closed = true;
     for (const { timer, done } of this.rpcWaits.values()) {
       clearTimeout(timer);
       done({ delivered: true, timedOut: true });
-    }
-    for (const { timer, done } of this.pending.values()) {
-      clearTimeout(timer);
-      done({ ok: false, code: 'SERVICE_UNAVAILABLE', message: 'the server is shutting down' });
     }
     await this.bus.close();
   }
@@ -244,24 +244,15 @@ export class RealtimeService implements ChangeSink {
     return { ok: true };
   }
 
-  private call(instance: string, op: ConnectionOp): Promise<OpResult> {
-    const callId = randomUUID();
-    return new Promise<OpResult>((resolve) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(callId);
-        resolve({ ok: false, code: 'SERVICE_UNAVAILABLE', message: `the instance holding connection ${op.connectionId} did not answer` });
-      }, CALL_TIMEOUT_MS);
-      this.pending.set(callId, { timer, done: resolve });
-      this.bus.sendTo(instance, { t: 'call', callId, from: this.bus.instanceId, call: op }).then(
-        (delivered) => {
-          if (delivered) return;
-          clearTimeout(timer);
-          this.pending.delete(callId);
-          resolve(unknownConnection(op.connectionId));
-        },
-        () => {},
-      );
-    });
+  /** A connection operation run by the instance that holds the connection (`rpc` topic `connection`). */
+  private async call(instance: string, op: ConnectionOp): Promise<OpResult> {
+    const answer = await this.rpc(instance, CONNECTION_TOPIC, op, CALL_TIMEOUT_MS);
+    if (!answer.delivered) return unknownConnection(op.connectionId);
+    if (answer.timedOut) {
+      const message = this.closed ? 'the server is shutting down' : `the instance holding connection ${op.connectionId} did not answer`;
+      return { ok: false, code: 'SERVICE_UNAVAILABLE', message };
+    }
+    return answer.reply as OpResult;
   }
 
   private onBus(m: BusMessage): void {
@@ -273,32 +264,21 @@ export class RealtimeService implements ChangeSink {
       case 'change':
         this.broker.deliverChange(m.change);
         break;
-      case 'call':
-        void this.bus.sendTo(m.from, { t: 'reply', callId: m.callId, result: this.applyLocal(m.call) });
-        break;
-      case 'rpc': {
+      case 'call': {
         const handler = this.rpcHandlers.get(m.topic);
         if (!handler) return;
         handler(m.payload).then(
-          (payload) => void this.bus.sendTo(m.from, { t: 'rpc-reply', callId: m.callId, payload }),
+          (payload) => void this.bus.sendTo(m.from, { t: 'reply', callId: m.callId, payload }),
           (err: unknown) => this.logger.error({ err, topic: m.topic }, 'a call from another instance failed'),
         );
         break;
       }
-      case 'rpc-reply': {
+      case 'reply': {
         const waiting = this.rpcWaits.get(m.callId);
         if (!waiting) return;
         clearTimeout(waiting.timer);
         this.rpcWaits.delete(m.callId);
         waiting.done({ delivered: true, reply: m.payload });
-        break;
-      }
-      case 'reply': {
-        const waiting = this.pending.get(m.callId);
-        if (!waiting) return;
-        clearTimeout(waiting.timer);
-        this.pending.delete(m.callId);
-        waiting.done(m.result);
         break;
       }
     }
