@@ -14,6 +14,7 @@ import { createApp } from './http/app.js';
 import { functionInvoker, secretsFromEnv } from './http/function-routes.js';
 import { AgentService } from './agent/service.js';
 import { agentSettings } from './agent/settings.js';
+import { resolveMcpServers } from './agent/mcp.js';
 import type { Caller } from './auth/caller.js';
 import type { ApiCall } from './core/api-client.js';
 import type { AgentRequest } from './functions/call-api.js';
@@ -198,6 +199,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     invokeFunction,
     baseUrl: () => baseUrl,
     settings: agentSettings(manifest.settings.agent, env, logger),
+    mcpServers: resolveMcpServers(manifest.settings.agent.mcpServers, env, appDir, logger),
     credits: manifest.settings.credits,
     clock: options.clock,
     logger,

@@ -6,6 +6,7 @@
 import type { AgentSettings } from '../contract/settings.js';
 import type { AgentUiTool } from '../functions/context.js';
 import type { Logger } from '../log.js';
+import type { McpServerConfig } from './mcp.js';
 import type { ThreadStore } from './threads.js';
 import type { ApiToolMode } from './tools.js';
 import type { EngineEvent, TurnUsage } from './worker-protocol.js';
@@ -32,6 +33,8 @@ export interface CreditFigures {
 
 export interface AgentHost {
   settings: AgentSettings;
+  /** `agent.mcpServers`, resolved; each session connects its own. */
+  mcpServers: McpServerConfig[];
   threads: ThreadStore;
   logger: Logger;
   /** Publishes a server frame on a session channel (`data` a JSON string with `_from: "agent"`). */

@@ -29,6 +29,7 @@ import { creditsOf, resolveRung, type ResolvedRung } from './rungs.js';
 import { ThreadStore } from './threads.js';
 import { Leases, RENEW_MS } from './lease.js';
 import { CreditLedger } from './credits.js';
+import type { McpServerConfig } from './mcp.js';
 import { sessionTools, toolOutput, ToolCaller } from './tools.js';
 import type { EngineEvent, TurnUsage } from './worker-protocol.js';
 import { describeApp } from './describe.js';
@@ -54,6 +55,8 @@ export interface AgentServiceOptions {
   baseUrl(): string;
   /** `agent` settings with `${secrets.X}`/`${env.X}` resolved. */
   settings: AgentSettings;
+  /** `agent.mcpServers` resolved (`resolveMcpServers`); default none. */
+  mcpServers?: McpServerConfig[];
   /** `credits` settings (DESIGN §7). */
   credits: CreditsSettings;
   /** The clock of the credit months (tests inject one). Default: the system clock. */
@@ -63,6 +66,7 @@ export interface AgentServiceOptions {
 
 export class AgentService implements AgentHost {
   readonly settings: AgentSettings;
+  readonly mcpServers: McpServerConfig[];
   readonly threads: ThreadStore;
   readonly logger: Logger;
   private readonly sessions = new Map<string, AgentSession>();
@@ -79,6 +83,7 @@ export class AgentService implements AgentHost {
 
   constructor(private readonly options: AgentServiceOptions) {
     this.settings = options.settings;
+    this.mcpServers = options.mcpServers ?? [];
     this.logger = options.logger.child({ component: 'agent' });
     this.threads = new ThreadStore(options.app.db);
     const file = join(options.svcDir, 'agent-tools.json');

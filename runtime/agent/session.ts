@@ -2,7 +2,7 @@
  * @module One identity's agent session on the main thread (SPEC §3, §6.3, DESIGN §7): its worker
  * thread, its state (`starting`, `idle`, `busy`, `stopped`), the client events of its channel, turns
  * (queued one after another, persisted in its thread), tool calls answered for the worker, the idle
- * timeout and the stats callback. Events that change the conversation (`message`, `new-thread`,
+ * timeout, the stats callback and the session's MCP servers (mcp.ts). Events that change the conversation (`message`, `new-thread`,
  * `thread-resume`, `rollback`, `compact`, a backend `prompt`) run in order, each after the one before
  * has finished; `status`, `cancel`, `tool-result`, `effort`, `fast`, `thread-list`, `mcp-list` and
  * `restart` are answered at once.
@@ -12,6 +12,7 @@ import { Worker } from 'node:worker_threads';
 import type { AgentHost, SessionOptions } from './host.js';
 import type { EngineEvent, FromSessionWorker, ToolSpec, TurnUsage } from './worker-protocol.js';
 import { RungNotConfiguredError, resolveRung } from './rungs.js';
+import { argsPreview, McpServers } from './mcp.js';
 
 /** The state of `status.agent` (DESIGN §7). */
 export type AgentState = 'starting' | 'idle' | 'busy' | 'stopped';
@@ -22,6 +23,8 @@ export const UI_TOOL_TIMEOUT_MS = 30_000;
 const SEEN_IDS = 1000;
 /** A connect `message` equal to a socket message received this recently is the same message (ack recovery). */
 const RESENT_WITHIN_MS = 60_000;
+/** How long a turn waits for MCP servers still on their first attempt before it starts without them, ms. */
+const MCP_FIRST_CONNECT_WAIT_MS = 3000;
 
 const WORKER_URL = new URL('./worker.js', import.meta.url);
 
@@ -38,6 +41,8 @@ interface RunningTurn {
   items: Record<string, unknown>[];
   pendingText: string;
   startedAt: number;
+  /** Aborted when the turn ends: stops its MCP calls still under way. */
+  abort: AbortController;
   toolCalls: { server: string; tool: string; durationMs: number; error?: string }[];
   done(outcome: { status: 'completed' | 'failed'; error: string | null; messages: unknown[]; usage: TurnUsage }): void;
 }
@@ -55,6 +60,7 @@ export class AgentSession {
   private fastNext = false;
   private idleTimer?: NodeJS.Timeout;
   private warnTimer?: NodeJS.Timeout;
+  private mcp: McpServers;
 
   constructor(
     readonly identityId: string,
@@ -63,12 +69,15 @@ export class AgentSession {
     readonly options: SessionOptions,
     private readonly tools: ToolSpec[],
     private readonly host: AgentHost,
-  ) {}
+  ) {
+    this.mcp = this.mcpServers();
+  }
 
   /** Reads the identity's current thread and starts the worker; `agent-event started`. */
   async start(): Promise<void> {
     this.threadId = (await this.host.threads.session(this.identityId)).threadId;
     this.spawn();
+    this.mcp.start();
     this.state = 'idle';
     this.emit({ type: 'agent-event', event: { name: 'started', at: unixNow() } });
     this.armIdle();
@@ -80,7 +89,7 @@ export class AgentSession {
     this.clearIdle();
     this.state = 'stopped';
     this.failTurn('cancelled');
-    await this.worker?.terminate();
+    await Promise.all([this.worker?.terminate(), this.mcp.close()]);
     this.worker = undefined;
     this.emit({ type: 'agent-event', event: { name: reason, at: unixNow() } });
     this.emit(await this.statusEvent());
@@ -139,7 +148,7 @@ export class AgentSession {
         );
         return;
       case 'mcp-list':
-        this.emit({ type: 'mcp-list', servers: [] });
+        this.emit({ type: 'mcp-list', servers: this.mcp.list() });
         return;
       case 'restart':
         this.guard(this.restart(), 'restart');
@@ -240,11 +249,21 @@ export class AgentSession {
     });
   }
 
+  /** The session's MCP servers, reporting their status changes as `mcp-status` events. */
+  private mcpServers(): McpServers {
+    return new McpServers(this.host.mcpServers, this.host.logger.child({ identityId: this.identityId }), {
+      status: (name, status) => this.emit({ type: 'mcp-status', name, status }),
+    });
+  }
+
+  /** A new worker and new MCP connections (stdio servers are started again). */
   private async restart(): Promise<void> {
     this.failTurn('restarted');
     const old = this.worker;
     this.worker = undefined;
-    await old?.terminate();
+    await Promise.all([old?.terminate(), this.mcp.close()]);
+    this.mcp = this.mcpServers();
+    this.mcp.start();
     this.spawn();
     this.state = 'idle';
     this.emit({ type: 'agent-event', event: { name: 'restarted', at: unixNow() } });
@@ -305,6 +324,7 @@ export class AgentSession {
       turn.toolCalls.push({ server: 'ui', tool: name, durationMs: Math.round(performance.now() - started), ...(!answer.ok && { error: answer.output }) });
       return answer;
     }
+    if (kind === 'mcp') return this.callMcp(turn, callId, name, args, started);
     this.emit({ type: 'tool-start', name, id: callId });
     this.record(turn, { type: 'tool-start', name, id: callId });
     const answer = await this.host.runApiTool(this.options, name, args, kind === 'dynamic');
@@ -317,6 +337,21 @@ export class AgentSession {
       ...(answer.status >= 400 && { error: answer.output.slice(0, 200) }),
     });
     return { ok: answer.status < 400, output: answer.output };
+  }
+
+  /** An MCP tool call wrapped in `mcp-tool-start`/`mcp-tool-end`; a failure goes to the model, the event and `toolCalls`. */
+  private async callMcp(turn: RunningTurn, callId: string, name: string, args: unknown, started: number): Promise<{ ok: boolean; output: string }> {
+    const target = this.mcp.find(name) ?? { server: 'mcp', tool: name };
+    const start = { type: 'mcp-tool-start', id: callId, server: target.server, tool: target.tool, argsPreview: argsPreview(args) };
+    this.emit(start);
+    this.record(turn, start);
+    const result = await this.mcp.call(name, args, turn.abort.signal);
+    const durationMs = Math.round(performance.now() - started);
+    const end = { type: 'mcp-tool-end', id: callId, durationMs, ...(result.error !== undefined && { error: result.error }) };
+    this.emit(end);
+    turn.items.push(end);
+    turn.toolCalls.push({ server: result.server, tool: result.tool, durationMs, ...(result.error !== undefined && { error: result.error }) });
+    return { ok: result.error === undefined, output: result.output };
   }
 
   /** One turn: thread, model request in the worker, persisted result, events and callbacks. */
@@ -333,7 +368,16 @@ export class AgentSession {
     const thread = await this.host.threads.load(this.identityId, threadId);
     this.state = 'busy';
     this.clearIdle();
-    const turn: RunningTurn = { id: randomUUID(), text: '', items: [], pendingText: '', startedAt: performance.now(), toolCalls: [], done: () => {} };
+    const turn: RunningTurn = {
+      id: randomUUID(),
+      text: '',
+      items: [],
+      pendingText: '',
+      startedAt: performance.now(),
+      abort: new AbortController(),
+      toolCalls: [],
+      done: () => {},
+    };
     const finished = new Promise<Parameters<RunningTurn['done']>[0]>((resolve) => (turn.done = resolve));
     this.turn = turn;
     let completed = false;
@@ -346,6 +390,7 @@ export class AgentSession {
         rungName = rung.name;
         const effort = this.fastNext ? 'low' : this.effort;
         this.fastNext = false;
+        await this.mcp.settled(MCP_FIRST_CONNECT_WAIT_MS);
         this.worker!.postMessage({
           type: 'turn',
           turnId: turn.id,
@@ -356,7 +401,7 @@ export class AgentSession {
             modelId: rung.rung.model,
             system: await this.host.systemPrompt(this.options),
             messages: [...modelHistory(thread), { role: 'user', content: text }],
-            tools: this.tools,
+            tools: [...this.tools, ...this.mcp.tools(new Set(this.tools.map((t) => t.name)))],
             ...(effort && { reasoningEffort: effort }),
             maxSteps: this.host.settings.maxStepsPerTurn,
           },
@@ -397,6 +442,7 @@ export class AgentSession {
       if (!completed) this.emit({ type: 'turn-completed', status: 'failed', error });
       return { status: 'failed', text: turn.text, error };
     } finally {
+      turn.abort.abort();
       if (this.turn === turn) this.turn = undefined;
       if (this.state === 'busy') this.state = 'idle';
       this.armIdle();

@@ -1,12 +1,12 @@
 /**
  * @module The messages between an agent session (session.ts, main thread) and its worker thread
  * (worker.ts), all structured-clone safe (DESIGN §7: "an agent session per identity runs in its own
- * worker"). The worker drives the model through the AI SDK; tools that touch the app (API tools, UI
- * tools) are executed by the main thread and answered with `tool-result`.
+ * worker"). The worker drives the model through the AI SDK; tools that touch the app or the world
+ * (API tools, UI tools, MCP tools) are executed by the main thread and answered with `tool-result`.
  */
 
-/** Where a tool runs: the app's API (`api`, `dynamic`), the client (`ui`), or the worker itself (`plan`). */
-export type ToolKind = 'api' | 'dynamic' | 'ui' | 'plan';
+/** Where a tool runs: the app's API (`api`, `dynamic`), the client (`ui`), an MCP server (`mcp`), or the worker itself (`plan`). */
+export type ToolKind = 'api' | 'dynamic' | 'ui' | 'mcp' | 'plan';
 
 /** A tool offered to the model: its JSON Schema parameters and where it runs. */
 export interface ToolSpec {

@@ -2,8 +2,8 @@
  * @module The worker thread of one agent session (DESIGN §7). It runs one turn at a time: a streamed
  * chat-completions request through the AI SDK (`streamText` over `@ai-sdk/openai-compatible`), up to
  * `maxSteps` model calls with tools between them, relaying text and reasoning deltas as SPEC §6.3
- * events. Tools that touch the app or the client are sent to the main thread and awaited; the built-in
- * `update_plan` runs here. A failed provider call is retried twice (after an `error` event with
+ * events. Tools that touch the app, the client or an MCP server are sent to the main thread and
+ * awaited; the built-in `update_plan` runs here. A failed provider call is retried twice (after an `error` event with
  * `willRetry: true`); `cancel` aborts the turn. A crash of this thread fails only its session's turn.
  */
 import { parentPort } from 'node:worker_threads';

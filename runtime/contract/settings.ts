@@ -28,7 +28,10 @@ export interface AgentRung {
 }
 
 /** An MCP server the agent connects (DESIGN §7 `agent.mcpServers.<name>`): over HTTP or as a child process. */
-export type McpServerSettings = { url: string; headers?: Record<string, string> } | { command: string; args?: string[]; env?: Record<string, string> };
+export type McpServerSettings = ({ url: string; headers?: Record<string, string> } | { command: string; args?: string[]; env?: Record<string, string> }) & {
+  /** Most milliseconds one tool call may take (default 30,000); a later answer is an error. */
+  timeoutMs?: number;
+};
 
 /** The agent settings (DESIGN §7), defaults applied (see `AGENT_DEFAULTS`). */
 export interface AgentSettings {

@@ -14,13 +14,13 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import WebSocket from 'ws';
-import { WebPubSubClient, WebPubSubJsonProtocol } from '@azure/web-pubsub-client';
 import { prepareApp, ROOT, runCli, type PreparedApp } from '../support/cli.js';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { backends } from '../support/backends.js';
 import { userIdentity, type Identity } from '../support/auth.js';
 import { waitFor } from '../support/wait.js';
 import { startModelServer, type ModelServer } from '../support/model-server.js';
+import { ChatClient, postJson, textOf } from '../support/chat-client.js';
 import { EventSchemas } from '@ag-ui/core/schemas';
 import { agUiAdapter, startServer, type RunningServer } from '../../dist/runtime/index.js';
 
@@ -46,11 +46,7 @@ async function start(): Promise<void> {
   base = server.url;
 }
 
-async function post(who: Identity, fn: string, body: unknown): Promise<{ status: number; json: any }> {
-  const r = await fetch(`${base}/${fn}`, { method: 'POST', headers: { ...who.headers, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const text = await r.text();
-  return { status: r.status, json: text ? JSON.parse(text) : null };
-}
+const post = (who: Identity, fn: string, body: unknown) => postJson(base, who, fn, body);
 
 /** `ctx.agent.<op>(args)` through the fixture's agentAdmin function. */
 async function agentOp(who: Identity, op: string, args?: unknown): Promise<any> {
@@ -58,68 +54,6 @@ async function agentOp(who: Identity, op: string, args?: unknown): Promise<any> 
   expect(r.status, JSON.stringify(r.json)).toBe(200);
   return r.json;
 }
-
-/** A client following SPEC §4.12, collecting the agent's frames (parsed from their JSON strings). */
-class ChatClient {
-  readonly events: any[] = [];
-  /** Other group messages (change notifications carry objects). */
-  readonly others: { group: string; data: any }[] = [];
-  connectionId = '';
-  channel = '';
-  private readonly client: WebPubSubClient;
-
-  constructor(private readonly who: Identity) {
-    this.client = new WebPubSubClient(
-      { getClientAccessUrl: async () => (await (await fetch(`${base}/_rt/ws`, { headers: who.headers })).json()).url },
-      { protocol: WebPubSubJsonProtocol(), messageRetryOptions: { maxRetries: 0 } },
-    );
-    this.client.on('connected', (e) => (this.connectionId = e.connectionId));
-    this.client.on('group-message', (e) => {
-      const data = e.message.data;
-      // Server frames carry data as a JSON string (SPEC §6.3 rule 1); our own echoes are objects.
-      if (typeof data === 'string') this.events.push(JSON.parse(data));
-      else this.others.push({ group: e.message.group!, data });
-    });
-  }
-
-  async connect(body: Record<string, unknown> = {}): Promise<any> {
-    const me = await (await fetch(`${base}/_me`, { headers: this.who.headers })).json();
-    expect(me.id).toBe(this.who.id);
-    await this.client.start();
-    await waitFor(() => this.connectionId);
-    const r = await post(this.who, 'agentConnect', { connectionId: this.connectionId, ...body });
-    expect(r.status, JSON.stringify(r.json)).toBe(200);
-    this.channel = r.json.channel;
-    return r.json;
-  }
-
-  send(payload: Record<string, unknown>): Promise<unknown> {
-    return this.client.sendToGroup(this.channel, payload, 'json', { noEcho: true });
-  }
-
-  /** Waits for an event of `type` after index `from` (default: any). */
-  async next(type: string, from = 0, timeoutMs = 10_000): Promise<any> {
-    return waitFor(() => this.events.slice(from).find((e) => e.type === type), timeoutMs);
-  }
-
-  /** Sends a message and waits for its `turn-completed`; returns the turn's events. */
-  async turn(text: string, id?: string): Promise<any[]> {
-    const from = this.events.length;
-    await this.send({ type: 'message', text, ...(id && { id }) });
-    await this.next('turn-completed', from, 20_000);
-    return this.events.slice(from);
-  }
-
-  stop(): void {
-    this.client.stop();
-  }
-}
-
-const textOf = (events: any[]) =>
-  events
-    .filter((e) => e.type === 'text')
-    .map((e) => e.delta)
-    .join('');
 
 for (const backend of backends()) {
   describe(`agent on ${backend}`, () => {
@@ -155,7 +89,7 @@ for (const backend of backends()) {
       afterAll(() => chat?.stop());
 
       it('connect answers { channel, credits }, joins the connection read-write, and status reports idle', async () => {
-        chat = new ChatClient(writer);
+        chat = new ChatClient(base, writer);
         const connected = await chat.connect({ callbackUrl: hookUrl });
         expect(connected).toEqual({ channel: `agentapp:agent:${writer.id}`, credits: 0 });
         expect(chat.events.some((e) => e.type === 'agent-event' && e.event.name === 'started' && Number.isInteger(e.event.at))).toBe(true);
@@ -229,7 +163,7 @@ for (const backend of backends()) {
         expect(String(toolMessages.at(-1)!.content)).toContain('Dune');
 
         // The reader may not create books: the tool answers the model 403 and nothing is written.
-        const readerChat = new ChatClient(reader);
+        const readerChat = new ChatClient(base, reader);
         await readerChat.connect();
         model.script({ toolCalls: [{ name: 'createBook', args: { body: { title: 'Forbidden' } } }] }, { text: ['I may not.'] });
         await readerChat.turn('Add a book');
@@ -414,7 +348,7 @@ for (const backend of backends()) {
 
       beforeAll(async () => {
         alice = await userIdentity(app, base, 'alice');
-        chat = new ChatClient(alice);
+        chat = new ChatClient(base, alice);
         await chat.connect({ apiTools: 'none' });
       });
 
@@ -482,7 +416,7 @@ for (const backend of backends()) {
         chat.stop();
         await server.close();
         await start();
-        chat = new ChatClient(alice);
+        chat = new ChatClient(base, alice);
         await chat.connect({ apiTools: 'none' });
         const from = chat.events.length;
         await chat.send({ type: 'thread-list' });
@@ -502,7 +436,7 @@ for (const backend of backends()) {
     describe('agent: dynamic tools, actAs, restart', () => {
       it('apiTools dynamic offers three meta-tools that list, describe and invoke the API as the user', async () => {
         const hank = await userIdentity(app, base, `hank-${backend}`, ['writer']);
-        const chat = new ChatClient(hank);
+        const chat = new ChatClient(base, hank);
         await chat.connect({ apiTools: 'dynamic' });
         model.script(
           { toolCalls: [{ name: 'list-api-endpoints', args: { search: 'book' } }] },
@@ -558,7 +492,7 @@ for (const backend of backends()) {
 
       it('restart restarts the worker (agent-event restarted) and the session goes on', async () => {
         const ivy = await userIdentity(app, base, `ivy-${backend}`);
-        const chat = new ChatClient(ivy);
+        const chat = new ChatClient(base, ivy);
         await chat.connect({ apiTools: 'none' });
         const from = chat.events.length;
         await chat.send({ type: 'restart' });
@@ -577,8 +511,8 @@ for (const backend of backends()) {
       it("a crash of one session's worker fails only its turn; other sessions go on and the next turn works", async () => {
         const carol = await userIdentity(app, base, `carol-${backend}`);
         const dave = await userIdentity(app, base, `dave-${backend}`);
-        const a = new ChatClient(carol);
-        const b = new ChatClient(dave);
+        const a = new ChatClient(base, carol);
+        const b = new ChatClient(base, dave);
         await a.connect({ apiTools: 'none' });
         await b.connect({ apiTools: 'none' });
         model.script({ text: ['Working'], hang: true });
@@ -669,7 +603,7 @@ for (const backend of backends()) {
         expect((await runCli(['generate', app.dir], app.env)).code).toBe(0);
         await start();
         const erin = await userIdentity(app, base, `erin-${backend}`);
-        const chat = new ChatClient(erin);
+        const chat = new ChatClient(base, erin);
         await chat.connect();
         const warning = await chat.next('idle-timeout', 0, 5000);
         expect(warning).toMatchObject({ timeoutMs: 2000 });

@@ -488,9 +488,9 @@ describe('single problems', () => {
         want: [
           'svc.json: /agent/rungs/huge: key "huge" must be equal to one of the allowed values',
           'svc.json: /agent/mcpServers/docs: missing required key "url"',
-          'svc.json: /agent/mcpServers/docs/port: unknown key "port"; allowed keys: url, headers',
+          'svc.json: /agent/mcpServers/docs/port: unknown key "port"; allowed keys: url, headers, timeoutMs',
           'svc.json: /agent/mcpServers/docs: missing required key "command"',
-          'svc.json: /agent/mcpServers/docs/port: unknown key "port"; allowed keys: command, args, env',
+          'svc.json: /agent/mcpServers/docs/port: unknown key "port"; allowed keys: command, args, env, timeoutMs',
           'svc.json: /credits/mode: mode must be one of: business, self-serve (got "free")',
           'svc.json: /credits/monthlyCap: monthlyCap must be at least 0 (got -1)',
         ],
