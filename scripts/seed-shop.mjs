@@ -117,7 +117,12 @@ try {
   if (err.code !== 'CONFLICT') throw err; // the demo user exists from an earlier run
 }
 // The example's external collection reads its secret at start (see scripts/serve-example.mjs).
-const server = await startServer({ appDir, port: 0, env: { SVC_SECRET_RATES: 'demo-secret', ...process.env, SVC_LOG_LEVEL: 'warn' } });
+// The shop's references need values to start without warnings; seeding calls neither the rates provider nor a model.
+const server = await startServer({
+  appDir,
+  port: 0,
+  env: { SVC_SECRET_RATES: 'demo-secret', SHOP_MODEL_URL: 'http://127.0.0.1:4020/v1', ...process.env, SVC_LOG_LEVEL: 'warn' },
+});
 try {
   const signIn = await fetch(`${server.url}/_auth`, {
     method: 'POST',
