@@ -51,6 +51,8 @@ export interface ServeOptions {
   sink?: ChangeSink;
   /** The clock of the agent's credit months (tests move it across month ends). Default: the system clock. */
   clock?: () => Date;
+  /** How often agent sessions ping their MCP servers, ms (tests shorten it). Default: `MCP_PING_MS`, 15 s. */
+  mcpPingMs?: number;
 }
 
 export interface RunningServer {
@@ -200,6 +202,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     baseUrl: () => baseUrl,
     settings: agentSettings(manifest.settings.agent, env, logger),
     mcpServers: resolveMcpServers(manifest.settings.agent.mcpServers, env, appDir, logger),
+    mcpPingMs: options.mcpPingMs,
     credits: manifest.settings.credits,
     clock: options.clock,
     logger,

@@ -35,6 +35,8 @@ export interface AgentHost {
   settings: AgentSettings;
   /** `agent.mcpServers`, resolved; each session connects its own. */
   mcpServers: McpServerConfig[];
+  /** How often a session pings its connected MCP servers, ms. */
+  mcpPingMs: number;
   threads: ThreadStore;
   logger: Logger;
   /** Publishes a server frame on a session channel (`data` a JSON string with `_from: "agent"`). */

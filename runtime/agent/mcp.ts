@@ -4,8 +4,8 @@
  * connected per session through `@modelcontextprotocol/sdk`, over Streamable HTTP (`url`, `headers`)
  * or as a child process over stdio (`command`, `args`, `env`, started in the app folder). Connecting
  * never blocks a turn: a turn offers the tools of the servers connected when it starts. A server that
- * fails is retried in the background with a growing delay; one that is lost (its process exits, its
- * HTTP endpoint stops answering) goes `reconnecting` until it is back.
+ * fails is retried in the background with a growing delay; one that is lost (its process exits, a
+ * call or the periodic ping cannot reach it) goes `reconnecting` until it is back.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -37,6 +37,10 @@ const CONNECT_TIMEOUT_MS = 10_000;
 /** Delays between attempts to reach a server, ms: doubling from the first to the last. */
 const RETRY_FIRST_MS = 1000;
 const RETRY_MAX_MS = 30_000;
+/** How often a connected server is pinged, so a server that goes away is reported without waiting for a call, ms. */
+export const MCP_PING_MS = 15_000;
+/** How long a ping may take before the server counts as lost, ms. */
+const PING_TIMEOUT_MS = 5000;
 /** How much of a tool call's arguments `mcp-tool-start.argsPreview` shows, characters. */
 const ARGS_PREVIEW = 200;
 
@@ -91,8 +95,9 @@ export interface McpCallResult {
 export class McpServers {
   private readonly connections: McpConnection[];
 
-  constructor(configs: McpServerConfig[], logger: Logger, events: McpEvents) {
-    this.connections = configs.map((c) => new McpConnection(c, logger, events));
+  /** @param pingMs - how often connected servers are pinged (default `MCP_PING_MS`) */
+  constructor(configs: McpServerConfig[], logger: Logger, events: McpEvents, pingMs = MCP_PING_MS) {
+    this.connections = configs.map((c) => new McpConnection(c, logger, events, pingMs));
   }
 
   /** Starts connecting every server; returns at once. */
@@ -148,7 +153,7 @@ export class McpServers {
     const connection = target && this.connections.find((c) => c.config.name === target.server);
     if (!target || !connection) return { server: 'mcp', tool: name, output: `error: no MCP tool ${name}`, error: `no MCP tool ${name}` };
     const error = (message: string): McpCallResult => ({ ...target, output: `error: ${message}`, error: message });
-    if (connection.status !== 'connected' || !connection.client) return error(`the MCP server ${target.server} is ${connection.status}`);
+    if (connection.status !== 'connected' || !connection.client) return error(`the MCP server ${target.server} is not connected (${connection.status})`);
     try {
       const result = (await connection.client.callTool({ name: target.tool, arguments: (args ?? {}) as Record<string, unknown> }, undefined, {
         timeout: connection.config.timeoutMs,
@@ -181,12 +186,14 @@ class McpConnection {
   firstAttempt: Promise<void> = Promise.resolve();
   private retryMs = RETRY_FIRST_MS;
   private retry?: NodeJS.Timeout;
+  private pinger?: NodeJS.Timeout;
   private closed = false;
 
   constructor(
     readonly config: McpServerConfig,
     private readonly logger: Logger,
     private readonly events: McpEvents,
+    private readonly pingMs: number,
   ) {}
 
   start(): void {
@@ -198,9 +205,10 @@ class McpConnection {
   lost(err: unknown): void {
     if (this.closed || this.status !== 'connected') return;
     this.logger.warn({ err, server: this.config.name }, 'MCP server lost; reconnecting');
+    clearInterval(this.pinger);
     const client = this.client;
+    // `tools` stays: a turn that was offered them still gets "not connected" for a call, not "no such tool".
     this.client = undefined;
-    this.tools = [];
     this.set('reconnecting');
     void client?.close().catch(() => {});
     void this.connect();
@@ -209,6 +217,7 @@ class McpConnection {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retry);
+    clearInterval(this.pinger);
     const client = this.client;
     this.client = undefined;
     await client?.close().catch(() => {});
@@ -239,6 +248,8 @@ class McpConnection {
       this.retryMs = RETRY_FIRST_MS;
       // A stdio server's process exiting (or a transport giving up) closes the client.
       client.onclose = () => this.lost(new Error('the connection closed'));
+      this.pinger = setInterval(() => void this.ping(client), this.pingMs);
+      this.pinger.unref();
       this.set('connected');
     } catch (err) {
       await client.close().catch(() => {});
@@ -248,6 +259,17 @@ class McpConnection {
       this.retry = setTimeout(() => void this.connect(), this.retryMs);
       this.retry.unref();
       this.retryMs = Math.min(RETRY_MAX_MS, this.retryMs * 2);
+    }
+  }
+
+  /** A ping that fails to arrive (not one the server answers with an error) means the server is lost. */
+  private async ping(client: Client): Promise<void> {
+    if (this.client !== client) return;
+    try {
+      await client.ping({ timeout: PING_TIMEOUT_MS });
+    } catch (err) {
+      if (err instanceof McpError && err.code !== ErrorCode.ConnectionClosed && err.code !== ErrorCode.RequestTimeout) return;
+      if (this.client === client) this.lost(err);
     }
   }
 

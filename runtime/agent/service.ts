@@ -29,7 +29,7 @@ import { creditsOf, resolveRung, type ResolvedRung } from './rungs.js';
 import { ThreadStore } from './threads.js';
 import { Leases, RENEW_MS } from './lease.js';
 import { CreditLedger } from './credits.js';
-import type { McpServerConfig } from './mcp.js';
+import { MCP_PING_MS, type McpServerConfig } from './mcp.js';
 import { sessionTools, toolOutput, ToolCaller } from './tools.js';
 import type { EngineEvent, TurnUsage } from './worker-protocol.js';
 import { describeApp } from './describe.js';
@@ -57,6 +57,8 @@ export interface AgentServiceOptions {
   settings: AgentSettings;
   /** `agent.mcpServers` resolved (`resolveMcpServers`); default none. */
   mcpServers?: McpServerConfig[];
+  /** How often sessions ping their MCP servers, ms. Default: `MCP_PING_MS`. */
+  mcpPingMs?: number;
   /** `credits` settings (DESIGN §7). */
   credits: CreditsSettings;
   /** The clock of the credit months (tests inject one). Default: the system clock. */
@@ -67,6 +69,7 @@ export interface AgentServiceOptions {
 export class AgentService implements AgentHost {
   readonly settings: AgentSettings;
   readonly mcpServers: McpServerConfig[];
+  readonly mcpPingMs: number;
   readonly threads: ThreadStore;
   readonly logger: Logger;
   private readonly sessions = new Map<string, AgentSession>();
@@ -84,6 +87,7 @@ export class AgentService implements AgentHost {
   constructor(private readonly options: AgentServiceOptions) {
     this.settings = options.settings;
     this.mcpServers = options.mcpServers ?? [];
+    this.mcpPingMs = options.mcpPingMs ?? MCP_PING_MS;
     this.logger = options.logger.child({ component: 'agent' });
     this.threads = new ThreadStore(options.app.db);
     const file = join(options.svcDir, 'agent-tools.json');

@@ -251,9 +251,12 @@ export class AgentSession {
 
   /** The session's MCP servers, reporting their status changes as `mcp-status` events. */
   private mcpServers(): McpServers {
-    return new McpServers(this.host.mcpServers, this.host.logger.child({ identityId: this.identityId }), {
-      status: (name, status) => this.emit({ type: 'mcp-status', name, status }),
-    });
+    return new McpServers(
+      this.host.mcpServers,
+      this.host.logger.child({ identityId: this.identityId }),
+      { status: (name, status) => this.emit({ type: 'mcp-status', name, status }) },
+      this.host.mcpPingMs,
+    );
   }
 
   /** A new worker and new MCP connections (stdio servers are started again). */

@@ -1,12 +1,16 @@
 /**
- * MCP server settings and names (DESIGN §7 `agent.mcpServers`, SPEC §6.3 `mcp-tool-start`): references
- * resolve at start, an entry that cannot be resolved is kept with its problem (so it is listed as
- * `failed`) and logged, tool names fit OpenAI's function-name rule, and `argsPreview` is bounded.
+ * MCP server settings, names and liveness (DESIGN §7 `agent.mcpServers`, SPEC §6.3 `mcp-status`,
+ * `mcp-tool-start`): references resolve at start, an entry that cannot be resolved is kept with its
+ * problem (so it is listed as `failed`) and logged, tool names fit OpenAI's function-name rule,
+ * `argsPreview` is bounded, and the ping notices a server that goes away and comes back without any
+ * call (against the real SDK server of test/support/mcp-server.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { Writable } from 'node:stream';
 import { argsPreview, MCP_TOOL_TIMEOUT_MS, McpServers, resolveMcpServers, toolName } from '../../../dist/runtime/agent/mcp.js';
+import { startMcpServer, type McpTestServer } from '../../support/mcp-server.js';
+import { waitFor } from '../../support/wait.js';
 
 function capture(): { logger: ReturnType<typeof pino>; lines: string[] } {
   const lines: string[] = [];
@@ -72,7 +76,7 @@ describe('resolveMcpServers', () => {
     expect(statuses).toEqual(['docs:failed']);
     expect(servers.list()).toEqual([{ name: 'docs', status: 'failed' }]);
     expect(servers.tools(new Set())).toEqual([]);
-    expect(await servers.call('docs__search', {}, new AbortController().signal)).toEqual({
+    expect(await call(servers, 'docs__search', {})).toEqual({
       server: 'mcp',
       tool: 'docs__search',
       output: 'error: no MCP tool docs__search',
@@ -80,6 +84,65 @@ describe('resolveMcpServers', () => {
     });
     await servers.close();
   });
+});
+
+/** A real SDK server demanding `t0ken`, and one `catalogue` server of McpServers connecting with `bearer`; both closed after `body`. */
+async function withCatalogue(
+  opts: { bearer: string; pingMs: number; timeoutMs?: number },
+  body: (server: McpTestServer, servers: McpServers, statuses: string[]) => Promise<void>,
+): Promise<void> {
+  const server = await startMcpServer('t0ken');
+  const statuses: string[] = [];
+  const config = { name: 'catalogue', timeoutMs: opts.timeoutMs ?? 1000, url: new URL(server.url), headers: { authorization: `Bearer ${opts.bearer}` } };
+  const servers = new McpServers([config], capture().logger, { status: (_n, s) => statuses.push(s) }, opts.pingMs);
+  try {
+    servers.start();
+    await servers.settled(5000);
+    await body(server, servers, statuses);
+  } finally {
+    await servers.close();
+    await server.stop();
+  }
+}
+
+const call = (servers: McpServers, name: string, args: unknown) => servers.call(name, args, new AbortController().signal);
+
+describe('McpServers liveness', () => {
+  it('the ping reports a server that goes away (reconnecting, then failed) and the retries find it again, with no call made', () =>
+    withCatalogue({ bearer: 't0ken', pingMs: 100 }, async (server, servers, statuses) => {
+      expect(servers.list()).toEqual([{ name: 'catalogue', status: 'connected' }]);
+      // A name already taken by an API or UI tool is left out.
+      expect(servers.tools(new Set(['catalogue__stall'])).map((t) => t.name)).toEqual(['catalogue__lookup', 'catalogue__explode']);
+      await server.stop();
+      await waitFor(() => statuses.includes('failed'), 5000);
+      expect(servers.tools(new Set())).toEqual([]);
+      await server.start();
+      await waitFor(() => statuses.at(-1) === 'connected', 10_000);
+      expect(statuses).toEqual(['connected', 'reconnecting', 'failed', 'connected']);
+      expect(server.calls).toEqual([]);
+    }));
+
+  it('a call to a server that went away fails fast with an error (never a throw), and the server goes reconnecting', () =>
+    withCatalogue({ bearer: 't0ken', pingMs: 60_000, timeoutMs: 5000 }, async (server, servers, statuses) => {
+      expect(await call(servers, 'catalogue__lookup', { isbn: '1' })).toEqual({ server: 'catalogue', tool: 'lookup', output: 'ISBN 1: Dune by Frank Herbert' });
+      await server.stop();
+      expect(await call(servers, 'catalogue__lookup', { isbn: '2' })).toEqual({
+        server: 'catalogue',
+        tool: 'lookup',
+        output: 'error: the MCP server catalogue could not be reached',
+        error: 'the MCP server catalogue could not be reached',
+      });
+      await waitFor(() => statuses.includes('failed'), 5000);
+      expect(statuses).toEqual(['connected', 'reconnecting', 'failed']);
+      expect((await call(servers, 'catalogue__lookup', {})).error).toBe('the MCP server catalogue is not connected (failed)');
+    }));
+
+  it('a wrong bearer token fails the connection (401) and it is retried, not crashed', () =>
+    withCatalogue({ bearer: 'wrong', pingMs: 100 }, async (server, _servers, statuses) => {
+      expect(statuses).toEqual(['failed']);
+      await waitFor(() => server.refused >= 2, 5000);
+      expect(statuses).toEqual(['failed']);
+    }));
 });
 
 describe('toolName and argsPreview', () => {
