@@ -13,7 +13,7 @@
 import type { CreditsSettings } from '../contract/settings.js';
 import type { Database } from '../data/database.js';
 import { HttpError } from '../errors.js';
-import { ident, raw, sql } from '../query/sql.js';
+import { ident, raw, sql, type Sql } from '../query/sql.js';
 import { toBool } from '../auth/store.js';
 
 const CREDITS = ident('_svc_agent_credits');
@@ -51,6 +51,9 @@ export interface CreditChange {
 type Raw = Record<string, unknown>;
 
 export class CreditLedger {
+  /** Settles once the row exists (it is never deleted); reset when making it failed, so the next call tries again. */
+  private exists?: Promise<void>;
+
   constructor(
     private readonly db: Database,
     private readonly settings: CreditsSettings,
@@ -58,21 +61,38 @@ export class CreditLedger {
     private readonly now: () => Date = () => new Date(),
   ) {}
 
+  /** Makes the ledger's one row the first time it is needed. */
+  private ensureRow(): Promise<void> {
+    this.exists ??= this.db
+      .query(
+        sql`INSERT INTO ${CREDITS} (${ident('id')}, ${ident('consumed')}, ${ident('added')}, ${ident('monthUsed')}, ${ident('capSet')}, ${ident('paused')}, ${ident('updatedAt')})
+            VALUES (${ROW}, ${0}, ${0}, ${0}, ${false}, ${false}, ${new Date()}) ON CONFLICT (${ident('id')}) DO NOTHING`,
+      )
+      .then(
+        () => {},
+        (err: unknown) => {
+          this.exists = undefined;
+          throw err;
+        },
+      );
+    return this.exists;
+  }
+
   private async row(): Promise<Raw> {
-    const read = async () => (await this.db.query<Raw>(sql`SELECT * FROM ${CREDITS} WHERE ${ident('id')} = ${ROW}`, undefined, { point: true }))[0];
-    const found = await read();
-    if (found) return found;
-    await this.db.query(
-      sql`INSERT INTO ${CREDITS} (${ident('id')}, ${ident('consumed')}, ${ident('added')}, ${ident('monthUsed')}, ${ident('capSet')}, ${ident('paused')}, ${ident('updatedAt')})
-          VALUES (${ROW}, ${0}, ${0}, ${0}, ${false}, ${false}, ${new Date()}) ON CONFLICT (${ident('id')}) DO NOTHING`,
-    );
-    return read();
+    await this.ensureRow();
+    return (await this.db.query<Raw>(sql`SELECT * FROM ${CREDITS} WHERE ${ident('id')} = ${ROW}`, undefined, { point: true }))[0];
   }
 
   /** The cap in force: an admin's, else svc.json's. */
   private capOf(r: Raw): number | null {
     if (toBool(r.capSet)) return r.monthlyCap === null || r.monthlyCap === undefined ? null : Number(r.monthlyCap);
     return this.settings.monthlyCap;
+  }
+
+  /** `capOf` as SQL over the row being updated. */
+  private capInForce(): Sql {
+    const configured = this.settings.monthlyCap === null ? raw('NULL') : sql`${this.settings.monthlyCap}`;
+    return sql`(CASE WHEN ${ident('capSet')} THEN ${ident('monthlyCap')} ELSE ${configured} END)`;
   }
 
   /** The figures of the admin endpoint, the `status`/`credits` events and the callback. */
@@ -101,15 +121,15 @@ export class CreditLedger {
     return null;
   }
 
-  /** Charges `credits` in one statement (rolling the month over and pausing at the cap). */
+  /** Charges `credits` in one statement (rolling the month over and pausing at the cap in force). */
   async charge(credits: number): Promise<void> {
     if (credits <= 0) return;
-    const r = await this.row();
+    await this.ensureRow();
     const month = osloMonth(this.now());
-    const cap = this.capOf(r);
     const used = sql`(CASE WHEN ${ident('monthKey')} = ${month} THEN ${ident('monthUsed')} + ${credits} ELSE ${credits} END)`;
     const stillPaused = sql`(CASE WHEN ${ident('monthKey')} = ${month} THEN ${ident('paused')} ELSE ${false} END)`;
-    const reached = cap === null ? raw('1 = 0') : sql`${used} >= ${cap}`;
+    const cap = this.capInForce();
+    const reached = sql`(${cap} IS NOT NULL AND ${used} >= ${cap})`;
     await this.db.query(
       sql`UPDATE ${CREDITS} SET ${ident('consumed')} = ${ident('consumed')} + ${credits}, ${ident('paused')} = (${stillPaused} OR ${reached}),
           ${ident('monthUsed')} = ${used}, ${ident('monthKey')} = ${month}, ${ident('updatedAt')} = ${new Date()} WHERE ${ident('id')} = ${ROW}`,
@@ -131,7 +151,7 @@ export class CreditLedger {
     if (c.monthlyCap !== undefined && c.monthlyCap !== null && (!Number.isSafeInteger(c.monthlyCap) || (c.monthlyCap as number) < 0))
       throw new HttpError('INVALID_PARAMETER', 'monthlyCap must be an integer ≥ 0 (credits per month) or null for none');
     if (c.paused !== undefined && typeof c.paused !== 'boolean') throw new HttpError('INVALID_PARAMETER', 'paused must be a boolean');
-    await this.row();
+    await this.ensureRow();
     const month = osloMonth(this.now());
     await this.db.transaction(async (tx) => {
       if (c.addBalance !== undefined)

@@ -127,8 +127,7 @@ export class McpServers {
     const specs: ToolSpec[] = [];
     for (const c of this.connections) {
       if (c.status !== 'connected') continue;
-      for (const t of c.tools) {
-        const name = toolName(c.config.name, t.name);
+      for (const [name, t] of c.tools) {
         if (taken.has(name) || specs.some((s) => s.name === name)) continue;
         specs.push({
           name,
@@ -143,7 +142,10 @@ export class McpServers {
 
   /** The server and tool a model-facing name stands for, or undefined. */
   find(name: string): { server: string; tool: string } | undefined {
-    for (const c of this.connections) for (const t of c.tools) if (toolName(c.config.name, t.name) === name) return { server: c.config.name, tool: t.name };
+    for (const c of this.connections) {
+      const t = c.tools.get(name);
+      if (t) return { server: c.config.name, tool: t.name };
+    }
     return undefined;
   }
 
@@ -181,7 +183,8 @@ export class McpServers {
 class McpConnection {
   status: McpStatus = 'connecting';
   client?: Client;
-  tools: Tool[] = [];
+  /** The server's tools by their model-facing name (`toolName`), from the last listing. */
+  tools = new Map<string, Tool>();
   /** Settles when the first attempt has ended (either way). */
   firstAttempt: Promise<void> = Promise.resolve();
   private retryMs = RETRY_FIRST_MS;
@@ -229,7 +232,7 @@ class McpConnection {
       { name: 'svc-agent', version: '1.0.0' },
       {
         listChanged: {
-          tools: { onChanged: (err, tools) => void (!err && tools && this.client === client && (this.tools = tools)) },
+          tools: { onChanged: (err, tools) => void (!err && tools && this.client === client && (this.tools = this.named(tools))) },
         },
       },
     );
@@ -244,7 +247,7 @@ class McpConnection {
       } while (cursor);
       if (this.closed) return void (await client.close().catch(() => {}));
       this.client = client;
-      this.tools = tools;
+      this.tools = this.named(tools);
       this.retryMs = RETRY_FIRST_MS;
       // A stdio server's process exiting (or a transport giving up) closes the client.
       client.onclose = () => this.lost(new Error('the connection closed'));
@@ -271,6 +274,10 @@ class McpConnection {
       if (err instanceof McpError && err.code !== ErrorCode.ConnectionClosed && err.code !== ErrorCode.RequestTimeout) return;
       if (this.client === client) this.lost(err);
     }
+  }
+
+  private named(tools: Tool[]): Map<string, Tool> {
+    return new Map(tools.map((t) => [toolName(this.config.name, t.name), t]));
   }
 
   private transport(): Transport {

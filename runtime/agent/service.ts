@@ -365,9 +365,9 @@ export class AgentService implements AgentHost {
   }
 
   async credits(identityId: string): Promise<CreditFigures> {
-    const row = await this.threads.session(identityId);
+    const [row, app] = await Promise.all([this.threads.session(identityId), this.ledger.state()]);
     return {
-      credits: (await this.ledger.state()).credits,
+      credits: app.credits,
       sessionCredits: row.sessionCredits === 0 ? 0 : Math.max(0, row.sessionCredits - row.sessionCreditsUsed),
       sessionCreditsLimit: row.sessionCredits,
       sessionCreditsUsed: row.sessionCreditsUsed,

@@ -2,9 +2,9 @@
  * @module One identity's agent session on the main thread (SPEC §3, §6.3, DESIGN §7): its worker
  * thread, its state (`starting`, `idle`, `busy`, `stopped`), the client events of its channel, turns
  * (queued one after another, persisted in its thread), tool calls answered for the worker, the idle
- * timeout, the stats callback and the session's MCP servers (mcp.ts). Events that change the conversation (`message`, `new-thread`,
- * `thread-resume`, `rollback`, `compact`, a backend `prompt`) run in order, each after the one before
- * has finished; `status`, `cancel`, `tool-result`, `effort`, `fast`, `thread-list`, `mcp-list` and
+ * timeout, the stats callback and the session's MCP servers (mcp.ts). Events that change the
+ * conversation (`message`, `new-thread`, `thread-resume`, `rollback`, `compact`, a backend `prompt`)
+ * run in order, each after the one before has finished; `status`, `cancel`, `tool-result`, `effort`, `fast`, `thread-list`, `mcp-list` and
  * `restart` are answered at once.
  */
 import { randomUUID } from 'node:crypto';
@@ -61,6 +61,8 @@ export class AgentSession {
   private idleTimer?: NodeJS.Timeout;
   private warnTimer?: NodeJS.Timeout;
   private mcp: McpServers;
+  /** Names of the session's own tools, which an MCP tool may not take. */
+  private readonly toolNames: ReadonlySet<string>;
 
   constructor(
     readonly identityId: string,
@@ -71,6 +73,7 @@ export class AgentSession {
     private readonly host: AgentHost,
   ) {
     this.mcp = this.mcpServers();
+    this.toolNames = new Set(tools.map((t) => t.name));
   }
 
   /** Reads the identity's current thread and starts the worker; `agent-event started`. */
@@ -404,7 +407,7 @@ export class AgentSession {
             modelId: rung.rung.model,
             system: await this.host.systemPrompt(this.options),
             messages: [...modelHistory(thread), { role: 'user', content: text }],
-            tools: [...this.tools, ...this.mcp.tools(new Set(this.tools.map((t) => t.name)))],
+            tools: [...this.tools, ...this.mcp.tools(this.toolNames)],
             ...(effort && { reasoningEffort: effort }),
             maxSteps: this.host.settings.maxStepsPerTurn,
           },

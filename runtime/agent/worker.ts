@@ -3,8 +3,9 @@
  * chat-completions request through the AI SDK (`streamText` over `@ai-sdk/openai-compatible`), up to
  * `maxSteps` model calls with tools between them, relaying text and reasoning deltas as SPEC §6.3
  * events. Tools that touch the app, the client or an MCP server are sent to the main thread and
- * awaited; the built-in `update_plan` runs here. A failed provider call is retried twice (after an `error` event with
- * `willRetry: true`); `cancel` aborts the turn. A crash of this thread fails only its session's turn.
+ * awaited; the built-in `update_plan` runs here. A failed provider call is retried twice (after an
+ * `error` event with `willRetry: true`); `cancel` aborts the turn. A crash of this thread fails only
+ * its session's turn.
  */
 import { parentPort } from 'node:worker_threads';
 import { randomUUID } from 'node:crypto';

@@ -54,6 +54,20 @@ function fixtureWithMcp(): string {
 }
 
 const only = (events: any[], type: string) => events.filter((e) => e.type === type);
+/** The `mcp-status` values of server `name` since event index `from`, in order. */
+const statusesOf = (name: string, from: number): string[] =>
+  chat.events
+    .slice(from)
+    .filter((e) => e.type === 'mcp-status' && e.name === name)
+    .map((e) => e.status);
+/** The content of the last tool result the model was sent, as JSON text. */
+const lastToolResult = (): string =>
+  JSON.stringify(
+    model.requests
+      .at(-1)!
+      .body.messages.filter((m) => m.role === 'tool')
+      .at(-1)?.content,
+  );
 
 describe('agent MCP servers', () => {
   beforeAll(async () => {
@@ -171,12 +185,7 @@ describe('agent MCP servers', () => {
   it('the stdio server runs in the app folder with its env; when its process dies the session reconnects it', async () => {
     model.script({ toolCalls: [{ name: 'notes__greet', args: { name: 'Ada' } }] }, { text: ['Greeted.'] });
     await chat.turn('Greet me');
-    const greeting = JSON.stringify(
-      model.requests
-        .at(-1)!
-        .body.messages.filter((m) => m.role === 'tool')
-        .at(-1)?.content,
-    );
+    const greeting = lastToolResult();
     expect(greeting).toContain(`Hello, Ada; folder ${basename(app.dir)}; pid `);
     const firstPid = /pid (\d+)/.exec(greeting)![1];
 
@@ -185,33 +194,19 @@ describe('agent MCP servers', () => {
     const events = await chat.turn('Crash the notes server');
     expect(only(events, 'mcp-tool-end')[0].error).toEqual(expect.any(String));
     expect(only(events, 'turn-completed')).toEqual([expect.objectContaining({ status: 'completed' })]);
-    await waitFor(() => chat.events.slice(from).some((e) => e.type === 'mcp-status' && e.name === 'notes' && e.status === 'connected'), 15_000);
-    expect(
-      chat.events
-        .slice(from)
-        .filter((e) => e.type === 'mcp-status' && e.name === 'notes')
-        .map((e) => e.status),
-    ).toEqual(['reconnecting', 'connected']);
+    await waitFor(() => statusesOf('notes', from).includes('connected'), 15_000);
+    expect(statusesOf('notes', from)).toEqual(['reconnecting', 'connected']);
 
     model.script({ toolCalls: [{ name: 'notes__greet', args: { name: 'Ada' } }] }, { text: ['Greeted again.'] });
     await chat.turn('Greet me again');
-    const again = JSON.stringify(
-      model.requests
-        .at(-1)!
-        .body.messages.filter((m) => m.role === 'tool')
-        .at(-1)?.content,
-    );
+    const again = lastToolResult();
     const secondPid = /pid (\d+)/.exec(again)![1];
     expect(secondPid).not.toBe(firstPid);
   });
 
   it('an HTTP server that goes away is found by the ping (reconnecting, then failed); turns run without its tools; it is connected again when back', async () => {
     const from = chat.events.length;
-    const statuses = () =>
-      chat.events
-        .slice(from)
-        .filter((e) => e.type === 'mcp-status' && e.name === 'catalogue')
-        .map((e) => e.status);
+    const statuses = () => statusesOf('catalogue', from);
     await mcp.stop();
     await waitFor(() => statuses().includes('failed'), 10_000);
 
@@ -245,16 +240,7 @@ describe('agent MCP servers', () => {
   it('closing the session stops its stdio server', async () => {
     model.script({ toolCalls: [{ name: 'notes__greet', args: { name: 'Ada' } }] }, { text: ['Hi.'] });
     await chat.turn('Greet me once more');
-    const pid = Number(
-      /pid (\d+)/.exec(
-        JSON.stringify(
-          model.requests
-            .at(-1)!
-            .body.messages.filter((m) => m.role === 'tool')
-            .at(-1)?.content,
-        ),
-      )![1],
-    );
+    const pid = Number(/pid (\d+)/.exec(lastToolResult())![1]);
     expect(isRunning(pid)).toBe(true);
     await server.agent.stopSession(ada.id, 'stopped');
     await waitFor(() => !isRunning(pid), 10_000);
