@@ -82,7 +82,7 @@ export interface PreparedApp {
 /** What `prepareApp` copies of an app folder: everything but generated output, data and packages. */
 const copyFilter = (p: string) => !/[/\\](\.svc|data|node_modules)$/.test(p);
 
-/** A digest of every file `prepareApp` copies from `source` (paths and contents). */
+/** A digest of every file of the app folder `source` but its generated output and data (paths and contents). */
 function sourceDigest(source: string): string {
   const hash = createHash('sha256');
   const walk = (dir: string) => {
@@ -104,13 +104,13 @@ function sourceDigest(source: string): string {
 /**
  * Runs `svc generate` in `dir`, or copies its output (`.svc/`, `migrations/`) from the run's cache
  * (`SVC_TEST_GENERATE_CACHE`, a folder `global-setup.ts` makes for one `npm test`) when the same
- * source was generated for the same backend before in this run. The generated output holds no
+ * app folder was generated for the same backend before in this run. The generated output holds no
  * absolute path of its app folder nor any database URL, so a copy is what `svc generate` would write;
  * `svc serve` then applies the migrations to the copy's own fresh database.
  */
-async function generateCached(source: string, dir: string, backend: Backend, env: NodeJS.ProcessEnv): Promise<void> {
+async function generateCached(dir: string, backend: Backend, env: NodeJS.ProcessEnv): Promise<void> {
   const cacheRoot = process.env.SVC_TEST_GENERATE_CACHE;
-  const cached = cacheRoot ? join(cacheRoot, `${backend}-${sourceDigest(source)}`) : undefined;
+  const cached = cacheRoot ? join(cacheRoot, `${backend}-${sourceDigest(dir)}`) : undefined;
   if (cached && existsSync(cached)) {
     for (const part of ['.svc', 'migrations'])
       if (existsSync(join(cached, part))) cpSync(join(cached, part), join(dir, part), { recursive: true, verbatimSymlinks: true });
@@ -131,16 +131,18 @@ async function generateCached(source: string, dir: string, backend: Backend, env
 }
 
 /**
- * Copies an app folder to a temp dir, points it at a fresh database of `backend`, and generates it
- * (`svc generate`, once per source and backend in a run: see `generateCached`). SQLite: a file in the
- * temp dir; PostgreSQL: a new database, dropped by cleanup.
+ * Copies an app folder to a temp dir, lets `edit` change the copy (e.g. write an `svc.json` setting),
+ * points it at a fresh database of `backend`, and generates it (`svc generate`, once per app folder
+ * and backend in a run: see `generateCached`). SQLite: a file in the temp dir; PostgreSQL: a new
+ * database, dropped by cleanup.
  */
-export async function prepareApp(source: string, backend: Backend): Promise<PreparedApp> {
+export async function prepareApp(source: string, backend: Backend, edit?: (dir: string) => void): Promise<PreparedApp> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-app-'));
   cpSync(source, dir, { recursive: true, filter: copyFilter });
+  edit?.(dir);
   const pgdb = backend === 'postgresql' ? await createPgDatabase() : undefined;
   const env = { DATABASE_URL: pgdb ? pgdb.url : `file:${join(dir, 'data', 'app.db')}` };
-  await generateCached(source, dir, backend, env);
+  await generateCached(dir, backend, env);
   return {
     dir,
     env,
