@@ -6,25 +6,20 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { DefinitionError, formatDiagnostic, generate, initApp } from '../generator/index.js';
-import {
-  createServiceAccountInApp,
-  createUserInApp,
-  deleteIdentityInApp,
-  diffDatamodels,
-  disableIdentityInApp,
-  filterProblems,
-  migrateApp,
-  setIdentityRolesInApp,
-  startServer,
-  creditsInApp,
-  type CreditChange,
-} from '../runtime/index.js';
+import type { CreditChange } from '../runtime/index.js';
 
-function fail(err: unknown): never {
-  if (err instanceof DefinitionError && err.diagnostics.length === 1 && err.diagnostics[0].code === 'DEF_MISSING_SVC_JSON') {
+// The generator (TypeScript's compiler, ts-morph) and the runtime are loaded by the commands that
+// use them: `svc serve` and `svc user …` never pay for the compiler, `--help` for neither.
+const generator = () => import('../generator/index.js');
+const runtime = () => import('../runtime/index.js');
+
+async function fail(err: unknown): Promise<never> {
+  // Only the generator throws DefinitionError, so it is loaded already when the error is one.
+  const { DefinitionError, formatDiagnostic } =
+    err instanceof Error && err.name === 'DefinitionError' ? await generator() : { DefinitionError: undefined, formatDiagnostic: undefined };
+  if (DefinitionError && err instanceof DefinitionError && err.diagnostics.length === 1 && err.diagnostics[0].code === 'DEF_MISSING_SVC_JSON') {
     process.stderr.write(`svc: ${err.diagnostics[0].message}\n`); // not an app folder: one line, no count
-  } else if (err instanceof DefinitionError) {
+  } else if (DefinitionError && err instanceof DefinitionError) {
     for (const d of err.diagnostics) process.stderr.write(`${formatDiagnostic(d)}\n`);
     process.stderr.write(`svc: ${err.message}\n`);
   } else {
@@ -49,8 +44,8 @@ program
   .command('init')
   .description('write a working example app into <dir>')
   .argument('<dir>', 'folder to create (its name becomes the api-name)')
-  .action((dir: string) => {
-    const files = initApp(dir);
+  .action(async (dir: string) => {
+    const files = (await generator()).initApp(dir);
     process.stdout.write(`svc: wrote ${files.length} files to ${dir}\nnext: svc generate ${dir} && svc serve ${dir}\n`);
   });
 
@@ -60,6 +55,7 @@ program
   .argument('[dir]', 'app folder', '.')
   .option('--name <migration>', 'name of the migration written if the model changed')
   .action(async (dir: string, opts: { name?: string }) => {
+    const [{ generate, formatDiagnostic }, { diffDatamodels, filterProblems }] = await Promise.all([generator(), runtime()]);
     const result = await generate({ appDir: dir, migrationName: opts.name, diffDatamodels, checkFilters: filterProblems });
     for (const w of result.warnings) process.stderr.write(`svc: warning: ${formatDiagnostic(w)}\n`);
     process.stdout.write(`svc: generated ${join(dir, '.svc')} (${result.manifest.collections.length} collections, ${result.manifest.provider})\n`);
@@ -73,7 +69,7 @@ program
   .description('apply pending migrations (serve does this too at start)')
   .argument('[dir]', 'app folder', '.')
   .action(async (dir: string) => {
-    const applied = await migrateApp(dir);
+    const applied = await (await runtime()).migrateApp(dir);
     process.stdout.write(applied.length ? `svc: applied ${applied.join(', ')}\n` : 'svc: database is up to date\n');
   });
 
@@ -84,7 +80,7 @@ program
   .option('--port <n>', 'TCP port (0 picks a free one; default: PORT, then svc.json port)', port)
   .option('--host <address>', 'interface to listen on (default: HOST, then 127.0.0.1)')
   .action(async (dir: string, opts: { port?: number; host?: string }) => {
-    const server = await startServer({ appDir: resolve(dir), port: opts.port, host: opts.host });
+    const server = await (await runtime()).startServer({ appDir: resolve(dir), port: opts.port, host: opts.host });
     process.stdout.write(`svc: serving ${server.manifest.name} at ${server.url}\n`);
     const stop = () => {
       server.close().then(
@@ -123,7 +119,7 @@ user
   .requiredOption('--password <password>', 'at least 8 characters (stored as an argon2id hash)')
   .option('--roles <a,b>', 'custom roles, comma-separated', roles, [] as string[])
   .action(async (dir: string, opts: { username: string; password: string; roles: string[] }) => {
-    print(await createUserInApp(dir, opts));
+    print(await (await runtime()).createUserInApp(dir, opts));
   });
 user
   .command('delete')
@@ -131,7 +127,7 @@ user
   .argument('[dir]', 'app folder', '.')
   .requiredOption('--username <name>', 'the user to delete')
   .action(async (dir: string, opts: { username: string }) => {
-    print(await deleteIdentityInApp(dir, { kind: 'user', username: opts.username }));
+    print(await (await runtime()).deleteIdentityInApp(dir, { kind: 'user', username: opts.username }));
   });
 user
   .command('disable')
@@ -139,7 +135,7 @@ user
   .argument('[dir]', 'app folder', '.')
   .requiredOption('--username <name>', 'the user to disable')
   .action(async (dir: string, opts: { username: string }) => {
-    print(await disableIdentityInApp(dir, { kind: 'user', username: opts.username }));
+    print(await (await runtime()).disableIdentityInApp(dir, { kind: 'user', username: opts.username }));
   });
 user
   .command('set-roles')
@@ -148,7 +144,7 @@ user
   .requiredOption('--username <name>', 'the user to change')
   .requiredOption('--roles <a,b>', 'the new custom roles, comma-separated ("" removes them all)', roles)
   .action(async (dir: string, opts: { username: string; roles: string[] }) => {
-    print(await setIdentityRolesInApp(dir, { kind: 'user', username: opts.username }, opts.roles));
+    print(await (await runtime()).setIdentityRolesInApp(dir, { kind: 'user', username: opts.username }, opts.roles));
   });
 
 const serviceAccount = program.command('service-account').description('manage service accounts (OAuth 2.0 clients)');
@@ -160,7 +156,7 @@ serviceAccount
   .option('--roles <a,b>', 'custom roles, comma-separated', roles, [] as string[])
   .option('--admin', 'bypass access rules and policies, and read the client log')
   .action(async (dir: string, opts: { name: string; roles: string[]; admin?: boolean }) => {
-    print(await createServiceAccountInApp(dir, { name: opts.name, roles: opts.roles, admin: opts.admin === true }));
+    print(await (await runtime()).createServiceAccountInApp(dir, { name: opts.name, roles: opts.roles, admin: opts.admin === true }));
   });
 serviceAccount
   .command('delete')
@@ -168,7 +164,7 @@ serviceAccount
   .argument('[dir]', 'app folder', '.')
   .requiredOption('--client-id <id>', 'the client id of the account (names are not unique)')
   .action(async (dir: string, opts: { clientId: string }) => {
-    print(await deleteIdentityInApp(dir, { kind: 'serviceAccount', clientId: opts.clientId }));
+    print(await (await runtime()).deleteIdentityInApp(dir, { kind: 'serviceAccount', clientId: opts.clientId }));
   });
 serviceAccount
   .command('disable')
@@ -176,7 +172,7 @@ serviceAccount
   .argument('[dir]', 'app folder', '.')
   .requiredOption('--client-id <id>', 'the client id of the account (names are not unique)')
   .action(async (dir: string, opts: { clientId: string }) => {
-    print(await disableIdentityInApp(dir, { kind: 'serviceAccount', clientId: opts.clientId }));
+    print(await (await runtime()).disableIdentityInApp(dir, { kind: 'serviceAccount', clientId: opts.clientId }));
   });
 
 program
@@ -191,7 +187,7 @@ program
     if (opts.add !== undefined) change.addBalance = wholeNumber(opts.add, '--add');
     if (opts.cap !== undefined) change.monthlyCap = opts.cap === 'none' ? null : wholeNumber(opts.cap, '--cap');
     if (opts.resume) change.paused = false;
-    print(await creditsInApp(dir, change));
+    print(await (await runtime()).creditsInApp(dir, change));
   });
 
 program
