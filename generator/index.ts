@@ -1,14 +1,14 @@
 /**
  * @module The generator's public entry: `generate(options)` runs load → validate → normalise →
- * buildFiles → writeFiles → prisma client → migration (DESIGN §2, STYLE §6).
+ * buildFiles → writeFiles → packages (and the Prisma client when asked) → migration (DESIGN §2, STYLE §6).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { AppManifest } from '../runtime/index.js';
 import { buildFiles } from './build-files.js';
 import { planMigration, type DiffDatamodels } from './migrate/plan-migration.js';
-import { generatePrismaClient } from './prisma-client.js';
+import { emitPackages } from './prisma-client.js';
 import type { Diagnostic } from './validate/diagnostics.js';
 import { DefinitionError, loadAndValidate } from './validate/index.js';
 import { writeFiles } from './write-files.js';
@@ -33,6 +33,11 @@ export interface GenerateOptions {
    * compiler, injected like `diffDatamodels`); each problem becomes a `DEF_INVALID_FILTER` diagnostic.
    */
   checkFilters?: (manifest: AppManifest) => { file: string; path: string; message: string }[];
+  /**
+   * Also emit the Prisma client into `.svc/client/` (`svc generate --prisma-client`). Default: svc.json
+   * `generate.prismaClient`, else false; the runtime never loads it.
+   */
+  prismaClient?: boolean;
 }
 
 export interface GenerateResult {
@@ -50,12 +55,18 @@ function diffUrl(manifest: AppManifest, env: NodeJS.ProcessEnv, scratch: string)
   return manifest.provider === 'sqlite' ? `file:${join(scratch, 'diff.db')}` : env.DATABASE_URL || manifest.settings.database;
 }
 
+/** svc.json `generate.prismaClient` (the file was validated by `loadAndValidate`). */
+function prismaClientWanted(appDir: string): boolean {
+  const svc = JSON.parse(readFileSync(join(appDir, 'svc.json'), 'utf8')) as { generate?: { prismaClient?: boolean } };
+  return svc.generate?.prismaClient === true;
+}
+
 /**
  * `svc generate`: validates every definition and emits `<appDir>/.svc/` and, when the model changed,
  * a new migration in `<appDir>/migrations/<provider>/`.
  * @throws DefinitionError listing every problem (nothing is written then); definition filters are
  *   checked after every other problem is gone
- * @throws Error when Prisma generation or the migration diff fails
+ * @throws Error when Prisma client generation (when asked) or the migration diff fails
  * Source: DESIGN §3a (`svc generate`), §5 (migrations).
  */
 export async function generate(options: GenerateOptions): Promise<GenerateResult> {
@@ -67,7 +78,7 @@ export async function generate(options: GenerateOptions): Promise<GenerateResult
   const files = buildFiles(manifest, functionFiles);
   const svcDir = join(appDir, '.svc');
   const { written } = writeFiles(svcDir, files);
-  await generatePrismaClient(svcDir);
+  await emitPackages(svcDir, options.prismaClient ?? prismaClientWanted(appDir));
   const scratch = mkdtempSync(join(tmpdir(), 'svc-diff-'));
   try {
     const migration = await planMigration({

@@ -1,7 +1,9 @@
 /**
- * @module Generates the Prisma client for `.svc/schema.prisma` into `.svc/client/` and compiles it to
- * JavaScript, so the runtime never compiles at request time. Also links the packages generated code
- * imports (`svc`, `@prisma/client`) into `.svc/node_modules/`, so an app folder anywhere on disk runs.
+ * @module Links the packages generated code imports (`svc`, and `@prisma/client` with the client) into
+ * `.svc/node_modules/`, so an app folder anywhere on disk runs; and, only when asked (`svc generate
+ * --prisma-client` or svc.json `generate.prismaClient`), generates the Prisma client for
+ * `.svc/schema.prisma` into `.svc/client/`, compiled to JavaScript. The runtime does not load that
+ * client (it speaks SQL through the driver adapters); it is for app code that wants Prisma itself.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, unlinkSync, writeFileSync, lstatSync, readlinkSync } from 'node:fs';
@@ -47,12 +49,25 @@ function link(target: string, at: string): void {
 }
 
 /**
+ * Links `.svc/node_modules/svc` to this package; with `prismaClient`, also generates the client (see
+ * `generatePrismaClient`), and without it removes a client an earlier run left, so `.svc/` holds the
+ * client exactly when it was asked for.
+ * @throws Error with Prisma's message when generation fails
+ */
+export async function emitPackages(svcDir: string, prismaClient: boolean): Promise<void> {
+  link(PACKAGE_ROOT, join(svcDir, 'node_modules', 'svc'));
+  if (prismaClient) return generatePrismaClient(svcDir);
+  rmSync(join(svcDir, 'client'), { recursive: true, force: true });
+  rmSync(join(svcDir, 'node_modules', '@prisma'), { recursive: true, force: true });
+}
+
+/**
  * Runs `prisma generate` for `<svcDir>/schema.prisma` and compiles the output to ESM JavaScript.
  * The Prisma CLI wants a schema-engine binary path it never runs during generate (DESIGN §5 fact 1):
  * we point it at an existing file.
  * @throws Error with Prisma's message when generation fails
  */
-export async function generatePrismaClient(svcDir: string): Promise<void> {
+async function generatePrismaClient(svcDir: string): Promise<void> {
   const prismaCli = require.resolve('prisma/build/index.js');
   rmSync(join(svcDir, 'client'), { recursive: true, force: true });
   try {
@@ -65,6 +80,5 @@ export async function generatePrismaClient(svcDir: string): Promise<void> {
     throw new Error(`prisma generate failed: ${(e.stderr || e.stdout || e.message).trim()}`);
   }
   transpileTree(join(svcDir, 'client'));
-  link(PACKAGE_ROOT, join(svcDir, 'node_modules', 'svc'));
   link(dirname(require.resolve('@prisma/client/package.json')), join(svcDir, 'node_modules', '@prisma', 'client'));
 }

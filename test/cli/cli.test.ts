@@ -101,6 +101,28 @@ describe('svc CLI', () => {
     expect(JSON.parse(doc.stdout).paths).toHaveProperty('/greet');
   });
 
+  it('emits the Prisma client only when asked: --prisma-client or svc.json generate.prismaClient', async () => {
+    const dir = join(work, 'prisma-client');
+    cpSync(join(ROOT, 'test/fixtures/apps/catalog'), dir, { recursive: true });
+    const client = () => existsSync(join(dir, '.svc/client/client.js'));
+    expect((await runCli(['generate', dir])).code).toBe(0);
+    expect(client()).toBe(false);
+    expect(existsSync(join(dir, '.svc/node_modules/svc/package.json'))).toBe(true); // generated code still finds svc
+    const asked = await runCli(['generate', dir, '--prisma-client']);
+    expect(asked.code, asked.stderr).toBe(0);
+    expect(client()).toBe(true);
+    expect((await runCli(['generate', dir])).code).toBe(0); // not asked again: the stale client goes
+    expect(client()).toBe(false);
+    const settings = JSON.parse(readFileSync(join(dir, 'svc.json'), 'utf8'));
+    writeFileSync(join(dir, 'svc.json'), JSON.stringify({ ...settings, generate: { prismaClient: true } }));
+    expect((await runCli(['generate', dir])).code).toBe(0);
+    expect(client()).toBe(true);
+    writeFileSync(join(dir, 'svc.json'), JSON.stringify({ ...settings, generate: { prismaClient: 'yes' } }));
+    const bad = await runCli(['generate', dir]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('generate/prismaClient');
+  }, 120_000);
+
   it('writes a migration when the model changes; migrate and serve apply it', async () => {
     const dir = join(work, 'evolve');
     await runCli(['init', dir]);
