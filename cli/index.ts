@@ -55,9 +55,17 @@ program
   .argument('[dir]', 'app folder', '.')
   .option('--name <migration>', 'name of the migration written if the model changed')
   .option('--prisma-client', 'also emit the Prisma client into .svc/client/ (default: svc.json generate.prismaClient; the runtime does not need it)')
-  .action(async (dir: string, opts: { name?: string; prismaClient?: boolean }) => {
+  .option('--accept-data-loss', 'write a migration that drops tables or columns (and the data in them)')
+  .action(async (dir: string, opts: { name?: string; prismaClient?: boolean; acceptDataLoss?: boolean }) => {
     const [{ generate, formatDiagnostic }, { diffDatamodels, filterProblems }] = await Promise.all([generator(), runtime()]);
-    const result = await generate({ appDir: dir, migrationName: opts.name, prismaClient: opts.prismaClient, diffDatamodels, checkFilters: filterProblems });
+    const result = await generate({
+      appDir: dir,
+      migrationName: opts.name,
+      prismaClient: opts.prismaClient,
+      acceptDataLoss: opts.acceptDataLoss,
+      diffDatamodels,
+      checkFilters: filterProblems,
+    });
     for (const w of result.warnings) process.stderr.write(`svc: warning: ${formatDiagnostic(w)}\n`);
     process.stdout.write(`svc: generated ${join(dir, '.svc')} (${result.manifest.collections.length} collections, ${result.manifest.provider})\n`);
     process.stdout.write(

@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { AppManifest } from '../runtime/index.js';
 import { buildFiles } from './build-files.js';
-import { planMigration, type DiffDatamodels } from './migrate/plan-migration.js';
+import { migrationRisks } from './migrate/migration-risks.js';
+import { lastSnapshot, planMigration, type DiffDatamodels } from './migrate/plan-migration.js';
 import { emitPackages } from './prisma-client.js';
 import type { Diagnostic } from './validate/diagnostics.js';
 import { DefinitionError, loadAndValidate } from './validate/index.js';
@@ -38,6 +39,11 @@ export interface GenerateOptions {
    * `generate.prismaClient`, else false; the runtime never loads it.
    */
   prismaClient?: boolean;
+  /**
+   * Write a migration that drops tables or columns (`svc generate --accept-data-loss`); without it such a
+   * change is refused with one `DEF_DATA_LOSS` diagnostic per table or column.
+   */
+  acceptDataLoss?: boolean;
 }
 
 export interface GenerateResult {
@@ -46,7 +52,10 @@ export interface GenerateResult {
   written: string[];
   /** The migration folder written, or null when the model did not change. */
   migration: string | null;
-  /** Problems that did not stop generation (e.g. `DEF_GLOBAL_RES_IGNORED`), for the CLI to print. */
+  /**
+   * Problems that did not stop generation (e.g. `DEF_GLOBAL_RES_IGNORED`, or `DEF_DATA_LOSS` accepted
+   * with `acceptDataLoss`), for the CLI to print.
+   */
   warnings: Diagnostic[];
 }
 
@@ -65,7 +74,8 @@ function prismaClientWanted(appDir: string): boolean {
  * `svc generate`: validates every definition and emits `<appDir>/.svc/` and, when the model changed,
  * a new migration in `<appDir>/migrations/<provider>/`.
  * @throws DefinitionError listing every problem (nothing is written then); definition filters are
- *   checked after every other problem is gone
+ *   checked after every other problem is gone, and the migration's risks to stored rows after them
+ *   (`DEF_REQUIRED_WITHOUT_DEFAULT`, and `DEF_DATA_LOSS` unless `acceptDataLoss`)
  * @throws Error when Prisma client generation (when asked) or the migration diff fails
  * Source: DESIGN §3a (`svc generate`), §5 (migrations).
  */
@@ -76,6 +86,13 @@ export async function generate(options: GenerateOptions): Promise<GenerateResult
   const filterDiagnostics = (options.checkFilters?.(manifest) ?? []).map((p) => ({ code: 'DEF_INVALID_FILTER', ...p }));
   if (filterDiagnostics.length > 0) throw new DefinitionError(filterDiagnostics);
   const files = buildFiles(manifest, functionFiles);
+  // What the migration would do to stored rows is judged before anything is written.
+  const risks = migrationRisks(lastSnapshot(appDir, manifest.provider).previous, files['schema.prisma']);
+  const lossRefused = options.acceptDataLoss
+    ? []
+    : risks.lossy.map((d) => ({ ...d, message: `${d.message}; run svc generate --accept-data-loss to write this migration` }));
+  if (risks.unfillable.length + lossRefused.length > 0) throw new DefinitionError([...risks.unfillable, ...lossRefused]);
+  if (options.acceptDataLoss) warnings.push(...risks.lossy);
   const svcDir = join(appDir, '.svc');
   const { written } = writeFiles(svcDir, files);
   await emitPackages(svcDir, options.prismaClient ?? prismaClientWanted(appDir));

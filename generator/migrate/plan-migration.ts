@@ -35,13 +35,11 @@ const LOCK = (provider: DatabaseProvider) =>
 const stamp = (d: Date) => d.toISOString().replace(/[-:T]/g, '').slice(0, 14);
 
 /**
- * Writes a migration when the datamodel differs from the last migration's snapshot.
- * @returns the new folder name, or null when nothing changed (then nothing is written)
- * @throws Error from the schema engine when the diff fails
- * Source: DESIGN §5; issue "Migrations" (same input → no new migration).
+ * The newest migration folder of a provider and the datamodel after it (`schema.prisma` beside it).
+ * @returns `last` undefined and `previous` null when no migration exists yet
  */
-export async function planMigration(options: PlanMigrationOptions): Promise<string | null> {
-  const dir = migrationsDir(options.appDir, options.provider);
+export function lastSnapshot(appDir: string, provider: DatabaseProvider): { last: string | undefined; previous: string | null } {
+  const dir = migrationsDir(appDir, provider);
   const folders = existsSync(dir)
     ? readdirSync(dir, { withFileTypes: true })
         .filter((e) => e.isDirectory())
@@ -50,6 +48,18 @@ export async function planMigration(options: PlanMigrationOptions): Promise<stri
     : [];
   const last = folders.at(-1);
   const previous = last && existsSync(join(dir, last, 'schema.prisma')) ? readFileSync(join(dir, last, 'schema.prisma'), 'utf8') : null;
+  return { last, previous };
+}
+
+/**
+ * Writes a migration when the datamodel differs from the last migration's snapshot.
+ * @returns the new folder name, or null when nothing changed (then nothing is written)
+ * @throws Error from the schema engine when the diff fails
+ * Source: DESIGN §5; issue "Migrations" (same input → no new migration).
+ */
+export async function planMigration(options: PlanMigrationOptions): Promise<string | null> {
+  const dir = migrationsDir(options.appDir, options.provider);
+  const { last, previous } = lastSnapshot(options.appDir, options.provider);
   if (previous === options.schema) return null;
   const prismaSql = await options.diffDatamodels({ provider: options.provider, url: options.url, from: previous, to: options.schema });
   const search = searchMigration(options.provider, readSearchSpec(previous), readSearchSpec(options.schema), prismaSql);

@@ -152,6 +152,53 @@ describe('svc CLI', () => {
     }
   });
 
+  it('refuses a migration that cannot fill stored rows, and one that drops data unless --accept-data-loss; a refused generate writes nothing', async () => {
+    const dir = join(work, 'notes');
+    mkdirSync(join(dir, 'collections'), { recursive: true });
+    writeFileSync(join(dir, 'svc.json'), JSON.stringify({ name: 'notes' }));
+    const folderFile = join(dir, 'collections/Folder.json');
+    const noteFile = join(dir, 'collections/Note.json');
+    writeFileSync(folderFile, JSON.stringify({ name: 'Folder', properties: { name: { type: 'string', required: true } } }));
+    writeFileSync(noteFile, JSON.stringify({ name: 'Note', properties: { title: { type: 'string' }, body: { type: 'text' } } }));
+    expect((await runCli(['generate', dir])).code).toBe(0);
+    const migrations = () => readdirSync(join(dir, 'migrations/sqlite')).filter((f) => f !== 'migration_lock.toml');
+    const svcBefore = treeHash(join(dir, '.svc'));
+
+    // A required property without a default on a collection that may hold rows.
+    writeFileSync(
+      folderFile,
+      JSON.stringify({ name: 'Folder', properties: { name: { type: 'string', required: true }, color: { type: 'string', required: true } } }),
+    );
+    const unfillable = await runCli(['generate', dir, '--accept-data-loss']);
+    expect(unfillable.code).toBe(1);
+    expect(unfillable.stderr).toContain('collections/Folder.json: /properties/color: required property "color" has no default');
+    expect(migrations()).toHaveLength(1);
+    expect(treeHash(join(dir, '.svc'))).toEqual(svcBefore);
+    // With a default it applies to existing rows.
+    writeFileSync(
+      folderFile,
+      JSON.stringify({ name: 'Folder', properties: { name: { type: 'string', required: true }, color: { type: 'string', required: true, default: 'blue' } } }),
+    );
+    const filled = await runCli(['generate', dir]);
+    expect(filled.code, filled.stderr).toBe(0);
+    expect(migrations()).toHaveLength(2);
+
+    // A rename (body → content) drops the column with its data: refused, then accepted and named.
+    writeFileSync(noteFile, JSON.stringify({ name: 'Note', properties: { title: { type: 'string' }, content: { type: 'text' } } }));
+    const lossy = await runCli(['generate', dir]);
+    expect(lossy.code).toBe(1);
+    expect(lossy.stderr).toContain('collections/Note.json: /properties/body: property "body" is gone (removed or renamed)');
+    expect(lossy.stderr).toContain('--accept-data-loss');
+    expect(migrations()).toHaveLength(2);
+    rmSync(folderFile);
+    writeFileSync(noteFile, JSON.stringify({ name: 'Note', properties: { title: { type: 'string' }, content: { type: 'text' } } }));
+    const accepted = await runCli(['generate', dir, '--accept-data-loss']);
+    expect(accepted.code, accepted.stderr).toBe(0);
+    expect(accepted.stderr).toContain('warning: collections/Note.json: /properties/body: property "body" is gone');
+    expect(accepted.stderr).toContain('warning: collections/Folder.json: collection Folder is gone');
+    expect(migrations()).toHaveLength(3);
+  }, 120_000);
+
   it('reports every definition problem at once, exits non-zero and writes nothing', async () => {
     const dir = join(work, 'broken');
     mkdirSync(join(dir, 'collections'), { recursive: true });

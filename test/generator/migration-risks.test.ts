@@ -1,0 +1,46 @@
+/**
+ * What a model change does to stored rows (generator/migrate/migration-risks.ts, issue 21 §5), read from
+ * the datamodels before and after: dropped tables and columns, and required columns that existing rows
+ * could not be given a value for.
+ */
+import { describe, expect, it } from 'vitest';
+import { columnsOf, migrationRisks } from '../../generator/migrate/migration-risks.js';
+
+const schema = (models: string) => `datasource db {\n  provider = "sqlite"\n}\n${models}`;
+const folder = (extra = '') =>
+  `model Folder {\n  id        String @id\n  name      String\n  updatedAt DateTime @updatedAt\n${extra}  Note__folder Note[] @relation("Note_folder")\n}\n`;
+const note = `model Note {\n  id     String @id\n  folder String?\n  folder__ref Folder? @relation("Note_folder", fields: [folder], references: [id])\n}\n`;
+const system = `model SvcLog {\n  id   String @id\n  gone String\n  @@map("_log")\n}\n`;
+
+describe('migration risks', () => {
+  it('reads scalar columns only: relation fields and list fields have no column', () => {
+    const cols = columnsOf(schema(folder() + note));
+    expect([...cols.get('Folder')!.keys()]).toEqual(['id', 'name', 'updatedAt']);
+    expect([...cols.get('Note')!.keys()]).toEqual(['id', 'folder']);
+    expect(cols.get('Folder')!.get('updatedAt')).toEqual({ type: 'DateTime', optional: false, filled: true });
+  });
+
+  it('the first migration has no risk', () => {
+    expect(migrationRisks(null, schema(folder() + note))).toEqual({ lossy: [], unfillable: [] });
+  });
+
+  it('a required column without a default on an existing table is unfillable; optional, defaulted or new tables are not', () => {
+    const before = schema(folder() + note);
+    const after = schema(
+      folder('  color String\n  size Int? \n  kind String @default("plain")\n') + note + 'model Tag {\n  id String @id\n  label String\n}\n',
+    );
+    const { unfillable, lossy } = migrationRisks(before, after);
+    expect(lossy).toEqual([]);
+    expect(unfillable).toEqual([expect.objectContaining({ code: 'DEF_REQUIRED_WITHOUT_DEFAULT', file: 'collections/Folder.json', path: '/properties/color' })]);
+  });
+
+  it('a dropped table or column is lossy; system tables are left to svc', () => {
+    const before = schema(folder('  color String?\n') + note + system);
+    const after = schema(folder() + `model SvcLog {\n  id String @id\n  @@map("_log")\n}\n`);
+    const { lossy } = migrationRisks(before, after);
+    expect(lossy.map((d) => [d.file, d.path])).toEqual([
+      ['collections/Folder.json', '/properties/color'],
+      ['collections/Note.json', ''],
+    ]);
+  });
+});
