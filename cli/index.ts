@@ -75,10 +75,21 @@ program
 
 program
   .command('migrate')
-  .description('apply pending migrations (serve does this too at start)')
+  .description('apply pending migrations (serve does this too at start); a migration that fails is rolled back whole')
   .argument('[dir]', 'app folder', '.')
-  .action(async (dir: string) => {
-    const applied = await (await runtime()).migrateApp(dir);
+  .option('--status', 'print {"applied", "pending", "failed"} (migration names) and change nothing')
+  .option('--resolve <migration>', 'mark a failed migration rolled back, so that the next svc migrate applies it again')
+  .action(async (dir: string, opts: { status?: boolean; resolve?: string }) => {
+    const svc = await runtime();
+    if (opts.status) {
+      print(await svc.migrationStatusInApp(dir));
+      return;
+    }
+    if (opts.resolve !== undefined) {
+      print(await svc.resolveMigrationInApp(dir, opts.resolve));
+      return;
+    }
+    const applied = await svc.migrateApp(dir);
     process.stdout.write(applied.length ? `svc: applied ${applied.join(', ')}\n` : 'svc: database is up to date\n');
   });
 

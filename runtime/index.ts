@@ -11,6 +11,7 @@ export type { Change, ChangeAction, ChangeSink } from './data/changes.js';
 export { ANONYMOUS, type Caller } from './auth/caller.js';
 export { StartupError } from './load-manifest.js';
 export { diffDatamodels, applyMigrations } from './data/schema-engine.js';
+export { migrationStatusInApp, resolveMigrationInApp, type MigrationStatus } from './migrate-commands.js';
 export { filterProblems, type FilterProblem } from './query/check-filters.js';
 export type {
   FunctionContext,

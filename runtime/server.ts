@@ -8,7 +8,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { openDatabase, providerOf, resolveDatabaseUrl, type Database } from './data/database.js';
-import { applyMigrations } from './data/schema-engine.js';
+import { applyMigrationsSafely } from './data/migrate-safely.js';
 import { appliedAt, appliedThrough, pendingMigrations } from './data/migration-state.js';
 import { createApp } from './http/app.js';
 import { functionInvoker, secretsFromEnv } from './http/function-routes.js';
@@ -85,7 +85,8 @@ export function databaseUrlFor(appDir: string, manifest: AppManifest, env: NodeJ
 }
 
 /**
- * `svc migrate`: applies pending migrations of the app's provider.
+ * `svc migrate`: applies pending migrations of the app's provider; a migration that fails is rolled back
+ * whole (see `applyMigrationsSafely`).
  * @returns names of the migrations applied
  */
 export async function migrateApp(appDir: string, env: NodeJS.ProcessEnv = process.env): Promise<string[]> {
@@ -101,7 +102,7 @@ async function applyPending(appDir: string, manifest: AppManifest, url: string):
   // Nothing pending: leave the engine (and its database lock) out of it.
   const pending = await pendingMigrations(appliedAt(manifest.provider, url), migrationsDir).catch(() => null);
   if (pending?.length === 0) return [];
-  const { applied } = await applyMigrations({ provider: manifest.provider, url, migrationsDir });
+  const { applied } = await applyMigrationsSafely({ provider: manifest.provider, url, migrationsDir });
   return applied;
 }
 

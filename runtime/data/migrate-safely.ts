@@ -1,0 +1,145 @@
+/**
+ * @module Migrations that cannot strand a database (issue 21 §5). Prisma's engine records a migration
+ * whose script fails as failed in `_prisma_migrations` and refuses every later run until someone
+ * resolves it; on SQLite the statements before the failing one also stay applied (a half-built
+ * `new_<Table>`). Here:
+ * - SQLite: the database file is copied (SQLite's online backup) before pending migrations run; when one
+ *   fails, the copy is put back, so the database is exactly as it was before the run.
+ * - PostgreSQL: each migration script runs in one implicit transaction, so a failed one changed nothing;
+ *   its failed record is marked rolled back, as `prisma migrate resolve --rolled-back` would.
+ * Either way the failed migration is pending again once its cause is fixed, and the error says so in
+ * one line. `migrationStatus` and `resolveFailedMigration` serve `svc migrate --status|--resolve`.
+ */
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Sqlite from 'better-sqlite3';
+import pg from 'pg';
+import type { DatabaseProvider } from '../manifest.js';
+import { pendingMigrations, appliedAt } from './migration-state.js';
+import { applyMigrations } from './schema-engine.js';
+
+/** The migrations folder's state in a database, for `svc migrate --status`. */
+export interface MigrationStatus {
+  /** Applied and finished, in name order. */
+  applied: string[];
+  /** In the folder but not applied (a changed `migration.sql` counts as pending). */
+  pending: string[];
+  /** Recorded as started and never finished nor rolled back (left by an older svc or by Prisma's CLI). */
+  failed: string[];
+}
+
+const FAILED = 'SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NULL AND rolled_back_at IS NULL ORDER BY migration_name';
+const APPLIED = 'SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL ORDER BY migration_name';
+
+/** The SQLite file of a `file:` URL. */
+const sqliteFile = (url: string) => url.replace(/^file:/, '').replace(/\?.*$/, '');
+
+/** Runs `sql` (one `$1` parameter at most) against the migrations table; [] when the table is missing. */
+async function migrationRows(provider: DatabaseProvider, url: string, sql: string, params: string[] = []): Promise<{ migration_name: string }[]> {
+  if (provider === 'sqlite') {
+    const file = sqliteFile(url);
+    if (!existsSync(file)) return [];
+    const db = new Sqlite(file, { fileMustExist: true, timeout: 5000 });
+    try {
+      if (!db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_prisma_migrations'").get()) return [];
+      const statement = db.prepare(sql.replace('$1', '?'));
+      return statement.reader ? (statement.all(...params) as { migration_name: string }[]) : (statement.run(...params), []);
+    } finally {
+      db.close();
+    }
+  }
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+  client.on('error', () => {});
+  await client.connect();
+  try {
+    if (!(await client.query("SELECT to_regclass('_prisma_migrations') AS t")).rows[0].t) return [];
+    return (await client.query(sql, params)).rows as { migration_name: string }[];
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Applied, pending and failed migrations of `migrationsDir` in the database at `url`.
+ * @throws the driver's error when the database cannot be read
+ */
+export async function migrationStatus(opts: { provider: DatabaseProvider; url: string; migrationsDir: string }): Promise<MigrationStatus> {
+  const failed = (await migrationRows(opts.provider, opts.url, FAILED)).map((r) => r.migration_name);
+  const applied = (await migrationRows(opts.provider, opts.url, APPLIED)).map((r) => r.migration_name);
+  const pending = (await pendingMigrations(appliedAt(opts.provider, opts.url), opts.migrationsDir)).filter((n) => !failed.includes(n));
+  return { applied, pending, failed };
+}
+
+/**
+ * Marks the failed migration `name` rolled back (`svc migrate --resolve <name>`), so the next run applies
+ * it again. It changes no table: undo by hand what the failed script left first (only SQLite databases
+ * migrated by an older svc can hold such leftovers).
+ * @throws Error when `name` is not a failed migration of this database
+ */
+export async function resolveFailedMigration(opts: { provider: DatabaseProvider; url: string; name: string }): Promise<void> {
+  const failed = (await migrationRows(opts.provider, opts.url, FAILED)).map((r) => r.migration_name);
+  if (!failed.includes(opts.name)) {
+    throw new Error(`${JSON.stringify(opts.name)} is not a failed migration of this database (failed: ${failed.length ? failed.join(', ') : 'none'})`);
+  }
+  const now = opts.provider === 'sqlite' ? `strftime('%s','now') * 1000` : 'now()';
+  await migrationRows(opts.provider, opts.url, `UPDATE _prisma_migrations SET rolled_back_at = ${now} WHERE migration_name = $1 AND finished_at IS NULL`, [
+    opts.name,
+  ]);
+}
+
+/** The engine's message when SQLite's file is locked by another process (it cannot map SQLITE_BUSY). */
+const BUSY = /SocketTimeout|database is locked|SQLITE_BUSY/;
+
+/**
+ * Applies the pending migrations of `migrationsDir` to `url` so that a failing one leaves the database as
+ * it was (see the module comment).
+ * @returns the names applied
+ * @throws Error, one line: `migration <name> failed and was rolled back (…): <reason>`; a failed
+ *   migration recorded earlier (`… run svc migrate --resolve <name>`); on SQLite, a file another process
+ *   holds (`… a running svc serve? …`); or the engine's own reason
+ */
+export async function applyMigrationsSafely(opts: { provider: DatabaseProvider; url: string; migrationsDir: string }): Promise<{ applied: string[] }> {
+  const stranded = (await migrationRows(opts.provider, opts.url, FAILED).catch(() => [])).map((r) => r.migration_name);
+  if (stranded.length > 0) {
+    throw new Error(
+      `migration ${stranded[0]} failed in an earlier run and is recorded as failed: undo what it left behind, then run svc migrate --resolve ${stranded[0]} and migrate again`,
+    );
+  }
+  const file = opts.provider === 'sqlite' ? sqliteFile(opts.url) : undefined;
+  const scratch = file && existsSync(file) ? mkdtempSync(join(tmpdir(), 'svc-migrate-')) : undefined;
+  const backup = scratch ? join(scratch, 'before.db') : undefined;
+  try {
+    if (file && backup) {
+      const db = new Sqlite(file, { fileMustExist: true, timeout: 5000 });
+      try {
+        await db.backup(backup);
+      } finally {
+        db.close();
+      }
+    }
+    try {
+      return await applyMigrations(opts);
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      if (file && BUSY.test(reason)) {
+        throw new Error(`the database file ${file} is locked by another process (a running svc serve?): stop it, then run svc migrate again`, { cause: err });
+      }
+      const failed = (await migrationRows(opts.provider, opts.url, FAILED).catch(() => [])).map((r) => r.migration_name);
+      if (failed.length === 0) throw err; // nothing ran (unreachable, edited migration…): nothing to undo
+      if (file) {
+        // Put the file back as it was: the copy, or no file at all when there was none.
+        for (const side of ['-wal', '-shm', '-journal']) rmSync(file + side, { force: true });
+        if (backup) copyFileSync(backup, file);
+        else rmSync(file, { force: true });
+      } else {
+        for (const name of failed) await resolveFailedMigration({ provider: opts.provider, url: opts.url, name });
+      }
+      const what = reason.replace(/^(migration \S+ failed|applying migrations failed): /, '');
+      const undone = file ? 'the database file is as it was before this run' : 'its statements were rolled back';
+      throw new Error(`migration ${failed[0]} failed and was rolled back (${undone}); fix it and migrate again: ${what}`, { cause: err });
+    }
+  } finally {
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
+  }
+}
