@@ -8,10 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { HubConnectionBuilder, HttpTransportType, LogLevel, type HubConnection } from '@microsoft/signalr';
-import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
+import { prepareApp, ROOT, runCli, serve, type PreparedApp, type TestServer } from '../support/cli.js';
 import { adminIdentity, userIdentity, type Identity } from '../support/auth.js';
 import { PrivateRedis } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
+import { deletedAndDisabledIdentitiesLoseTheirSockets, prepareForRevocation, roleChangesReachOpenConnections } from '../support/identity-revocation.js';
 
 const SHOP = join(ROOT, 'examples/shop');
 
@@ -64,6 +65,9 @@ beforeAll(async () => {
   redis = await PrivateRedis.onFreePort();
   await redis.start();
   app = await prepareApp(SHOP, 'postgresql');
+  prepareForRevocation(app.dir);
+  const generated = await runCli(['generate', app.dir], app.env);
+  expect(generated.code, generated.stderr).toBe(0);
   const env = { ...app.env, REDIS_URL: redis.url };
   a = await serve(app.dir, env);
   b = await serve(app.dir, env);
@@ -103,4 +107,14 @@ describe('a hub connection negotiated on A whose socket opens on B', () => {
     await waitFor(async () => (await post(a, '/_rt/join', { connectionId: id, channel: 'crossed' }, alice)).status === 404);
     expect((await post(b, '/_rt/join', { connectionId: id, channel: 'crossed' }, alice)).status).toBe(404);
   });
+});
+
+describe('identities that change, on two instances', () => {
+  it('deleting or disabling an identity closes its sockets on both instances within 5 s and refuses its reliable recovery', async () => {
+    await deletedAndDisabledIdentitiesLoseTheirSockets(app, [a.url, b.url]);
+  }, 60_000);
+
+  it('a role change reaches its open connections on both instances within 5 s', async () => {
+    await roleChangesReachOpenConnections(app, [a.url, b.url], admin);
+  }, 60_000);
 });
