@@ -30,7 +30,7 @@ export const WATCH_CACHE_MS = 2000;
 /** The close reason of a connection whose identity was deleted or disabled. */
 export const REVOKED_REASON = 'the identity was deleted or disabled';
 
-/** True when `a` and `b` grant the same: kind, id, admin flag and custom roles. */
+/** True when two callers of one identity grant the same: admin flag and custom roles. */
 function sameGrants(a: Caller, b: Caller): boolean {
   return a.admin === b.admin && a.roles.length === b.roles.length && [...a.roles].sort().join('\n') === [...b.roles].sort().join('\n');
 }
@@ -58,7 +58,9 @@ export async function checkIdentities(service: RealtimeService, identities: Iden
     const { kind, id } = connection.caller;
     if (kind === 'anonymous' || id === null) continue;
     const key = `${kind}:${id}`;
-    byIdentity.set(key, [...(byIdentity.get(key) ?? []), connection]);
+    const list = byIdentity.get(key);
+    if (list) list.push(connection);
+    else byIdentity.set(key, [connection]);
   }
   await Promise.all(
     [...byIdentity.values()].map(async (connections) => {
