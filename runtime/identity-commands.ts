@@ -3,7 +3,8 @@
  * create|delete|disable` run (DESIGN §3a): apply pending migrations, open the app's database, create
  * or change the identity with compiled SQL, close. Users are named by username, service accounts by
  * client id (their name is not unique). Running servers see deletions, disabling and new roles within
- * `IDENTITY_CACHE_TTL_MS` (4 s), also on existing access tokens.
+ * `IDENTITY_CACHE_TTL_MS` (4 s), also on existing access tokens, and within 5 s on open real-time
+ * sockets (`runtime/realtime/identity-watch.ts`: closed, or given the new roles).
  */
 import { join, resolve } from 'node:path';
 import { openDatabase, type Database } from './data/database.js';

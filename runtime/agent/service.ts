@@ -18,7 +18,7 @@ import { apiClientFor } from '../core/api-client.js';
 import type { AppRuntime } from '../core/context.js';
 import type { AgentRequest, ApiReply } from '../functions/call-api.js';
 import type { FunctionInvoker } from '../http/function-routes.js';
-import type { Logger } from '../log.js';
+import { redactUrl, type Logger } from '../log.js';
 import type { GroupMessage } from '../realtime/broker.js';
 import { groupOfChannel } from '../realtime/channels.js';
 import { FUNCTION_ACTOR, type RealtimeService } from '../realtime/service.js';
@@ -380,16 +380,16 @@ export class AgentService implements AgentHost {
     try {
       url = new URL(options.callbackUrl, this.options.baseUrl()).href;
     } catch {
-      this.logger.warn({ callbackUrl: options.callbackUrl }, 'agent stats callback URL is not valid');
+      this.logger.warn({ callbackUrl: redactUrl(options.callbackUrl) }, 'agent stats callback URL is not valid');
       return;
     }
     const body = JSON.stringify({ ...payload, apiId: this.appId, apiName: this.options.app.manifest.name });
     fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(CALLBACK_TIMEOUT_MS) })
       .then(async (res) => {
         await res.body?.cancel();
-        if (!res.ok) this.logger.warn({ url, status: res.status, event: payload.event }, 'agent stats callback answered an error');
+        if (!res.ok) this.logger.warn({ url: redactUrl(url), status: res.status, event: payload.event }, 'agent stats callback answered an error');
       })
-      .catch((err: unknown) => this.logger.warn({ url, err: (err as Error).message, event: payload.event }, 'agent stats callback failed'));
+      .catch((err: unknown) => this.logger.warn({ url: redactUrl(url), err: (err as Error).message, event: payload.event }, 'agent stats callback failed'));
   }
 
   async systemPrompt(options: SessionOptions): Promise<string> {

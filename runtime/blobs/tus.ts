@@ -50,6 +50,42 @@ function folder(dir: string): string {
 
 const uploadPrefix = (t: BlobTarget) => `${t.resource.collection.name}.${t.id}.${t.field.name}.`;
 
+/** The random part of an upload id: what `namingFunction` appends to the prefix. */
+const UPLOAD_SUFFIX = /^[0-9a-f]{32}$/;
+
+/**
+ * True when `upload` is exactly an id this endpoint generates for `target`: its prefix, then 32 hex
+ * digits, and no path separator anywhere (the file store joins the id to its folder, so a decoded
+ * `%2F..%2F` would reach another row's upload).
+ */
+export function isUploadIdOf(upload: string, target: BlobTarget): boolean {
+  const prefix = uploadPrefix(target);
+  return upload.startsWith(prefix) && UPLOAD_SUFFIX.test(upload.slice(prefix.length)) && !/[/\\]/.test(upload);
+}
+
+/** A media type (RFC 9110 §8.3.1): `type/subtype`, then `; name=value` parameters, printable ASCII only. */
+const MEDIA_TYPE = /^[\w!#$&^.+-]+\/[\w!#$&^.+-]+([ \t]*;[ \t]*[\w!#$&^.+-]+=("[\x20\x21\x23-\x5b\x5d-\x7e]*"|[\w!#$&^.+-]+))*$/;
+
+/**
+ * The content type an upload declares in its tus metadata (`filetype`, else `contentType`), or
+ * `application/octet-stream` when it declares none.
+ * @throws HttpError VALIDATION_FAILED (detail `/filetype` or `/contentType`) when it is not a media
+ *   type of at most 255 characters: it becomes the download's Content-Type header
+ */
+export function declaredType(metadata: Record<string, string | null> | undefined): string {
+  for (const key of ['filetype', 'contentType']) {
+    const value = metadata?.[key];
+    if (!value) continue;
+    if (value.length > 255 || !MEDIA_TYPE.test(value)) {
+      throw new HttpError('VALIDATION_FAILED', `${key} in Upload-Metadata must be a media type such as image/png`, {
+        details: [{ path: `/${key}`, message: 'must be a media type (type/subtype, optional parameters), at most 255 characters' }],
+      });
+    }
+    return value;
+  }
+  return 'application/octet-stream';
+}
+
 /** The resumable-upload endpoint of every blob property. */
 export class TusUploads {
   private readonly server: Server;
@@ -79,6 +115,14 @@ export class TusUploads {
       namingFunction: (req) => `${uploadPrefix(of(req).target)}${randomBytes(16).toString('hex')}`,
       generateUrl: (req, { proto, host, id }) => `${proto}://${host}${of(req).base}/${id}`,
       getFileIdFromRequest: (_req, lastPath) => lastPath,
+      onUploadCreate: async (_req, upload) => {
+        try {
+          declaredType(upload.metadata);
+        } catch (err) {
+          throw tusError(err);
+        }
+        return {};
+      },
       onUploadFinish: async (req, upload) => {
         try {
           const meta = await this.finish(of(req), upload);
@@ -103,7 +147,7 @@ export class TusUploads {
     const metered = meteredStream(this.blobs.settings.maxBytes);
     const source = await this.datastore.read(upload.id);
     pipeline(source, metered, () => undefined);
-    const contentType = (upload.metadata?.filetype || upload.metadata?.contentType || 'application/octet-stream').slice(0, 255);
+    const contentType = declaredType(upload.metadata);
     try {
       await this.blobs.store.put(originalKey(prefix), metered, contentType);
       const name = cleanFileName(upload.metadata?.filename ?? upload.metadata?.name ?? undefined);
@@ -118,11 +162,12 @@ export class TusUploads {
   /**
    * Serves one tus request for `target` (`upload`: the id after `/tus/`, if any).
    * @throws HttpError 401/403/404 before the tus server sees the request (the rule, the row, an
-   *   upload id of another row or field)
+   *   upload id of another row or field, or not of the generated form); 400 from the creation for a
+   *   `filetype` that is not a media type
    */
   async handle(ctx: RequestContext, target: BlobTarget, upload: string | undefined, req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method !== 'OPTIONS') await admitUpload(ctx, target);
-    if (upload !== undefined && !upload.startsWith(uploadPrefix(target)))
+    if (upload !== undefined && !isUploadIdOf(upload, target))
       throw new HttpError('NOT_FOUND', `no upload ${JSON.stringify(upload)} for this ${target.field.name}`);
     if (upload === undefined && req.method !== 'POST' && req.method !== 'OPTIONS') {
       throw new HttpError('METHOD_NOT_ALLOWED', `${req.method} needs an upload: POST …/tus creates one, then HEAD and PATCH …/tus/<upload>`);

@@ -20,10 +20,26 @@ export interface ExternalSource {
   connection: ServiceConnection;
 }
 
-/** The provider URL of a read: `url` or `url/<id>`, then the query parameters (repeated keys kept). */
+/**
+ * The provider URL of a read: `url` or `url/<id>` (the id one encoded path segment after the path of
+ * `url`, before its query), then the caller's query parameters (repeated keys kept). A parameter fixed
+ * in `url`'s query string wins: the caller's copies of it are dropped.
+ * @throws HttpError INVALID_PARAMETER (detail `/id`) for an id that is `.`, `..` or holds a slash or
+ *   backslash (decoded from `%2F`/`%5C`): it would name another path of the provider
+ */
 export function providerUrl(url: string, id: string | undefined, query: Record<string, unknown>): string {
-  const target = new URL(id === undefined ? url : `${url.replace(/\/+$/, '')}/${encodeURIComponent(id)}`);
+  const target = new URL(url);
+  if (id !== undefined) {
+    if (id === '.' || id === '..' || /[/\\]/.test(id)) {
+      throw new HttpError('INVALID_PARAMETER', `the id ${JSON.stringify(id)} is not a valid item id`, {
+        details: [{ path: '/id', message: 'an item id cannot be "." or ".." nor contain "/" or "\\"' }],
+      });
+    }
+    target.pathname = `${target.pathname.replace(/\/+$/, '')}/${encodeURIComponent(id)}`;
+  }
+  const fixed = new Set(target.searchParams.keys());
   for (const [key, value] of Object.entries(query)) {
+    if (fixed.has(key)) continue;
     for (const v of Array.isArray(value) ? value : [value]) if (v !== undefined) target.searchParams.append(key, String(v));
   }
   return target.toString();

@@ -92,7 +92,8 @@ export class Connection {
   constructor(
     readonly id: string,
     readonly kind: 'ws' | 'hub',
-    readonly caller: Caller,
+    /** Replaced when the identity's roles change (`identity-watch.ts`). */
+    public caller: Caller,
     readonly transport: ConnectionTransport,
   ) {}
 }
@@ -178,6 +179,12 @@ export class Broker {
     if (filter.id === undefined && !filter.lookupIds?.length) sub.all = true;
     if (filter.id !== undefined) sub.ids.add(filter.id);
     for (const id of filter.lookupIds ?? []) sub.lookupIds.add(id);
+  }
+
+  /** Ends the change feed of `collection` for `connection`. */
+  unlisten(connection: Connection, collection: string): void {
+    connection.listening.delete(collection);
+    this.feeds.get(collection)?.delete(connection.id);
   }
 
   /** Delivers a channel message to this instance's members of its group (not the sender under `noEcho`). */

@@ -4,8 +4,9 @@
  * connection held elsewhere is a call to the holding instance, answered by a reply. In-process by
  * default (`LocalBus`: there is no other instance); Redis pub/sub when configured (`redis-bus.ts`).
  *
- * A connection id starts with the id of the instance that holds it (`<instance>.<random>`), so a call
- * goes straight to that instance, with no registry to keep.
+ * A connection id starts with the id of the instance that made it (`<instance>.<random>`), so a call
+ * goes straight to that instance, with no shared registry to keep; a hub connection whose socket opened
+ * elsewhere is passed on from there (`homes.ts`).
  */
 import { randomBytes } from 'node:crypto';
 import type { Change } from '../data/changes.js';

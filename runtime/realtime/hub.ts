@@ -153,6 +153,7 @@ export function serveHub(service: RealtimeService): void {
           const claims = await verifyRealtimeToken(service.auth, service.guard, id, 'hubconn');
           caller = claims.caller;
           connectionId = claims.connectionId ?? service.newConnectionId();
+          await service.homes.adopt(connectionId);
         } else {
           const token = bearerOf(req, url);
           if (!token) throw new HttpError('UNAUTHORIZED', 'connect with the id from negotiate, or the accessToken of GET /api/_rt/hub');
@@ -172,6 +173,7 @@ export function serveHub(service: RealtimeService): void {
         ws.on('close', () => {
           sessions.delete(session);
           service.drop(session.connection);
+          service.homes.release(connectionId);
         });
       });
     })();

@@ -13,6 +13,7 @@ import { RealtimeService } from './service.js';
 import { MemoryReplayGuard, type ReplayGuard } from './tokens.js';
 import { serveWebPubSub } from './wps.js';
 import { serveHub } from './hub.js';
+import { watchIdentities } from './identity-watch.js';
 
 export { RealtimeService, FUNCTION_ACTOR } from './service.js';
 export { realtimeHttpHandler } from './http.js';
@@ -39,7 +40,8 @@ export function realtimeBackplane(apiName: string, logger: Logger, redisUrl: str
 }
 
 /**
- * Builds the real-time service of an instance, serves its endpoints and starts the bus.
+ * Builds the real-time service of an instance, serves its endpoints, starts the bus and the watch
+ * of its connections' identities (`identity-watch.ts`).
  * @throws Error when Redis is configured but cannot be reached
  */
 export async function startRealtime(options: {
@@ -53,5 +55,6 @@ export async function startRealtime(options: {
   serveWebPubSub(service);
   serveHub(service);
   await service.start();
+  watchIdentities(service);
   return service;
 }

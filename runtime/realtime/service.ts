@@ -23,6 +23,7 @@ import { Broker, Connection, type GroupMessage } from './broker.js';
 import { instanceOf, type Actor, type BusMessage, type ConnectionOp, type OpResult, type RealtimeBus } from './bus.js';
 import type { ChannelRules } from './channels.js';
 import type { ReplayGuard } from './tokens.js';
+import { ConnectionHomes } from './homes.js';
 
 /** How long a call to another instance may take before it is answered 503, ms. */
 const CALL_TIMEOUT_MS = 5000;
@@ -55,6 +56,8 @@ export class RealtimeService implements ChangeSink {
   readonly auth: AuthService;
   readonly logger: Logger;
   readonly guard: ReplayGuard;
+  /** Hub connections made here whose socket opened on another instance (`homes.ts`). */
+  readonly homes: ConnectionHomes;
   private readonly bus: RealtimeBus;
   private readonly upgrades = new Map<string, UpgradeHandler>();
   private readonly closers: (() => void)[] = [];
@@ -69,7 +72,8 @@ export class RealtimeService implements ChangeSink {
     this.logger = options.logger.child({ component: 'realtime' });
     this.guard = options.guard;
     this.bus = options.bus;
-    this.onRpc(CONNECTION_TOPIC, async (op) => this.applyLocal(op as ConnectionOp));
+    this.onRpc(CONNECTION_TOPIC, async (op) => this.applyHeld(op as ConnectionOp));
+    this.homes = new ConnectionHomes(this);
     this.limits = { ...REALTIME_DEFAULTS, ...withoutUndefined(options.manifest.settings.realtime) };
     this.rules = { apiName: options.manifest.name, collections: new Set(options.manifest.collections.map((c) => c.name)) };
     this.broker = new Broker(this.rules.apiName, this.limits.sendBufferBytes, (c) =>
@@ -188,7 +192,7 @@ export class RealtimeService implements ChangeSink {
    *   connection's; SERVICE_UNAVAILABLE (503) when the holding instance does not answer in time
    */
   async apply(op: ConnectionOp): Promise<void> {
-    const instance = instanceOf(op.connectionId);
+    const instance = this.broker.get(op.connectionId) ? this.bus.instanceId : (this.homes.holderOf(op.connectionId) ?? instanceOf(op.connectionId));
     let result: OpResult;
     if (instance === null) result = unknownConnection(op.connectionId);
     else if (instance === this.bus.instanceId) result = this.applyLocal(op);
@@ -214,6 +218,12 @@ export class RealtimeService implements ChangeSink {
       done({ delivered: true, timedOut: true });
     }
     await this.bus.close();
+  }
+
+  /** A call from another instance: run here, or passed on once to the instance a hub connection made here moved to (`homes.ts`). */
+  private async applyHeld(op: ConnectionOp): Promise<OpResult> {
+    const holder = this.broker.get(op.connectionId) ? undefined : this.homes.holderOf(op.connectionId);
+    return holder === undefined ? this.applyLocal(op) : this.call(holder, op);
   }
 
   private applyLocal(op: ConnectionOp): OpResult {

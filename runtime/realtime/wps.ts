@@ -117,9 +117,10 @@ class WpsSession implements ConnectionTransport {
 
   close(code: number, reason: string): void {
     this.ended = true;
-    clearTimeout(this.recoveryTimer);
     const socket = this.socket;
+    // Without a socket, the recovery timer still ends (and forgets) the connection.
     if (!socket) return;
+    clearTimeout(this.recoveryTimer);
     if (code !== 1008) this.write(JSON.stringify({ type: 'system', event: 'disconnected', message: reason }));
     socket.close(code, reason);
     // A client that does not read will not answer the close either.

@@ -418,6 +418,56 @@ function blobSuite(backend: Backend, storeKind: 'local' | 's3'): void {
       await waitFor(async () => (await leftovers()).length === 0).catch(async () => expect(await leftovers()).toEqual([]));
     });
 
+    it('tus: only upload ids of the generated form are served (no path climbing into another row); filetype must be a media type', async () => {
+      const victim = await newProduct();
+      const mine = await newProduct();
+      const tusHeaders = { ...auth(admin), 'tus-resumable': '1.0.0' };
+      const b64 = (text: string) => Buffer.from(text).toString('base64');
+      const created = await fetch(`${base}/Product/${victim}/image/tus`, {
+        method: 'POST',
+        headers: { ...tusHeaders, 'upload-length': '10', 'upload-metadata': `filename ${b64('a.txt')},filetype ${b64('text/plain; charset=utf-8')}` },
+      });
+      expect(created.status).toBe(201);
+      const upload = created.headers.get('location')!.split('/').pop()!;
+      expect((await fetch(`${base}/Product/${victim}/image/tus/${upload}`, { method: 'HEAD', headers: tusHeaders })).status).toBe(200);
+      // The prefix of my row, then a climb to the victim's upload: refused before any store sees it.
+      for (const forged of [`Product.${mine}.image.%2F..%2F${upload}`, `Product.${mine}.image.${upload.slice(-32)}x`, `Product.${mine}.image.`]) {
+        const r = await fetch(`${base}/Product/${mine}/image/tus/${forged}`, { method: 'HEAD', headers: tusHeaders });
+        expect(r.status, forged).toBe(404);
+        const patched = await fetch(`${base}/Product/${mine}/image/tus/${forged}`, {
+          method: 'PATCH',
+          headers: { ...tusHeaders, 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' },
+          body: 'overwrite!',
+        });
+        expect(patched.status, forged).toBe(404);
+      }
+      expect((await fetch(`${base}/Product/${victim}/image/tus/${upload}`, { method: 'HEAD', headers: tusHeaders })).headers.get('upload-offset')).toBe('0');
+      // A filetype that would break the download's headers is refused at creation, naming the field.
+      for (const type of ['text/plain\r\nx-evil: 1', 'text/plain\n', 'not a type', 'a/b; c="\n"', `a/${'b'.repeat(300)}`]) {
+        const bad = await fetch(`${base}/Product/${mine}/image/tus`, {
+          method: 'POST',
+          headers: { ...tusHeaders, 'upload-length': '3', 'upload-metadata': `filetype ${b64(type)}` },
+        });
+        expect(bad.status, JSON.stringify(type)).toBe(400);
+        expect(await bad.json()).toMatchObject({ code: 'VALIDATION_FAILED', details: [{ path: '/filetype' }] });
+      }
+      // A valid one with parameters is kept and the download answers with it.
+      const good = await fetch(`${base}/Product/${mine}/image/tus`, {
+        method: 'POST',
+        headers: { ...tusHeaders, 'upload-length': '3', 'upload-metadata': `filetype ${b64('text/plain; charset=utf-8')}` },
+      });
+      const done = await fetch(good.headers.get('location')!, {
+        method: 'PATCH',
+        headers: { ...tusHeaders, 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' },
+        body: 'abc',
+      });
+      expect(done.status).toBe(200);
+      const download = await fetch(`${base}/Product/${mine}/image`);
+      expect(download.status).toBe(200);
+      expect(download.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+      expect(await download.text()).toBe('abc');
+    });
+
     it('openapi.json describes the multipart upload and binary download; the agent gets no blob tools', () => {
       const doc = JSON.parse(readFileSync(join(app.dir, '.svc/openapi.json'), 'utf8'));
       const path = doc.paths['/Product/{id}/image'];

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { request as httpRequest } from 'node:http';
 import { pino } from 'pino';
 import { runCli } from '../support/cli.js';
 import { adminIdentity, userIdentity, type Identity } from '../support/auth.js';
@@ -64,6 +65,7 @@ describe('external collections', () => {
       connection: { type: 'apiKey', header: 'X-Api-Key', value: '${secrets.KEYED}' },
       access: [{ method: 'GET', roleNames: ['_AUTHENTICATED_USER'] }],
     });
+    write(dir, 'external/Fixed.json', oauth('Fixed', provider.url, { url: `${provider.url}/rates?min=11` }));
     write(dir, 'external/Open.json', { name: 'Open', url: `${provider.url}/rates`, access: [{ method: 'GET', roleNames: ['_ANONYMOUS_USER'] }] });
     const generated = await runCli(['generate', dir], env);
     expect(generated.code, generated.stderr).toBe(0);
@@ -100,6 +102,34 @@ describe('external collections', () => {
     const missing = await get('/Rates/XYZ');
     expect(missing.status).toBe(404);
     expect(missing.json).toEqual({ error: 'Rates "XYZ" was not found', code: 'NOT_FOUND' });
+  });
+
+  it('refuses ids that would name another provider path; fixed parameters of url win and the id goes before them', async () => {
+    provider.reset();
+    // fetch() would normalise `/.` away, so the paths go out as written.
+    const raw = (path: string) =>
+      new Promise<{ status: number; json: { code?: string; details?: { path: string }[] } }>((ok, fail) => {
+        const u = new URL(base);
+        const req = httpRequest({ host: u.hostname, port: u.port, path: `${u.pathname}${path}`, headers: staff.headers }, (res) => {
+          let text = '';
+          res.on('data', (c) => (text += c));
+          res.on('end', () => ok({ status: res.statusCode ?? 0, json: JSON.parse(text || '{}') }));
+        });
+        req.on('error', fail).end();
+      });
+    for (const path of ['/Rates/.', '/Rates/%2e', '/Rates/NOK%2F..%2F..%2Foauth', '/Rates/a%5Cb', '/Rates/%2E%2E']) {
+      const r = await raw(path);
+      expect(r.status, path).toBe(400);
+      expect(r.json.code, path).toBe('INVALID_PARAMETER');
+      expect(r.json.details?.[0].path, path).toBe('/id');
+    }
+    expect(provider.received).toEqual([]);
+    const list = await get('/Fixed?min=0&tag=a');
+    expect(list.status).toBe(200);
+    expect(list.json.data.map((i: { id: string }) => i.id)).toEqual(['NOK', 'SEK']);
+    const one = await get('/Fixed/NOK?min=0');
+    expect(one.json).toMatchObject({ id: 'NOK' });
+    expect(provider.received.map((r) => r.url)).toEqual(['/rates?min=11&tag=a', '/rates/NOK?min=11']);
   });
 
   it('reuses one token across requests', async () => {

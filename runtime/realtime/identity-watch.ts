@@ -1,0 +1,103 @@
+/**
+ * @module Open connections follow their identity (issue 20 §4; docs/realtime.md "Identities that
+ * change"). `svc user delete|disable|set-roles` and `svc service-account delete|disable` write the
+ * database from another process, perhaps on another machine, so a running instance learns of them
+ * from the database, as it does for access tokens. Every `IDENTITY_WATCH_MS` each instance looks up
+ * the identities of the connections it holds, through a cache of its own whose entries live
+ * `WATCH_CACHE_MS` (one query per connected identity and period, whatever its number of sockets):
+ *
+ * - an identity that is gone or disabled: its connections are closed with 1008 (a reliable Web
+ *   PubSub connection too, so its recovery is refused and the client's fresh reconnect meets a
+ *   refused token);
+ * - new roles or admin flag: the connections carry the new caller, and change feeds whose LISTEN rule
+ *   the identity no longer satisfies stop.
+ *
+ * Each instance checks its own connections against the shared database, so the bus carries nothing
+ * and the same holds for one SQLite instance and for many on PostgreSQL and Redis: a change reaches
+ * every socket within the cache lifetime plus one period (2.5 s) plus one query. What it finds is
+ * also dropped from the access-token cache (`auth.identities`), so HTTP calls agree at once.
+ */
+import { requireRole, type Caller } from '../auth/caller.js';
+import { IdentityCache } from '../auth/identity-cache.js';
+import type { Connection } from './broker.js';
+import type { RealtimeService } from './service.js';
+
+/** How often the identities of open connections are looked up, ms. */
+export const IDENTITY_WATCH_MS = 500;
+/** How long the watch trusts a looked-up identity, ms. */
+export const WATCH_CACHE_MS = 2000;
+
+/** The close reason of a connection whose identity was deleted or disabled. */
+export const REVOKED_REASON = 'the identity was deleted or disabled';
+
+/** True when two callers of one identity grant the same: admin flag and custom roles. */
+function sameGrants(a: Caller, b: Caller): boolean {
+  return a.admin === b.admin && a.roles.length === b.roles.length && [...a.roles].sort().join('\n') === [...b.roles].sort().join('\n');
+}
+
+/**
+ * Starts watching the identities of `service`'s connections (stopped when the service closes).
+ * @param periodMs - the look-up period, ms (default `IDENTITY_WATCH_MS`)
+ */
+export function watchIdentities(service: RealtimeService, periodMs = IDENTITY_WATCH_MS): void {
+  const identities = new IdentityCache(service.auth.db, WATCH_CACHE_MS);
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    void checkIdentities(service, identities).finally(() => (running = false));
+  }, periodMs);
+  timer.unref();
+  service.onClose(() => clearInterval(timer));
+}
+
+/** One round: every signed-in identity with a connection here, looked up once in `identities`. Never throws. */
+export async function checkIdentities(service: RealtimeService, identities: IdentityCache): Promise<void> {
+  const byIdentity = new Map<string, Connection[]>();
+  for (const connection of service.broker.all()) {
+    const { kind, id } = connection.caller;
+    if (kind === 'anonymous' || id === null) continue;
+    const key = `${kind}:${id}`;
+    const list = byIdentity.get(key);
+    if (list) list.push(connection);
+    else byIdentity.set(key, [connection]);
+  }
+  await Promise.all(
+    [...byIdentity.values()].map(async (connections) => {
+      const { kind, id } = connections[0].caller;
+      let now: Caller | null;
+      try {
+        now = await identities.get(kind, id!);
+      } catch (err) {
+        service.logger.warn({ err: (err as Error).message, identity: id }, 'identity look-up of open connections failed; tried again shortly');
+        return;
+      }
+      if (now === null || connections.some((c) => !sameGrants(c.caller, now))) service.auth.identities.forget(kind, id!);
+      for (const connection of connections) {
+        if (now === null) revoke(service, connection);
+        else if (!sameGrants(connection.caller, now)) regrant(service, connection, now);
+      }
+    }),
+  );
+}
+
+function revoke(service: RealtimeService, connection: Connection): void {
+  if (service.broker.get(connection.id) !== connection) return;
+  service.broker.remove(connection);
+  connection.transport.close(1008, REVOKED_REASON);
+  service.logger.info({ connectionId: connection.id, identity: connection.caller.id }, 'connection closed: its identity was deleted or disabled');
+}
+
+/** Gives `connection` its identity's new grants and ends the change feeds they no longer allow. */
+function regrant(service: RealtimeService, connection: Connection, caller: Caller): void {
+  connection.caller = caller;
+  for (const collection of [...connection.listening]) {
+    const rule = service.manifest.collections.find((c) => c.name === collection)?.access.find((r) => r.method === 'LISTEN');
+    try {
+      requireRole(caller, rule?.roleNames ?? [], `LISTEN on ${collection}`);
+    } catch {
+      service.broker.unlisten(connection, collection);
+    }
+  }
+  service.logger.info({ connectionId: connection.id, identity: caller.id, roles: caller.roles }, 'connection follows its identity’s new roles');
+}
