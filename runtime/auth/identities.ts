@@ -10,8 +10,8 @@ import type { Database } from '../data/database.js';
 import { HttpError } from '../errors.js';
 import type { Caller } from './caller.js';
 import { hashSecret, randomToken, verifySecret } from './secrets.js';
-import { sql, type Sql } from '../query/sql.js';
-import { decodeServiceAccount, decodeUser, first, TABLE, type ServiceAccountRow, type UserRow } from './store.js';
+import { join, sql, type Sql } from '../query/sql.js';
+import { decodeServiceAccount, decodeUser, first, TABLE, type Raw, type ServiceAccountRow, type UserRow } from './store.js';
 import { deleteSubjectTokens, revokeSubjectTokens } from './refresh-tokens.js';
 
 /** Custom role names: a letter first, then letters, digits, `_` or `-`; the `_` prefix is for built-ins. */
@@ -100,6 +100,36 @@ export async function loadCaller(db: Database, kind: string, id: string): Promis
     return sa && !sa.disabledAt ? accountCaller(sa) : null;
   }
   return null;
+}
+
+/** Identities looked up in one statement by `loadCallers` (bounds the statement's parameters). */
+const CALLERS_PER_QUERY = 500;
+
+/**
+ * The current state of many stored identities of one kind, in one query per `CALLERS_PER_QUERY` ids
+ * (the identity watch of open connections checks every connected identity this way).
+ * @returns id → its caller, or null when it was deleted or is disabled
+ * @throws the database's error when a lookup fails
+ */
+export async function loadCallers(db: Database, kind: Caller['kind'], ids: readonly string[]): Promise<Map<string, Caller | null>> {
+  const found = new Map<string, Caller | null>(ids.map((id) => [id, null]));
+  if (kind !== 'user' && kind !== 'serviceAccount') return found;
+  for (let i = 0; i < ids.length; i += CALLERS_PER_QUERY) {
+    const chunk = ids.slice(i, i + CALLERS_PER_QUERY);
+    const list = join(
+      chunk.map((id) => sql`${id}`),
+      ', ',
+    );
+    const table = kind === 'user' ? TABLE.users : TABLE.serviceAccounts;
+    for (const row of await db.query<Raw>(sql`SELECT * FROM ${table} WHERE "id" IN (${list})`)) {
+      const caller =
+        kind === 'user'
+          ? ((u) => (u.disabledAt ? null : userCaller(u)))(decodeUser(row))
+          : ((a) => (a.disabledAt ? null : accountCaller(a)))(decodeServiceAccount(row));
+      if (caller) found.set(caller.id!, caller);
+    }
+  }
+  return found;
 }
 
 /** Names one identity for the management commands: a user by username, a service account by client id. */

@@ -55,7 +55,7 @@ export interface SigningKeyRow {
   publicJwk: string;
 }
 
-type Raw = Record<string, unknown>;
+export type Raw = Record<string, unknown>;
 
 /** A stored date-time (Date, ISO string or epoch ms) as a Date. */
 export function toDate(v: unknown): Date {

@@ -3,8 +3,8 @@
  * change"). `svc user delete|disable|set-roles` and `svc service-account delete|disable` write the
  * database from another process, perhaps on another machine, so a running instance learns of them
  * from the database, as it does for access tokens. Every `IDENTITY_WATCH_MS` each instance looks up
- * the identities of the connections it holds, through a cache of its own whose entries live
- * `WATCH_CACHE_MS` (one query per connected identity and period, whatever its number of sockets):
+ * the identities of the connections it holds, in one query per 500 connected identities of a kind
+ * (`loadCallers`), whatever their number of sockets:
  *
  * - an identity that is gone or disabled: its connections are closed with 1008 (a reliable Web
  *   PubSub connection too, so its recovery is refused and the client's fresh reconnect meets a
@@ -14,18 +14,16 @@
  *
  * Each instance checks its own connections against the shared database, so the bus carries nothing
  * and the same holds for one SQLite instance and for many on PostgreSQL and Redis: a change reaches
- * every socket within the cache lifetime plus one period (2.5 s) plus one query. What it finds is
+ * every socket within one period (2 s) plus the look-up. What it finds is
  * also dropped from the access-token cache (`auth.identities`), so HTTP calls agree at once.
  */
 import { requireRole, type Caller } from '../auth/caller.js';
-import { IdentityCache } from '../auth/identity-cache.js';
+import { loadCallers } from '../auth/identities.js';
 import type { Connection } from './broker.js';
 import type { RealtimeService } from './service.js';
 
 /** How often the identities of open connections are looked up, ms. */
-export const IDENTITY_WATCH_MS = 500;
-/** How long the watch trusts a looked-up identity, ms. */
-export const WATCH_CACHE_MS = 2000;
+export const IDENTITY_WATCH_MS = 2000;
 
 /** The close reason of a connection whose identity was deleted or disabled. */
 export const REVOKED_REASON = 'the identity was deleted or disabled';
@@ -40,19 +38,18 @@ function sameGrants(a: Caller, b: Caller): boolean {
  * @param periodMs - the look-up period, ms (default `IDENTITY_WATCH_MS`)
  */
 export function watchIdentities(service: RealtimeService, periodMs = IDENTITY_WATCH_MS): void {
-  const identities = new IdentityCache(service.auth.db, WATCH_CACHE_MS);
   let running = false;
   const timer = setInterval(() => {
     if (running) return;
     running = true;
-    void checkIdentities(service, identities).finally(() => (running = false));
+    void checkIdentities(service).finally(() => (running = false));
   }, periodMs);
   timer.unref();
   service.onClose(() => clearInterval(timer));
 }
 
-/** One round: every signed-in identity with a connection here, looked up once in `identities`. Never throws. */
-export async function checkIdentities(service: RealtimeService, identities: IdentityCache): Promise<void> {
+/** One round: every signed-in identity with a connection here, looked up in batches. Never throws. */
+export async function checkIdentities(service: RealtimeService): Promise<void> {
   const byIdentity = new Map<string, Connection[]>();
   for (const connection of service.broker.all()) {
     const { kind, id } = connection.caller;
@@ -62,23 +59,30 @@ export async function checkIdentities(service: RealtimeService, identities: Iden
     if (list) list.push(connection);
     else byIdentity.set(key, [connection]);
   }
-  await Promise.all(
-    [...byIdentity.values()].map(async (connections) => {
-      const { kind, id } = connections[0].caller;
-      let now: Caller | null;
-      try {
-        now = await identities.get(kind, id!);
-      } catch (err) {
-        service.logger.warn({ err: (err as Error).message, identity: id }, 'identity look-up of open connections failed; tried again shortly');
-        return;
-      }
-      if (now === null || connections.some((c) => !sameGrants(c.caller, now))) service.auth.identities.forget(kind, id!);
+  for (const kind of ['user', 'serviceAccount'] as const) {
+    const groups = [...byIdentity.values()].filter((connections) => connections[0].caller.kind === kind);
+    if (groups.length === 0) continue;
+    let current: Map<string, Caller | null>;
+    try {
+      current = await loadCallers(
+        service.auth.db,
+        kind,
+        groups.map((connections) => connections[0].caller.id!),
+      );
+    } catch (err) {
+      service.logger.warn({ err: (err as Error).message, identities: groups.length }, 'identity look-up of open connections failed; tried again shortly');
+      continue;
+    }
+    for (const connections of groups) {
+      const id = connections[0].caller.id!;
+      const now = current.get(id) ?? null;
+      if (now === null || connections.some((c) => !sameGrants(c.caller, now))) service.auth.identities.forget(kind, id);
       for (const connection of connections) {
         if (now === null) revoke(service, connection);
         else if (!sameGrants(connection.caller, now)) regrant(service, connection, now);
       }
-    }),
-  );
+    }
+  }
 }
 
 function revoke(service: RealtimeService, connection: Connection): void {
