@@ -66,6 +66,11 @@ export function isUploadIdOf(upload: string, target: BlobTarget): boolean {
 /** A media type (RFC 9110 §8.3.1): `type/subtype`, then `; name=value` parameters, printable ASCII only. */
 const MEDIA_TYPE = /^[\w!#$&^.+-]+\/[\w!#$&^.+-]+([ \t]*;[ \t]*[\w!#$&^.+-]+=("[\x20\x21\x23-\x5b\x5d-\x7e]*"|[\w!#$&^.+-]+))*$/;
 
+/** True when `value` may be sent as a Content-Type header: a media type of at most 255 characters. */
+export function isMediaType(value: string): boolean {
+  return value.length <= 255 && MEDIA_TYPE.test(value);
+}
+
 /**
  * The content type an upload declares in its tus metadata (`filetype`, else `contentType`), or
  * `application/octet-stream` when it declares none.
@@ -76,7 +81,7 @@ export function declaredType(metadata: Record<string, string | null> | undefined
   for (const key of ['filetype', 'contentType']) {
     const value = metadata?.[key];
     if (!value) continue;
-    if (value.length > 255 || !MEDIA_TYPE.test(value)) {
+    if (!isMediaType(value)) {
       throw new HttpError('VALIDATION_FAILED', `${key} in Upload-Metadata must be a media type such as image/png`, {
         details: [{ path: `/${key}`, message: 'must be a media type (type/subtype, optional parameters), at most 255 characters' }],
       });

@@ -22,7 +22,7 @@ import { readUpload } from '../blobs/multipart.js';
 import { originalKey, type StoredBlob } from '../blobs/metadata.js';
 import { ensureThumbnail, parseThumbnail, thumbnailType } from '../blobs/thumbnails.js';
 import type { BlobService } from '../blobs/service.js';
-import type { TusUploads } from '../blobs/tus.js';
+import { isMediaType, type TusUploads } from '../blobs/tus.js';
 import { sendError, trackRequest } from './api-handler.js';
 
 /** Types a browser may show inline: no scripts run in them. Anything else downloads as an attachment. */
@@ -63,7 +63,8 @@ async function download(ctx: RequestContext, blobs: BlobService, t: BlobTarget, 
   const stored: StoredBlob = await readBlob(ctx, t);
   let key = originalKey(stored.prefix);
   let size = stored.size;
-  let type = stored.contentType;
+  // A type stored before uploads were checked may not be a header value: it is served as bytes.
+  let type = isMediaType(stored.contentType) ? stored.contentType : 'application/octet-stream';
   let etag = `"${stored.sha256}"`;
   let name = stored.name;
   if (query.thumb !== undefined) {
