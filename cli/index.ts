@@ -110,6 +110,14 @@ program
     };
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
+    // Started through `npx svc serve` (npm exec), whose kill is not passed on to us: when npm is gone
+    // (`npx svc serve & … kill $!`), the server stops as if it had got SIGTERM, instead of living on.
+    if (process.env.npm_command === 'exec') {
+      const parent = process.ppid;
+      setInterval(() => {
+        if (process.ppid !== parent) stop();
+      }, 500).unref();
+    }
   });
 
 /** A non-negative integer option value; anything else exits non-zero naming the option. */

@@ -6,10 +6,11 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { ROOT, runCli, serve } from '../support/cli.js';
+import { CLI, ROOT, runCli, serve } from '../support/cli.js';
 import { call } from '../support/scenario.js';
 import { adminIdentity, createUser, userToken } from '../support/auth.js';
 
@@ -313,4 +314,32 @@ describe('svc CLI', () => {
     expect(response).toMatch(/^HTTP\/1\.1 201/);
     expect(await exit).toBe(0);
   });
+
+  it('started through npm exec (npx svc serve), stops when npm is killed instead of living on', async () => {
+    const dir = join(work, 'orphan');
+    await runCli(['init', dir]);
+    await runCli(['generate', dir]);
+    const npm = spawn('npm', ['exec', '--', 'node', CLI, 'serve', dir, '--port', '0'], { cwd: ROOT, env: { ...process.env, SVC_LOG_LEVEL: 'info' } });
+    let out = '';
+    const url = await new Promise<string>((ok, fail) => {
+      npm.stdout.on('data', (d) => {
+        out += d;
+        const m = /serving \S+ at (http:\/\/\S+)/.exec(out);
+        if (m) ok(m[1]);
+      });
+      npm.on('close', () => fail(new Error(`npm exec ended before serving: ${out}`)));
+    });
+    expect((await fetch(`${url}/_health`)).status).toBe(200);
+    npm.kill('SIGTERM'); // what `kill $!` after `npx svc serve … &` does: npm passes nothing on
+    const deadline = Date.now() + 10_000;
+    let answering = true;
+    while (answering && Date.now() < deadline) {
+      answering = await fetch(`${url}/_health`).then(
+        () => true,
+        () => false,
+      );
+      if (answering) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(answering).toBe(false);
+  }, 60_000);
 });
