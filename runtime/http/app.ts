@@ -98,7 +98,19 @@ export function createApp(options: AppOptions): express.Express {
   app.use((req: Request) => {
     const name = req.path.startsWith('/api/') ? req.path.split('/')[2] : undefined;
     if (name && !req.path.slice(5).includes('/')) {
-      throw new HttpError('NOT_FOUND', `no collection, view, query or function is named ${JSON.stringify(decodeURIComponent(name))}`);
+      let decoded = name;
+      try {
+        decoded = decodeURIComponent(name);
+      } catch {
+        /* a malformed escape: named as sent */
+      }
+      const fn = manifest.functions.find((f) => f.name === decoded && f.enabled && f.functionTypeId === 2);
+      if (fn)
+        throw new HttpError(
+          'NOT_FOUND',
+          `function ${JSON.stringify(decoded)} is served at /api/_invoke/${decoded} (type-2 functions are not served at /api/<name>)`,
+        );
+      throw new HttpError('NOT_FOUND', `no collection, view, query or function is named ${JSON.stringify(decoded)}`);
     }
     throw new HttpError('NOT_FOUND', `no route ${req.method} ${req.path}`);
   });

@@ -71,6 +71,13 @@ function functionSuite(backend: Backend): void {
         { name: 'disabled via _invoke', url: '/_invoke/disabled', status: 404, json: { code: 'NOT_FOUND' } },
         { name: 'unknown via _invoke', url: '/_invoke/nothing', status: 404, json: { code: 'NOT_FOUND' }, contains: ['nothing'] },
         { name: 'a collection is not invocable', url: '/_invoke/Note', status: 404, json: { code: 'NOT_FOUND' } },
+        {
+          name: 'a type-2 function at /api/<name> says where it is served',
+          url: '/getOnly',
+          status: 404,
+          json: { code: 'NOT_FOUND', error: 'function "getOnly" is served at /api/_invoke/getOnly (type-2 functions are not served at /api/<name>)' },
+        },
+        { name: 'a malformed escape in the name is a 400, not a 500', url: '/%E0%A4%A', status: 400, json: { code: 'INVALID_PARAMETER' } },
       ];
       for (const s of scenarios) await runScenario(base, s);
     });
