@@ -90,8 +90,8 @@ export async function tokenGrant(auth: AuthService, body: unknown, request: Toke
 
 /**
  * The RFC 6749 response of an error thrown at `_token`: `OAuthError`s as they are, RATE_LIMITED as
- * `rate_limited` (429, `Retry-After` kept), a body that is not valid JSON and other client errors as
- * `invalid_request`, anything unexpected as `server_error` (500, logged).
+ * `rate_limited` (429, `Retry-After` kept), a body over its size limit as `invalid_request` with 413,
+ * a body that is not valid JSON and other client errors as `invalid_request`, anything unexpected as `server_error` (500, logged).
  * @returns null for errors the general error handler must answer (METHOD_NOT_ALLOWED)
  */
 export function oauthError(
@@ -107,7 +107,10 @@ export function oauthError(
     Object.assign(headers, err.headers);
   } else if (err instanceof HttpError && err.code === 'METHOD_NOT_ALLOWED') return null;
   else if ((err as { type?: string })?.type === 'entity.parse.failed') e = new OAuthError('invalid_request', 400, 'the request body is not valid JSON');
-  else if (err instanceof HttpError && err.status < 500) e = new OAuthError('invalid_request', 400, err.message);
+  else if ((err as { type?: string })?.type === 'entity.too.large') {
+    const limit = (err as { limit?: number }).limit;
+    e = new OAuthError('invalid_request', 413, `the request body is larger than ${limit === undefined ? 'the limit' : `${Math.round(limit / 1024)} KiB`}`);
+  } else if (err instanceof HttpError && err.status < 500) e = new OAuthError('invalid_request', 400, err.message);
   else {
     logger.error({ reqId, err }, 'token request failed');
     e = new OAuthError('server_error', 500, 'internal server error');
