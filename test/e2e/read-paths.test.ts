@@ -177,6 +177,22 @@ function suite(backend: Backend): void {
       expect(sees(b), `bob ${c.bobSees ? 'sees it by design' : 'must not see it'}: ${b.text.slice(0, 300)}`).toBe(c.bobSees ?? false);
     });
 
+    it("refuses an agent tool's lookup write to a row the user could not GET, as it does over HTTP", async () => {
+      const write = (who: 'alice' | 'bob', ref: Record<string, unknown>) => reader(who).tool('createNote', { body: { title: 'by the agent', ...ref } });
+      for (const [field, id, collection] of [
+        ['folder', ids.af, 'Folder'],
+        ['binder', ids.ab, 'Binder'],
+      ]) {
+        const refused = await write('bob', { [field]: { id } });
+        expect(refused.status, refused.text).toBe(400);
+        expect(JSON.parse(refused.text.slice(4))).toMatchObject({
+          code: 'VALIDATION_FAILED',
+          details: [{ path: `/${field}`, message: `${field}: no ${collection} with id "${id}"` }],
+        });
+        expect((await write('alice', { [field]: { id } })).status).toBe(201);
+      }
+    });
+
     it('joins as the caller: hidden joined rows read null, and a groupBy through them groups under null', async () => {
       const rows = async (who: 'alice' | 'bob', url: string) => (await reader(who).get(url)).json.data as any[];
       const byTitle = (list: any[]) => Object.fromEntries(list.map((r) => [r.title, r]));
