@@ -2,8 +2,9 @@
  * One error mapping at every boundary (issue 20 §5, §7; `answerError` in runtime/errors.ts): with the
  * app's private PostgreSQL (test/support/pg-cluster.ts) stopped, every transport answers 503
  * SERVICE_UNAVAILABLE with the DESIGN §4 body, never 500 — an agent's API tool called in-process as
- * its user (`AgentService.runApiTool`, the call a model's tool call makes), tus uploads, `_token`
- * (RFC 6749 `temporarily_unavailable`) and a plain data route. Then the database comes back and the same calls succeed.
+ * its user (`AgentService.runApiTool`, the call a model's tool call makes), tus uploads, a function
+ * whose code lets the API's 503 through, `_token` (RFC 6749 `temporarily_unavailable`) and a plain
+ * data route. Then the database comes back and the same calls succeed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
@@ -86,6 +87,12 @@ describe('a database outage answers 503 at every boundary', () => {
       expect(upload.status, text).toBe(503);
       expect(JSON.parse(text)).toMatchObject(unavailable);
       expect(upload.headers.get('retry-after')).toBe('1');
+
+      // Function code whose `get` meets the outage and lets it through answers 503 too, not 500.
+      const viaFunction = await call(server.url, 'GET', `/orderTotal?order=${order}`, undefined, user.headers);
+      expect(viaFunction.status, viaFunction.text).toBe(503);
+      expect(viaFunction.json).toMatchObject(unavailable);
+      expect(viaFunction.headers.get('retry-after')).toBe('1');
 
       const token = await call(server.url, 'POST', '/_token', {
         grant_type: 'client_credentials',
