@@ -43,6 +43,7 @@ export function loadManifest(svcDir: string): AppManifest {
   }
   for (const q of isArray(m.queries) ? m.queries : []) {
     if (q.idType !== 'guid' && q.idType !== 'string') problems.push(`query ${q.name} has no idType`);
+    if (q.joins !== undefined && q.joins !== 'caller') problems.push(`query ${q.name} has an unknown joins mode (got ${JSON.stringify(q.joins)})`);
     for (const [name, f] of Object.entries(q.fields ?? {})) {
       if (!PROPERTY_TYPES.includes(f.type)) problems.push(`query ${q.name}.${name} has no known type (got ${JSON.stringify(f.type)})`);
     }

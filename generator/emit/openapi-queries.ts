@@ -52,7 +52,9 @@ export function queryRowSchema(q: Query): SchemaObject {
       : { type: 'string', format: 'uuid', description: `The ${q.from} row's id` },
   };
   for (const [name, f] of Object.entries(q.fields)) properties[name] = { ...fieldSchema(f), description: describeField(f) };
-  return { type: 'object', ...(q.description && { description: q.description }), properties, required: ['id', ...Object.keys(q.fields)] };
+  const joins = q.joins === 'caller' ? 'Rows reached through lookups are read as the caller could GET them: a hidden one reads null.' : undefined;
+  const description = [q.description, joins].filter(Boolean).join(' ');
+  return { type: 'object', ...(description && { description }), properties, required: ['id', ...Object.keys(q.fields)] };
 }
 
 /**

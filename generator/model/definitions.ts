@@ -66,6 +66,7 @@ export interface RawQueryDefinition {
   from: string;
   filter?: string;
   groupBy?: string[];
+  joins?: 'query' | 'caller';
   fields: Record<string, RawQueryField>;
   access?: RawAccessRule[];
 }

@@ -184,6 +184,7 @@ function queryOf(q: RawQueryDefinition, collections: Collection[]): Query {
     from: q.from,
     ...pick(q, ['filter']),
     ...(q.groupBy?.length ? { groupBy: [...q.groupBy] } : {}),
+    ...(q.joins === 'caller' ? { joins: 'caller' as const } : {}),
     fields,
     idType: queryIdType(q, collections),
     access: accessRules(q.access),

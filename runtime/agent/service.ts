@@ -9,7 +9,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { generateText, type ModelMessage } from 'ai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { HttpError, toErrorBody } from '../errors.js';
+import { answerError, HttpError } from '../errors.js';
 import { ANONYMOUS, type Caller } from '../auth/caller.js';
 import type { AuthService } from '../auth/auth-service.js';
 import type { AgentToolsFile } from '../contract/agent-tools.js';
@@ -139,7 +139,7 @@ export class AgentService implements AgentHost {
       }
       return { status: 200, body: await this.run(request) };
     } catch (err) {
-      const { status, body } = toErrorBody(err);
+      const { status, body } = answerError(err);
       if (status >= 500) this.logger.error({ err, op: request.op }, 'agent call failed');
       return { status, body };
     }
@@ -302,7 +302,7 @@ export class AgentService implements AgentHost {
       }
       return await this.callTool(options, name, args);
     } catch (err) {
-      const { status, body } = toErrorBody(err);
+      const { status, body } = answerError(err);
       return { status, output: toolOutput(status, body) };
     }
   }

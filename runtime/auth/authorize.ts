@@ -141,11 +141,13 @@ export function checkPolicies(manifest: AppManifest): string[] {
 
 /**
  * The `WriteAccess` of a caller: nested children and lookup targets of a write are reached under their
- * own collection's rules and policies (DESIGN §3; SPEC §4.4 nested children).
+ * own collection's rules and policies (DESIGN §3; SPEC §4.4 nested children). A lookup may name only a
+ * row the caller could GET, whatever hides the others (no GET rule, `_CREATOR`, policies).
  */
 export function writeAccessFor(caller: Caller, manifest: AppManifest): WriteAccess {
   return {
     visibility: (name) => policyConditions(caller, manifest, collectionNamed(manifest, name)),
+    readable: (name) => readableConditions(caller, manifest, name) ?? [raw('1=0')],
     grant: (collection, method) =>
       authorize(caller, manifest, collection, method, collection.access, { what: `${method} on ${collection.name} (nested children)` }).owner,
   };

@@ -6,7 +6,7 @@
  * (see `refresh-tokens.ts`). Failed attempts are rate limited per client id and address: 429 with
  * `Retry-After` and `error: "rate_limited"`.
  */
-import { HttpError } from '../errors.js';
+import { answerError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { continueSession, startSession, type AuthService, type TokenBody } from './auth-service.js';
 import { checkClientSecret } from './identities.js';
@@ -89,9 +89,11 @@ export async function tokenGrant(auth: AuthService, body: unknown, request: Toke
 }
 
 /**
- * The RFC 6749 response of an error thrown at `_token`: `OAuthError`s as they are, RATE_LIMITED as
- * `rate_limited` (429, `Retry-After` kept), a body that is not valid JSON and other client errors as
- * `invalid_request`, anything unexpected as `server_error` (500, logged).
+ * The RFC 6749 response of an error thrown at `_token`: `OAuthError`s as they are; anything else first
+ * goes through the runtime's one mapping (`answerError`), then RATE_LIMITED becomes `rate_limited`
+ * (429, `Retry-After` kept), an unreachable database `temporarily_unavailable` (503, `Retry-After`
+ * kept), a body over its size limit or of the wrong type `invalid_request` with 413 / 415, other
+ * client errors `invalid_request` (400), anything unexpected `server_error` (500, logged).
  * @returns null for errors the general error handler must answer (METHOD_NOT_ALLOWED)
  */
 export function oauthError(
@@ -102,15 +104,19 @@ export function oauthError(
   let e: OAuthError;
   const headers: Record<string, string> = {};
   if (err instanceof OAuthError) e = err;
-  else if (err instanceof HttpError && err.code === 'RATE_LIMITED') {
-    e = new OAuthError('rate_limited', 429, err.message);
-    Object.assign(headers, err.headers);
-  } else if (err instanceof HttpError && err.code === 'METHOD_NOT_ALLOWED') return null;
-  else if ((err as { type?: string })?.type === 'entity.parse.failed') e = new OAuthError('invalid_request', 400, 'the request body is not valid JSON');
-  else if (err instanceof HttpError && err.status < 500) e = new OAuthError('invalid_request', 400, err.message);
   else {
-    logger.error({ reqId, err }, 'token request failed');
-    e = new OAuthError('server_error', 500, 'internal server error');
+    const answer = answerError(err);
+    const { code, error: message } = answer.body;
+    if (code === 'METHOD_NOT_ALLOWED') return null;
+    if (code === 'RATE_LIMITED' || code === 'SERVICE_UNAVAILABLE') Object.assign(headers, answer.headers);
+    if (code === 'RATE_LIMITED') e = new OAuthError('rate_limited', 429, message);
+    else if (code === 'SERVICE_UNAVAILABLE') e = new OAuthError('temporarily_unavailable', 503, message);
+    else if (answer.status === 413 || answer.status === 415) e = new OAuthError('invalid_request', answer.status, message);
+    else if (answer.status < 500) e = new OAuthError('invalid_request', 400, message);
+    else {
+      logger.error({ reqId, err }, 'token request failed');
+      e = new OAuthError('server_error', 500, 'internal server error');
+    }
   }
   if (e.status === 401) headers['www-authenticate'] = 'Basic realm="svc"';
   return { status: e.status, body: { error: e.error, error_description: e.message }, headers };

@@ -16,7 +16,7 @@ import { pipeline } from 'node:stream';
 import { Server, type DataStore, type Upload } from '@tus/server';
 import { FileStore } from '@tus/file-store';
 import { S3Store } from '@tus/s3-store';
-import { HttpError, toErrorBody } from '../errors.js';
+import { answerError, HttpError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { RequestContext } from '../core/context.js';
 import { admitUpload, commitBlob, newBlobPrefix, type BlobTarget } from '../core/blob-operations.js';
@@ -38,7 +38,7 @@ interface Pending {
 
 /** The tus error form: a status and a body (ours: the DESIGN §4 error body). */
 function tusError(err: unknown): { status_code: number; body: string } {
-  const { status, body } = toErrorBody(err);
+  const { status, body } = answerError(err);
   return { status_code: status, body: JSON.stringify(body) };
 }
 

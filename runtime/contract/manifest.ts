@@ -95,6 +95,11 @@ export interface Query {
   filter?: string;
   /** Present (non-empty) for aggregate queries. */
   groupBy?: string[];
+  /**
+   * `caller`: rows reached through lookups are joined only when the caller could GET them (else their
+   * fields read null); absent: joined as the query's author exposed them (DESIGN §4 "Queries").
+   */
+  joins?: 'caller';
   /** Output field name → definition, in declaration order. */
   fields: Record<string, QueryField>;
   /**

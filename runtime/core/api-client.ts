@@ -5,9 +5,8 @@
  * use it, and the agent's tools will. A `meter` hook sees every call and its answer.
  */
 import { randomUUID } from 'node:crypto';
-import { HttpError, toErrorBody } from '../errors.js';
+import { answerError, HttpError } from '../errors.js';
 import type { Caller } from '../auth/caller.js';
-import { mapInfrastructureError } from '../data/db-errors.js';
 import { requestContext, type AppRuntime } from './context.js';
 import { runOperation } from './operations.js';
 import { resourcePath } from './resources.js';
@@ -68,8 +67,7 @@ export function apiClientFor(app: AppRuntime, caller: Caller, options: ApiClient
         const result = await runOperation(ctx, resource, { method: call.method, id: target.id, query: call.query ?? {}, body: async () => body });
         answer = { status: result.status, body: result.body ?? null };
       } catch (err) {
-        const mapped = mapInfrastructureError(err);
-        const { status, body } = toErrorBody(mapped);
+        const { status, body } = answerError(err);
         if (status >= 500) app.logger.error({ reqId, err }, 'in-process API call failed');
         answer = { status, body };
       }

@@ -238,14 +238,15 @@ async function queryOperation(ctx: RequestContext, r: QueryResource, request: Ap
   const { caller } = ctx;
   const grant = authorize(caller, manifest, r.from, 'GET', r.query.access, { what: `GET on ${r.name}` });
   const conditions = grant.owner ? [...grant.visibility, grant.owner] : grant.visibility;
-  const source = querySource(manifest, r.query, db.provider, { conditions, callerId: caller.id });
+  const readableOf = (name: string, alias?: string) => readableConditions(caller, manifest, name, alias);
+  const source = querySource(manifest, r.query, db.provider, { conditions, callerId: caller.id, readableOf });
   const scope: ReadScope = {
     manifest,
     db,
     collection: r.rowCollection,
     rows: { source, idType: r.query.idType },
     callerId: caller.id,
-    readableOf: (name, alias) => readableConditions(caller, manifest, name, alias),
+    readableOf,
   };
   if (request.id === undefined) {
     const params = queryParams(request.query, r, ctx);

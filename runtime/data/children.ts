@@ -27,6 +27,11 @@ export interface WriteAccess {
   /** Policy conditions (alias `t0`) on rows of `collection`: rows failing them count as absent. */
   visibility(collection: string): Sql[];
   /**
+   * Conditions (alias `t0`) on rows of `collection` the caller could GET under its own rules and
+   * policies (`_CREATOR`: own rows only; no GET rule: `1=0`). A lookup may name only such rows.
+   */
+  readable(collection: string): Sql[];
+  /**
    * Admits `method` on `collection` under its own rules (throws 401/403), returning the `_CREATOR`
    * condition (alias `t0`) rows must meet, or null.
    */

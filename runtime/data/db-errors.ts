@@ -3,7 +3,7 @@
  * codes of DESIGN §4: a missing row, a row still referenced, a unique clash, an unreachable database
  * (503) and a statement that ran too long (504).
  */
-import { HttpError } from '../errors.js';
+import { HttpError, mapInfrastructureError } from '../errors.js';
 
 interface DriverError {
   code?: string;
@@ -44,17 +44,4 @@ export function mapDatabaseError(err: unknown, collection: string, id?: string):
   }
   if (isUniqueViolation(err)) return new HttpError('CONFLICT', `a ${collection} row with the same unique value exists`);
   return mapInfrastructureError(err);
-}
-
-/**
- * An unreachable database → 503 SERVICE_UNAVAILABLE (Retry-After: 1); a statement over the time limit
- * (PostgreSQL 57014, SQLite driver `STATEMENT_TIMEOUT`) → 504 STATEMENT_TIMEOUT; else unchanged.
- */
-export function mapInfrastructureError(err: unknown): unknown {
-  const e = err as DriverError;
-  if (e?.unavailable)
-    return new HttpError('SERVICE_UNAVAILABLE', 'the database is unavailable; try again shortly', { cause: err, headers: { 'retry-after': '1' } });
-  if (e?.code === '57014' || e?.code === 'STATEMENT_TIMEOUT')
-    return new HttpError('STATEMENT_TIMEOUT', 'the request ran longer than the statement time limit; narrow the filter or ask for less', { cause: err });
-  return err;
 }

@@ -4,6 +4,11 @@
  * query are reads of that subquery (`runtime/data/read.ts` with `ReadScope.rows`), so `filter`,
  * `sortBy`, `select`, paging and `count` apply to output fields exactly as they do to properties.
  *
+ * Joins (`LEFT JOIN` per lookup hop, shared by paths with a common prefix) read every target row as
+ * the query's author exposed it; with `"joins": "caller"` the join's condition also holds the
+ * caller's GET conditions on the target (rules, `_CREATOR`, policies), so a row the caller could not
+ * GET joins as nulls, and a `groupBy` through it groups under null (DESIGN §4 "Queries").
+ *
  * Group ids are text in one canonical form on both databases: a lookup or guid key as the id itself,
  * integers as digits, booleans `true`/`false`, decimals without trailing zeros, dates `YYYY-MM-DD`,
  * date-times ISO 8601 UTC with milliseconds; several keys are joined with `|` (null → empty).
@@ -11,13 +16,18 @@
 import type { AppManifest, Collection, DatabaseProvider, Property, PropertyType, Query } from '../manifest.js';
 import { compileFilter, resolvePath } from '../query/filter-compile.js';
 import { parseFilter } from '../query/filter-parser.js';
-import { ident, join, raw, sql, type Sql } from '../query/sql.js';
+import { andAll, ident, join, raw, sql, type Sql } from '../query/sql.js';
 
 /** Per-request inputs: conditions on the `from` rows (policies, alias `t0`), clock and caller. */
 export interface QueryOptions {
   conditions?: Sql[];
   now?: Date;
   callerId?: string | null;
+  /**
+   * For `"joins": "caller"`: the conditions (on `alias`) under which the caller could GET rows of a
+   * collection, or null when it may GET none (`readableConditions`). Absent: every joined row is read.
+   */
+  readableOf?: (collection: string, alias: string) => Sql[] | null;
 }
 
 const FROM_ALIAS = 't0';
@@ -46,6 +56,12 @@ export function querySource(manifest: AppManifest, query: Query, provider: Datab
   const from = manifest.collections.find((c) => c.name === query.from)!;
   const joins: Sql[] = [];
   const aliasOf = new Map<string, string>();
+  /** `"joins": "caller"`: a joined row must be one the caller could GET, else the join finds nothing (nulls). */
+  const callerJoin = (collection: string, alias: string): Sql => {
+    if (query.joins !== 'caller' || !options.readableOf) return raw('');
+    const readable = options.readableOf(collection, alias);
+    return readable === null ? raw(' AND 1=0') : andAll(readable);
+  };
 
   /** The column a dot path reaches, adding LEFT JOINs for its lookups (shared by paths with a common prefix). */
   const pathExpr = (path: string): { expr: Sql; type: PropertyType } => {
@@ -60,7 +76,8 @@ export function querySource(manifest: AppManifest, query: Query, provider: Datab
       if (!next) {
         next = `j${aliasOf.size + 1}`;
         aliasOf.set(key, next);
-        joins.push(sql`LEFT JOIN ${ident(hop.target.name)} AS ${ident(next)} ON ${ident(next, 'id')} = ${ident(alias, hop.column)}`);
+        const on = sql`${ident(next, 'id')} = ${ident(alias, hop.column)}${callerJoin(hop.target.name, next)}`;
+        joins.push(sql`LEFT JOIN ${ident(hop.target.name)} AS ${ident(next)} ON ${on}`);
       }
       alias = next;
     });
@@ -108,6 +125,8 @@ export function querySource(manifest: AppManifest, query: Query, provider: Datab
         alias: FROM_ALIAS,
         now: options.now,
         callerId: options.callerId,
+        // With caller joins, a dot path of the definition's filter sees only rows the caller could GET.
+        ...(query.joins === 'caller' && options.readableOf && { readableOf: options.readableOf }),
       }),
     );
   }

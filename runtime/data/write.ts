@@ -4,10 +4,11 @@
  * unit of work (`unit-of-work.ts`): a rejected or failed write changes nothing, and what it changed is
  * reported after the commit. Statements are compiled SQL with bound values.
  *
- * Lookup targets: when the caller's view of a target collection is unrestricted, the foreign key
- * checks them (no extra round trip) and a violation is explained afterwards by `lookupProblems`; when
- * policies narrow the target, the ids are checked inside the transaction, so a row the caller cannot
- * see counts as missing.
+ * Lookup targets: a lookup may name only a row the caller could GET (its collection's GET rule,
+ * `_CREATOR` and policies, as `WriteAccess.readable` says). When the caller could GET every row of
+ * the target, the foreign key checks them (no extra round trip) and a violation is explained
+ * afterwards by `lookupProblems`; otherwise the ids are checked inside the transaction, so a row the
+ * caller cannot GET counts as missing.
  */
 import { v7 as uuidv7 } from 'uuid';
 import type { Collection } from '../manifest.js';
@@ -68,14 +69,14 @@ function work(scope: WriteScope, action: WorkOptions['action'], single = false):
   };
 }
 
-/** Lookup properties whose target the caller sees only through policies (checked in the transaction). */
+/** Lookup properties whose target rows the caller may GET only in part (checked in the transaction). */
 function restrictedLookups(scope: WriteScope, collection: Collection) {
-  return collection.properties.filter((p) => p.type === 'lookup' && (scope.access?.visibility(p.collection!).length ?? 0) > 0);
+  return collection.properties.filter((p) => p.type === 'lookup' && (scope.access?.readable(p.collection!).length ?? 0) > 0);
 }
 
 /**
- * Details of lookup values in `rows` that name no row of their target collection (or one its policies
- * hide from the caller); `only` limits the check to some properties.
+ * Details of lookup values in `rows` that name no row of their target collection the caller could GET;
+ * `only` limits the check to some properties.
  */
 async function lookupProblems(
   scope: WriteScope,
@@ -90,7 +91,7 @@ async function lookupProblems(
     if (p.type !== 'lookup' || (only && !only.has(p.name))) continue;
     const wanted = [...new Set(rows.map((r) => r[p.name]).filter((v): v is string => typeof v === 'string'))];
     if (wanted.length === 0) continue;
-    const visible = andAll(scope.access?.visibility(p.collection!) ?? []);
+    const visible = andAll(scope.access?.readable(p.collection!) ?? []);
     const found = await scope.db.query<{ id: string }>(
       sql`SELECT "t0"."id" FROM ${ident(p.collection!)} AS "t0" WHERE "t0"."id" IN (${ids(wanted)})${visible}`,
       tx,
@@ -105,7 +106,7 @@ async function lookupProblems(
   return details;
 }
 
-/** Checks the lookups the foreign key cannot judge for this caller (policy-restricted targets). */
+/** Checks the lookups the foreign key cannot judge for this caller (targets it may GET only in part). */
 async function checkRestrictedLookups(scope: WriteScope, tx: Tx | undefined, collection: Collection, rows: Row[], paths: string[]): Promise<void> {
   const restricted = restrictedLookups(scope, collection);
   if (restricted.length === 0) return;

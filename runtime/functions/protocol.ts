@@ -29,7 +29,15 @@ export interface FunctionJob {
 
 /** What the worker answers: the response to send, or what the code threw. */
 export type FunctionOutcome =
-  { kind: 'done'; status: number; bodyText?: string; validationErrors: ErrorDetail[] } | { kind: 'threw'; name: string; message: string; stack?: string };
+  | { kind: 'done'; status: number; bodyText?: string; validationErrors: ErrorDetail[] }
+  | {
+      kind: 'threw';
+      name: string;
+      message: string;
+      stack?: string;
+      /** Set when the code let through an infrastructure refusal of the API (503, 504 STATEMENT_TIMEOUT): its status and error body. */
+      infrastructure?: { status: number; body: unknown };
+    };
 
 /** Settings of every worker, given as `workerData`. */
 export interface WorkerSettings {

@@ -13,7 +13,7 @@ import { pathToFileURL } from 'node:url';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { ErrorDetail } from '../errors.js';
 import type { AgentRequest, ApiReply, ApiRequest, RealtimeRequest } from './call-api.js';
-import { agentClient, collectionClient, FunctionUsageError, realtimeClient } from './collection-client.js';
+import { agentClient, collectionClient, FunctionApiError, FunctionUsageError, realtimeClient } from './collection-client.js';
 import type { FunctionContext, FunctionResponse } from './context.js';
 import { MEMORY_REPORT_MS, type FromWorker, type FunctionJob, type FunctionOutcome, type ToWorker, type WorkerSettings } from './protocol.js';
 
@@ -150,7 +150,11 @@ async function run(id: number, job: FunctionJob): Promise<FunctionOutcome> {
     throw new Error(`${job.modulePath} has no default export function and no compiled script: run \`svc generate\` again`);
   } catch (err) {
     const e = err instanceof Error ? err : undefined;
-    return { kind: 'threw', name: e?.name ?? 'Error', message: e ? e.message : String(err), stack: e?.stack };
+    // A database outage the code did not handle answers as it would on a data route (503/504), not 500.
+    const api = err instanceof FunctionApiError ? err : undefined;
+    const code = (api?.body as { code?: unknown } | null | undefined)?.code;
+    const infrastructure = api && (code === 'SERVICE_UNAVAILABLE' || code === 'STATEMENT_TIMEOUT') ? { status: api.status, body: api.body } : undefined;
+    return { kind: 'threw', name: e?.name ?? 'Error', message: e ? e.message : String(err), stack: e?.stack, ...(infrastructure && { infrastructure }) };
   }
 }
 

@@ -8,10 +8,9 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
-import { HttpError, toErrorBody } from '../errors.js';
+import { answerError, HttpError } from '../errors.js';
 import type { AuthService } from '../auth/auth-service.js';
 import { authenticateCredentials, credentialInput } from '../auth/authenticate.js';
-import { mapInfrastructureError } from '../data/db-errors.js';
 import type { AppRuntime } from '../core/context.js';
 import { requestContext } from '../core/context.js';
 import { runOperation, type ApiResponse } from '../core/operations.js';
@@ -54,14 +53,12 @@ function send(req: IncomingMessage, res: ServerResponse, status: number, text: s
 
 /** Writes the error body of any thrown value; 5xx causes are logged with the request id, never sent. */
 export function sendError(app: AppRuntime, req: IncomingMessage, res: ServerResponse, reqId: string, thrown: unknown): void {
-  const err = mapInfrastructureError(thrown);
-  const { status, body } = toErrorBody(err);
+  const { status, body, headers } = answerError(thrown);
   if (status >= 500) app.logger.error({ reqId, err: thrown }, 'request failed');
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const headers = err instanceof HttpError && err.headers ? err.headers : {};
   // A refused body that is still arriving is discarded unparsed by node:http once the answer ends.
   send(req, res, status, JSON.stringify(body), headers);
 }

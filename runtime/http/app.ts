@@ -8,12 +8,10 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { AppManifest } from '../manifest.js';
 import { MAX_BODY_BYTES } from '../contract/limits.js';
-import { HttpError, toErrorBody } from '../errors.js';
+import { answerError, HttpError } from '../errors.js';
 import type { Database } from '../data/database.js';
 import type { Logger } from '../log.js';
-import { mapInfrastructureError } from '../data/db-errors.js';
 import { trackRequest } from './api-handler.js';
-import { payloadTooLarge } from './body.js';
 import { captureRawBody, functionRouter, type FunctionInvoker, type FunctionRoutesOptions } from './function-routes.js';
 import type { AuthService } from '../auth/auth-service.js';
 import { authenticate, authRouter, loginRouter, oauthErrors, tokenRouter } from './auth-routes.js';
@@ -119,19 +117,10 @@ export function createApp(options: AppOptions): express.Express {
   app.use('/api/_token', oauthErrors(options.auth));
   // Express recognises the error middleware by its four parameters.
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
-    const e = err as { type?: string; status?: number };
-    let error = err;
-    if (e?.type === 'entity.parse.failed') error = new HttpError('INVALID_JSON', 'the request body is not valid JSON');
-    else if (e?.type === 'entity.too.large') {
-      const limit = (err as { limit?: number }).limit ?? MAX_BODY_BYTES;
-      error = payloadTooLarge(limit);
-    } else if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported')
-      error = new HttpError('UNSUPPORTED_MEDIA_TYPE', 'unsupported body encoding');
-    error = mapInfrastructureError(error);
-    const { status, body } = toErrorBody(error);
-    if (error instanceof HttpError && error.headers && !res.headersSent) res.set(error.headers);
+    const { status, body, headers } = answerError(err);
     if (status >= 500) logger.error({ reqId: res.locals.reqId, err }, 'request failed');
     if (res.headersSent) return;
+    res.set(headers);
     res.status(status).json(body);
   });
   return app;

@@ -4,17 +4,9 @@
  * be refused). The limit is per route; a body over it is refused as soon as its size is known.
  */
 import type { IncomingMessage } from 'node:http';
-import { HttpError } from '../errors.js';
+import { HttpError, payloadTooLarge } from '../errors.js';
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json$/i;
-
-/** 413 naming the limit (`… larger than 10 MiB`, `… 64 KiB`). */
-export function payloadTooLarge(limit: number): HttpError {
-  return new HttpError(
-    'PAYLOAD_TOO_LARGE',
-    `the request body is larger than ${limit >= 1 << 20 ? `${limit / (1 << 20)} MiB` : `${Math.round(limit / 1024)} KiB`}`,
-  );
-}
 
 /** True when the request carries a body (a non-zero Content-Length, or chunked). */
 export function hasBody(req: IncomingMessage): boolean {

@@ -147,6 +147,11 @@ export function functionInvoker(options: FunctionRoutesOptions): FunctionInvoker
       },
     });
     if (outcome.kind === 'threw') {
+      const infra = outcome.infrastructure?.body as { code?: string; error?: string } | undefined;
+      if (infra?.code === 'SERVICE_UNAVAILABLE' || infra?.code === 'STATEMENT_TIMEOUT') {
+        const headers = infra.code === 'SERVICE_UNAVAILABLE' ? { 'retry-after': '1' } : undefined;
+        throw new HttpError(infra.code, String(infra.error ?? 'the database is unavailable'), { headers });
+      }
       // Logged by the caller with the request id; the client sees only the generic 500 body.
       const err = new Error(`function ${f.name} threw ${outcome.name}: ${outcome.message}`);
       err.stack = outcome.stack ?? err.message;

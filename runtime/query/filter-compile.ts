@@ -187,6 +187,10 @@ function literalValue(literal: Constant, type: FilterableType, property: string,
   } else if (type === 'decimal') value = literal.kind === 'number' ? literal.value : undefined;
   else if (type === 'boolean') value = literal.kind === 'boolean' ? literal.value : undefined;
   else value = literal.kind === 'string' ? parseFilterDate(literal.value, type === 'date') : undefined;
+  // Stored dates lie in the years 0001–9999 (the input rule); PostgreSQL cannot even bind year 0.
+  if (value instanceof Date && !(value.getUTCFullYear() >= 1 && value.getUTCFullYear() <= 9999)) {
+    throw filterError(`property "${property}" (${type}) expects a value in the years 0001–9999, found ${describeValue(literal, exp)} at position ${at}`);
+  }
   if (value !== undefined) return value;
   throw filterError(`property "${property}" (${type}) expects ${EXPECTED[type]}, found ${describeValue(literal, exp)} at position ${at}`);
 }

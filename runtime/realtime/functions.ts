@@ -3,7 +3,7 @@
  * channels included; DESIGN §4 "Real-time from functions"): `rt.join` and `rt.send` of a worker arrive
  * here as `RealtimeRequest`s and are answered like API calls.
  */
-import { HttpError, toErrorBody } from '../errors.js';
+import { answerError, HttpError } from '../errors.js';
 import type { CallRealtime } from '../functions/call-api.js';
 import { groupOfChannel } from './channels.js';
 import { FUNCTION_ACTOR, type RealtimeService } from './service.js';
@@ -27,7 +27,7 @@ export function functionRealtime(service: RealtimeService): CallRealtime {
       }
       return { status: 200, body: { group } };
     } catch (err) {
-      const { status, body } = toErrorBody(err);
+      const { status, body } = answerError(err);
       if (status >= 500) service.logger.error({ err }, 'real-time call of a function failed');
       return { status, body };
     }

@@ -20,7 +20,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { WebSocketServer, type WebSocket, type RawData } from 'ws';
-import { HttpError } from '../errors.js';
+import { answerError, HttpError } from '../errors.js';
 import type { Caller } from '../auth/caller.js';
 import { Connection, FloodGate, type ChangeNotification, type ConnectionTransport, type GroupMessage } from './broker.js';
 import { groupOfChannel } from './channels.js';
@@ -247,7 +247,8 @@ function invoke(service: RealtimeService, session: HubSession, message: Record<s
     }
     if (invocationId !== undefined) complete(session, invocationId, { result: null });
   } catch (err) {
-    if (!(err instanceof HttpError)) service.logger.error({ err, connectionId: connection.id }, 'hub invocation failed');
-    if (invocationId !== undefined) complete(session, invocationId, { error: err instanceof HttpError ? err.message : 'internal error' });
+    const { status, body } = answerError(err);
+    if (status >= 500) service.logger.error({ err, connectionId: connection.id }, 'hub invocation failed');
+    if (invocationId !== undefined) complete(session, invocationId, { error: body.code === 'INTERNAL' ? 'internal error' : body.error });
   }
 }

@@ -25,7 +25,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { WebSocketServer, type WebSocket, type RawData } from 'ws';
-import { HttpError } from '../errors.js';
+import { answerError, HttpError } from '../errors.js';
 import type { Caller } from '../auth/caller.js';
 import { Connection, FloodGate, type ChangeNotification, type ConnectionTransport, type DataType, type GroupMessage } from './broker.js';
 import { channelOfClientGroup } from './channels.js';
@@ -190,8 +190,8 @@ class WpsSession implements ConnectionTransport {
 
 /** Answers an upgrade request with an HTTP error and closes the socket. */
 export function refuseUpgrade(socket: Duplex, err: unknown): void {
-  const status = err instanceof HttpError ? err.status : 500;
-  const body = JSON.stringify(err instanceof HttpError ? { error: err.message, code: err.code } : { error: 'Internal server error', code: 'INTERNAL' });
+  const { status, body: errorBody } = answerError(err);
+  const body = JSON.stringify(errorBody);
   socket.end(
     `HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : status === 400 ? 'Bad Request' : 'Error'}\r\n` +
       `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
@@ -382,10 +382,10 @@ function onFrame(service: RealtimeService, session: WpsSession, data: RawData, i
         return refuse('BadRequest', `unknown message type ${JSON.stringify(frame.type)}`);
     }
   } catch (err) {
-    if (err instanceof HttpError)
-      return refuse(err.status === 400 || err.status === 401 || err.status === 403 ? 'Forbidden' : 'InternalServerError', err.message);
+    const { status, body } = answerError(err);
+    if (status < 500) return refuse(status === 400 || status === 401 || status === 403 ? 'Forbidden' : 'InternalServerError', body.error);
     service.logger.error({ err, connectionId: connection.id }, 'real-time frame failed');
-    return refuse('InternalServerError', 'internal error');
+    return refuse('InternalServerError', body.code === 'INTERNAL' ? 'internal error' : body.error);
   }
 }
 

@@ -2,7 +2,8 @@
  * Hostile requests against examples/shop on each backend: filters past the complexity bounds of
  * docs/query-language.md §6 (100 comparisons, 3 lookups per dot path, no NUL) answer 400 quickly
  * instead of tying up the database, and paths that are not valid percent-encoding answer 400 instead
- * of 500. Every error carries the DESIGN §4 body (checked by `runScenario`).
+ * of 500; so do dates outside the years 0001–9999 in a filter (PostgreSQL has no year 0), and a
+ * `_token` body over its size limit answers 413. Every error carries the DESIGN §4 body (checked by `runScenario`).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
@@ -56,6 +57,19 @@ const scenarios: Row[] = [
     status: 400,
     json: { code: 'INVALID_PARAMETER', error: 'the path is not valid percent-encoding' },
   })),
+  ...['dueOn gt "0000-01-01"', 'placedAt lt "0000-12-31T10:00:00Z"', 'placedAt gt "0001-01-01T00:30:00+01:00"', 'placedAt ge "9999-12-31T23:30:00-01:00"'].map(
+    (text): Row => ({
+      name: `a date out of the years 0001–9999 in a filter (${text}) → 400 INVALID_FILTER`,
+      url: filter(text),
+      status: 400,
+      json: { code: 'INVALID_FILTER', error: expect.stringContaining('expects a value in the years 0001–9999') },
+    }),
+  ),
+  {
+    name: 'the first and last dates of the years 0001–9999 in a filter → 200',
+    url: filter('dueOn ge "0001-01-01" and placedAt le "9999-12-31T23:59:59Z"'),
+    status: 200,
+  },
   {
     name: 'a lone % in the query string is a filter error, not a crash',
     url: '/Product?filter=%',
@@ -100,6 +114,17 @@ function hostileSuite(backend: Backend): void {
       for (let i = 0; i < 20; i++) expect((await call(base, 'GET', filter(ors(150, 'customer.vip eq true')), undefined, admin)).status).toBe(400);
       expect((performance.now() - started) / 20).toBeLessThan(250); // ms per request, on a loaded 2-core machine
       expect((await call(base, 'GET', '/Order?pageSize=1', undefined, admin)).status).toBe(200);
+    });
+
+    it('answers 413, not 500, for a _token body over its size limit (JSON and form)', async () => {
+      const json = await call(base, 'POST', '/_token', { grant_type: 'client_credentials', pad: 'x'.repeat(70 * 1024) });
+      expect(json.status, json.text).toBe(413);
+      expect(json.json).toEqual({ error: 'invalid_request', error_description: 'the request body is larger than 64 KiB' });
+      const form = await call(base, 'POST', '/_token', `grant_type=client_credentials&pad=${'x'.repeat(20 * 1024)}`, {
+        'content-type': 'application/x-www-form-urlencoded',
+      });
+      expect(form.status, form.text).toBe(413);
+      expect(form.json).toEqual({ error: 'invalid_request', error_description: 'the request body is larger than 16 KiB' });
     });
 
     it('answers 400, not 500, for malformed percent-encoding on every method', async () => {

@@ -220,6 +220,14 @@ async function problems(files: Files, env: NodeJS.ProcessEnv = {}): Promise<stri
   return (err as DefinitionError).diagnostics.map(formatDiagnostic);
 }
 
+test('a query\'s "joins": "caller" reaches the manifest; "query" (the default) leaves it out', async () => {
+  const query = (joins: string) => ({ name: 'Q', from: 'Order', joins, fields: { customerName: 'customer.name' } });
+  const caller = await loadAndValidate(writeApp({ ...shop, 'queries/Q.json': query('caller') }), {});
+  expect(caller.manifest.queries.find((q) => q.name === 'Q')).toMatchObject({ joins: 'caller', idType: 'guid' });
+  const author = await loadAndValidate(writeApp({ ...shop, 'queries/Q.json': query('query') }), {});
+  expect(author.manifest.queries.find((q) => q.name === 'Q')).not.toHaveProperty('joins');
+});
+
 describe('an app with many problems', () => {
   test('reports every problem in one DefinitionError', async () => {
     const files: Files = {
@@ -398,6 +406,13 @@ describe('single problems', () => {
           'queries/Q.json: /fields/n: field "n" (path "number") must be a groupBy path, reached through one, or an aggregate (count, sum, avg, min, max)',
           'queries/Q.json: /fields/s/sum: sum needs an integer or decimal path; "number" is string',
         ],
+      },
+    ],
+    [
+      'query with an unknown joins mode',
+      {
+        given: { 'queries/Q.json': { name: 'Q', from: 'Order', joins: 'everyone', fields: { t: 'total' } } },
+        want: ['queries/Q.json: /joins: joins must be one of: query, caller (got "everyone")'],
       },
     ],
     [
