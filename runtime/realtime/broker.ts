@@ -119,6 +119,8 @@ export class Broker {
     private readonly apiName: string,
     private readonly sendBufferBytes: number,
     private readonly onSlowDrop: (connection: Connection) => void = () => {},
+    /** Told when writing to a connection threw: that connection (only) was dropped with 1011. */
+    private readonly onDeliveryFailure: (connection: Connection, err: unknown) => void = () => {},
   ) {}
 
   add(connection: Connection): void {
@@ -186,7 +188,7 @@ export class Broker {
     if (!members) return;
     for (const connection of members) {
       if (message.noEcho && connection.id === message.fromConnectionId) continue;
-      if (this.admit(connection)) connection.transport.sendGroupMessage(message);
+      if (this.admit(connection)) this.write(connection, () => connection.transport.sendGroupMessage(message));
     }
   }
 
@@ -198,12 +200,27 @@ export class Broker {
     const notification: ChangeNotification = { action: change.action, path: `${this.apiName}/${change.collection}`, ids: change.ids };
     for (const sub of subs.values()) {
       if (!matches(sub, change)) continue;
-      if (this.admit(sub.connection)) sub.connection.transport.sendChange(group, notification);
+      if (this.admit(sub.connection)) this.write(sub.connection, () => sub.connection.transport.sendChange(group, notification));
     }
   }
 
   stats(): BrokerStats {
     return { connections: this.connections.size, groups: this.groups.size, slowDropped: this.slowDropped };
+  }
+
+  /** Runs one write to `connection`; a throw drops that connection (1011), never the others or the sender. */
+  private write(connection: Connection, send: () => void): void {
+    try {
+      send();
+    } catch (err) {
+      this.remove(connection);
+      try {
+        connection.transport.close(1011, 'internal server error');
+      } catch {
+        // The transport is broken beyond closing: it is forgotten all the same.
+      }
+      this.onDeliveryFailure(connection, err);
+    }
   }
 
   /** False (and the connection dropped) when its queue is over the bound. */

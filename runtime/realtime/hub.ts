@@ -26,7 +26,7 @@ import { Connection, FloodGate, type ChangeNotification, type ConnectionTranspor
 import { groupOfChannel } from './channels.js';
 import { signRealtimeToken, verifyRealtimeToken } from './tokens.js';
 import type { RealtimeService } from './service.js';
-import { refuseUpgrade } from './wps.js';
+import { closeInternal, closeReason, contain, describe, guardListener, refuseUpgrade } from './guard.js';
 
 const RS = '\u001e';
 
@@ -84,6 +84,8 @@ class HubSession implements ConnectionTransport {
   constructor(
     readonly socket: WebSocket,
     ratePerSecond: number,
+    /** Most bytes of an unfinished message waiting for its 0x1E (svc.json `realtime.maxFrameBytes`). */
+    private readonly maxMessageBytes: number,
   ) {
     this.flood = new FloodGate(ratePerSecond);
   }
@@ -103,7 +105,7 @@ class HubSession implements ConnectionTransport {
 
   close(code: number, reason: string): void {
     this.write(JSON.stringify(code === 1001 ? { type: 7, error: reason, allowReconnect: true } : { type: 7, error: reason }) + RS);
-    this.socket.close(code, reason);
+    this.socket.close(code, closeReason(reason));
     setTimeout(() => this.socket.terminate(), 1000).unref();
   }
 
@@ -112,10 +114,19 @@ class HubSession implements ConnectionTransport {
     if (this.socket.readyState === 1) this.socket.send(frame, TEXT_FRAME);
   }
 
-  /** The complete messages of a text frame; an incomplete tail waits for the next frame. */
-  messages(text: string): string[] {
+  /**
+   * The complete messages of a text frame; an incomplete tail waits for the next frame.
+   * @returns null when the tail is over `maxMessageBytes` (the connection must close 1009)
+   */
+  messages(text: string): string[] | null {
     const parts = (this.partial + text).split(RS);
-    this.partial = parts.pop() ?? '';
+    const tail = parts.pop() ?? '';
+    // A tail holds at most 3 bytes per UTF-16 unit: only a long one needs counting.
+    if (tail.length * 3 > this.maxMessageBytes && Buffer.byteLength(tail) > this.maxMessageBytes) {
+      this.partial = '';
+      return null;
+    }
+    this.partial = tail;
     return parts;
   }
 }
@@ -130,8 +141,13 @@ export function serveHub(service: RealtimeService): void {
     () => {
       const now = Date.now();
       for (const s of sessions) {
-        if (now - s.lastSeen > Math.max(CLIENT_TIMEOUT_MS, limits.keepAliveSeconds * 4000)) s.close(1000, 'client timeout: nothing received');
-        else if (s.open) s.write(ping);
+        contain(
+          () => {
+            if (now - s.lastSeen > Math.max(CLIENT_TIMEOUT_MS, limits.keepAliveSeconds * 4000)) s.close(1000, 'client timeout: nothing received');
+            else if (s.open) s.write(ping);
+          },
+          () => s.socket.terminate(),
+        );
       }
     },
     Math.max(10, limits.keepAliveSeconds * 1000),
@@ -144,7 +160,7 @@ export function serveHub(service: RealtimeService): void {
 
   service.onUpgrade('/api/_rt/signalr', (req, socket, head, url) => {
     socket.on('error', () => {});
-    void (async () => {
+    return (async () => {
       let caller: Caller;
       let connectionId: string;
       try {
@@ -163,20 +179,41 @@ export function serveHub(service: RealtimeService): void {
         refuseUpgrade(socket, err);
         return;
       }
-      wss.handleUpgrade(req, socket, head, (ws) => {
-        const session = new HubSession(ws, limits.maxMessagesPerSecond);
-        session.connection = new Connection(connectionId, 'hub', caller, session);
-        sessions.add(session);
-        ws.on('message', (data, isBinary) => onFrame(service, session, data, isBinary));
-        ws.on('error', () => {});
-        ws.on('close', () => {
-          sessions.delete(session);
-          service.drop(session.connection);
-        });
-      });
+      wss.handleUpgrade(req, socket, head, (ws) =>
+        contain(
+          () => {
+            const session = new HubSession(ws, limits.maxMessagesPerSecond, limits.maxFrameBytes);
+            session.connection = new Connection(connectionId, 'hub', caller, session);
+            sessions.add(session);
+            const guarded = <A extends unknown[]>(listener: (...args: A) => unknown) =>
+              guardListener(
+                logger,
+                ws,
+                () => ({ connectionId }),
+                () => session.close(1011, 'internal server error'),
+                listener,
+              );
+            ws.on(
+              'message',
+              guarded((data: RawData, isBinary: boolean) => onFrame(service, session, data, isBinary)),
+            );
+            ws.on('error', () => {});
+            ws.on(
+              'close',
+              guarded(() => {
+                sessions.delete(session);
+                service.drop(session.connection);
+              }),
+            );
+          },
+          (err) => {
+            logger.error({ err, connectionId }, 'real-time upgrade failed: the socket is closed');
+            closeInternal(ws);
+          },
+        ),
+      );
     })();
   });
-  void logger;
 }
 
 /** Handles one WebSocket frame of a hub connection (see the module notes). */
@@ -184,7 +221,9 @@ function onFrame(service: RealtimeService, session: HubSession, data: RawData, i
   session.lastSeen = Date.now();
   if (!session.flood.take()) return session.close(1008, 'too many messages: slow down');
   if (isBinary) return session.close(1003, 'binary frames are not supported by the JSON hub protocol');
-  for (const text of session.messages(data.toString())) {
+  const messages = session.messages(data.toString());
+  if (messages === null) return session.close(1009, `a message is over ${service.limits.maxFrameBytes} bytes without its 0x1E separator`);
+  for (const text of messages) {
     let message: Record<string, unknown>;
     try {
       const parsed: unknown = JSON.parse(text);
@@ -195,7 +234,7 @@ function onFrame(service: RealtimeService, session: HubSession, data: RawData, i
     }
     if (!session.open) {
       if (message.protocol !== 'json' || message.version !== 1) {
-        session.write(JSON.stringify({ error: `Requested protocol '${String(message.protocol)}' is not available.` }) + RS);
+        session.write(JSON.stringify({ error: `Requested protocol ${describe(message.protocol)} is not available.` }) + RS);
         return session.close(1002, 'unsupported hub protocol');
       }
       session.open = true;
@@ -217,7 +256,7 @@ function onFrame(service: RealtimeService, session: HubSession, data: RawData, i
         session.socket.close(1000);
         return;
       default:
-        return session.close(1007, `unknown message type ${JSON.stringify(message.type)}`.slice(0, 120));
+        return session.close(1007, `unknown message type ${describe(message.type)}`);
     }
   }
 }
@@ -233,13 +272,13 @@ function invoke(service: RealtimeService, session: HubSession, message: Record<s
   const { connection } = session;
   try {
     const target = typeof message.target === 'string' ? message.target.toLowerCase() : '';
-    if (!['join', 'leave', 'send'].includes(target)) throw new HttpError('INVALID_PARAMETER', `Unknown hub method '${String(message.target)}'`);
+    if (!['join', 'leave', 'send'].includes(target)) throw new HttpError('INVALID_PARAMETER', `Unknown hub method ${describe(message.target)}`);
     if (connection.caller.kind === 'anonymous') throw new HttpError('FORBIDDEN', 'sign in to join or send to channels');
     const group = groupOfChannel(service.rules, args[0], 'client');
     if (target === 'join') service.broker.join(connection, group, connection.groups.get(group)?.readOnly ?? false);
     else if (target === 'leave') service.broker.leave(connection, group);
     else {
-      if (connection.groups.get(group)?.readOnly) throw new HttpError('FORBIDDEN', `${String(args[0])} was joined receive-only`);
+      if (connection.groups.get(group)?.readOnly) throw new HttpError('FORBIDDEN', `${describe(args[0])} was joined receive-only`);
       if (args[1] === undefined) throw new HttpError('INVALID_PARAMETER', 'send(channel, body) needs a body');
       service.send({ group, dataType: 'json', data: args[1], fromConnectionId: connection.id, fromUserId: connection.caller.id, noEcho: false });
     }

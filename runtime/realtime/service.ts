@@ -23,14 +23,18 @@ import { Broker, Connection, type GroupMessage } from './broker.js';
 import { instanceOf, type Actor, type BusMessage, type ConnectionOp, type OpResult, type RealtimeBus } from './bus.js';
 import type { ChannelRules } from './channels.js';
 import type { ReplayGuard } from './tokens.js';
+import { contain, refuseUpgrade, upgradeRequestId, upgradeUrl } from './guard.js';
 
 /** How long a call to another instance may take before it is answered 503, ms. */
 const CALL_TIMEOUT_MS = 5000;
 /** The `rpc` topic of connection operations (join, leave, listen) sent to the holding instance. */
 const CONNECTION_TOPIC = 'connection';
 
-/** Takes a WebSocket upgrade for one path (`wps.ts`, `hub.ts`). */
-export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer, url: URL) => void;
+/**
+ * Takes a WebSocket upgrade for one path (`wps.ts`, `hub.ts`). A throw or rejection before the socket
+ * is upgraded answers 400 (`handleUpgrade`); after, the handler's own guard closes the socket 1011.
+ */
+export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer, url: URL) => void | Promise<void>;
 
 export interface RealtimeServiceOptions {
   manifest: AppManifest;
@@ -72,14 +76,22 @@ export class RealtimeService implements ChangeSink {
     this.onRpc(CONNECTION_TOPIC, async (op) => this.applyLocal(op as ConnectionOp));
     this.limits = { ...REALTIME_DEFAULTS, ...withoutUndefined(options.manifest.settings.realtime) };
     this.rules = { apiName: options.manifest.name, collections: new Set(options.manifest.collections.map((c) => c.name)) };
-    this.broker = new Broker(this.rules.apiName, this.limits.sendBufferBytes, (c) =>
-      this.logger.warn({ connectionId: c.id, slowDropped: this.broker.stats().slowDropped }, 'connection dropped: it stopped reading'),
+    this.broker = new Broker(
+      this.rules.apiName,
+      this.limits.sendBufferBytes,
+      (c) => this.logger.warn({ connectionId: c.id, slowDropped: this.broker.stats().slowDropped }, 'connection dropped: it stopped reading'),
+      (c, err) => this.logger.error({ err, connectionId: c.id }, 'writing to a connection failed: it is closed'),
     );
   }
 
   /** Starts the bus. */
   async start(): Promise<void> {
-    await this.bus.start((m) => this.onBus(m));
+    await this.bus.start((m) =>
+      contain(
+        () => this.onBus(m),
+        (err) => this.logger.error({ err, bus: m.t }, 'a message from another instance could not be handled'),
+      ),
+    );
   }
 
   /** This instance's id (the prefix of its connection ids). */
@@ -145,10 +157,21 @@ export class RealtimeService implements ChangeSink {
    * handler's), false for any other path (the caller answers 404 and destroys the socket).
    */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    const url = upgradeUrl(req);
+    if (!url) {
+      refuseUpgrade(socket, new HttpError('INVALID_PARAMETER', 'the request path is not a valid URL'));
+      return true;
+    }
     const handler = this.upgrades.get(url.pathname);
     if (!handler) return false;
-    handler(req, socket, head, url);
+    // Errors after the socket became a WebSocket are the handler's (1011); before, they answer 400.
+    contain(
+      () => handler(req, socket, head, url),
+      (err) => {
+        this.logger.error({ err, reqId: upgradeRequestId(req), path: url.pathname }, 'real-time upgrade failed');
+        refuseUpgrade(socket, new HttpError('INVALID_PARAMETER', 'the upgrade request could not be handled'));
+      },
+    );
     return true;
   }
 
@@ -164,8 +187,12 @@ export class RealtimeService implements ChangeSink {
 
   // ---- operations shared by every transport ------------------------------------------------------
 
-  /** Sends a channel message to every member on every instance (SPEC §6.2). */
+  /**
+   * Sends a channel message to every member on every instance (SPEC §6.2).
+   * @throws HttpError INVALID_PARAMETER (400) for data nested deeper than `MAX_DATA_DEPTH`
+   */
   send(message: GroupMessage): void {
+    requireShallow(message.data);
     this.broker.deliverGroup(message);
     this.bus.broadcast({ t: 'group', message });
     this.tap(message);
@@ -292,4 +319,18 @@ const unknownConnection = (id: string): OpResult => ({ ok: false, code: 'NOT_FOU
 
 function withoutUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** Deepest nesting of arrays and objects in a channel message's data (deeper cannot be re-serialized safely). */
+export const MAX_DATA_DEPTH = 64;
+
+/** @throws HttpError INVALID_PARAMETER (400) when `data` nests deeper than `MAX_DATA_DEPTH` (checked without recursion) */
+function requireShallow(data: unknown): void {
+  const stack: [unknown, number][] = [[data, 0]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop()!;
+    if (value === null || typeof value !== 'object') continue;
+    if (depth >= MAX_DATA_DEPTH) throw new HttpError('INVALID_PARAMETER', `the message data is nested deeper than ${MAX_DATA_DEPTH} levels`);
+    for (const child of Object.values(value)) stack.push([child, depth + 1]);
+  }
 }

@@ -22,7 +22,6 @@
  *   `maxMessagesPerSecond` with 1008.
  */
 import type { IncomingMessage } from 'node:http';
-import type { Duplex } from 'node:stream';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { WebSocketServer, type WebSocket, type RawData } from 'ws';
 import { HttpError } from '../errors.js';
@@ -31,6 +30,7 @@ import { Connection, FloodGate, type ChangeNotification, type ConnectionTranspor
 import { channelOfClientGroup } from './channels.js';
 import { verifyRealtimeToken } from './tokens.js';
 import type { RealtimeService } from './service.js';
+import { closeInternal, closeReason, contain, describe, guardListener, refuseUpgrade } from './guard.js';
 
 /** The subprotocols accepted: Azure's two names, and `json[.reliable].webpubsub.<vendor>.v1` of SPEC §4.12. */
 const SUBPROTOCOL = /^json\.(reliable\.)?webpubsub\.[a-z0-9-]+\.v1$/i;
@@ -121,7 +121,7 @@ class WpsSession implements ConnectionTransport {
     const socket = this.socket;
     if (!socket) return;
     if (code !== 1008) this.write(JSON.stringify({ type: 'system', event: 'disconnected', message: reason }));
-    socket.close(code, reason);
+    socket.close(code, closeReason(reason));
     // A client that does not read will not answer the close either.
     setTimeout(() => socket.terminate(), 1000).unref();
   }
@@ -187,16 +187,6 @@ class WpsSession implements ConnectionTransport {
   }
 }
 
-/** Answers an upgrade request with an HTTP error and closes the socket. */
-export function refuseUpgrade(socket: Duplex, err: unknown): void {
-  const status = err instanceof HttpError ? err.status : 500;
-  const body = JSON.stringify(err instanceof HttpError ? { error: err.message, code: err.code } : { error: 'Internal server error', code: 'INTERNAL' });
-  socket.end(
-    `HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : status === 400 ? 'Bad Request' : 'Error'}\r\n` +
-      `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
-}
-
 function offeredProtocol(req: IncomingMessage): string | undefined {
   return String(req.headers['sec-websocket-protocol'] ?? '')
     .split(',')
@@ -224,7 +214,10 @@ export function serveWebPubSub(service: RealtimeService): void {
       if (!session.alive) socket.terminate();
       else {
         session.alive = false;
-        socket.ping();
+        contain(
+          () => socket.ping(),
+          () => socket.terminate(),
+        );
       }
     }
   }, LIVENESS_INTERVAL_MS);
@@ -243,47 +236,84 @@ export function serveWebPubSub(service: RealtimeService): void {
   };
 
   const attach = (session: WpsSession, socket: WebSocket) => {
+    const guarded = <A extends unknown[]>(listener: (...args: A) => unknown) =>
+      guardListener(
+        logger,
+        socket,
+        () => ({ connectionId: session.connection.id }),
+        () => session.close(1011, 'internal server error'),
+        listener,
+      );
     socket.on('pong', () => (session.alive = true));
-    socket.on('message', (data, isBinary) => onFrame(service, session, data, isBinary));
+    socket.on(
+      'message',
+      guarded((data: RawData, isBinary: boolean) => onFrame(service, session, data, isBinary)),
+    );
     socket.on('error', () => {});
-    socket.on('close', () => {
-      if (session.socket !== socket) return;
-      session.socket = null;
-      if (!session.reliable || session.ended) return end(session);
-      // Reliable: keep the connection for its client's recovery.
-      session.recoveryTimer = setTimeout(() => end(session), RECOVERY_GRACE_MS);
-      session.recoveryTimer.unref();
-    });
+    socket.on(
+      'close',
+      guarded(() => {
+        if (session.socket !== socket) return;
+        session.socket = null;
+        if (!session.reliable || session.ended) return end(session);
+        // Reliable: keep the connection for its client's recovery.
+        session.recoveryTimer = setTimeout(
+          () =>
+            contain(
+              () => end(session),
+              (err) => logger.error({ err, connectionId: session.connection.id }, 'ending a connection failed'),
+            ),
+          RECOVERY_GRACE_MS,
+        );
+        session.recoveryTimer.unref();
+      }),
+    );
   };
+  /** A `handleUpgrade` callback whose unexpected exception closes the new socket with 1011. */
+  const upgraded =
+    (context: Record<string, unknown>, callback: (ws: WebSocket) => void) =>
+    (ws: WebSocket): void =>
+      contain(
+        () => callback(ws),
+        (err) => {
+          logger.error({ err, ...context }, 'real-time upgrade failed: the socket is closed');
+          closeInternal(ws);
+        },
+      );
 
   service.onUpgrade('/api/_rt/client', (req, socket, head, url) => {
     socket.on('error', () => {});
     const recoverId = url.searchParams.get('awps_connection_id');
     if (recoverId) {
       // Recovery (notes §1.5): never refused at the HTTP level; a session that cannot resume closes 1008.
-      wss.handleUpgrade(req, socket, head, (ws) => {
-        const session = sessions.get(recoverId);
-        const token = url.searchParams.get('awps_reconnection_token');
-        if (!session || !session.reconnectionToken || !sameSecret(token, session.reconnectionToken)) {
-          // Not the connection's client: refused, and the session is left for its own client.
-          ws.close(1008, 'the connection cannot be recovered');
-          return;
-        }
-        if (!session.recover(ws)) {
-          // Its client, but messages were lost: the connection is over, and the client starts afresh.
-          if (session.socket) session.close(1008, 'the connection cannot be recovered');
-          else end(session);
-          ws.close(1008, 'the connection cannot be recovered');
-          return;
-        }
-        attach(session, ws);
-        logger.debug({ connectionId: recoverId }, 'connection recovered');
-      });
+      wss.handleUpgrade(
+        req,
+        socket,
+        head,
+        upgraded({ connectionId: recoverId }, (ws) => {
+          const session = sessions.get(recoverId);
+          const token = url.searchParams.get('awps_reconnection_token');
+          if (!session || !session.reconnectionToken || !sameSecret(token, session.reconnectionToken)) {
+            // Not the connection's client: refused, and the session is left for its own client.
+            ws.close(1008, 'the connection cannot be recovered');
+            return;
+          }
+          if (!session.recover(ws)) {
+            // Its client, but messages were lost: the connection is over, and the client starts afresh.
+            if (session.socket) session.close(1008, 'the connection cannot be recovered');
+            else end(session);
+            ws.close(1008, 'the connection cannot be recovered');
+            return;
+          }
+          attach(session, ws);
+          logger.debug({ connectionId: recoverId }, 'connection recovered');
+        }),
+      );
       return;
     }
     const protocol = offeredProtocol(req);
     const token = url.searchParams.get('access_token');
-    void (async () => {
+    return (async () => {
       let caller: Caller;
       try {
         if (!protocol) throw new HttpError('INVALID_PARAMETER', 'offer the subprotocol json.webpubsub.azure.v1 or json.reliable.webpubsub.azure.v1');
@@ -293,19 +323,24 @@ export function serveWebPubSub(service: RealtimeService): void {
         refuseUpgrade(socket, err);
         return;
       }
-      wss.handleUpgrade(req, socket, head, (ws) => {
-        const reliable = /^json\.reliable\./i.test(ws.protocol);
-        const reconnectionToken = reliable ? randomBytes(24).toString('base64url') : undefined;
-        const session = new WpsSession(ws, reliable, reconnectionToken, limits.maxMessagesPerSecond, limits.sendBufferBytes);
-        const connection = new Connection(service.newConnectionId(), 'ws', caller, session);
-        session.connection = connection;
-        sessions.set(connection.id, session);
-        service.broker.add(connection);
-        attach(session, ws);
-        session.write(
-          JSON.stringify({ type: 'system', event: 'connected', connectionId: connection.id, userId: caller.id, ...(reliable ? { reconnectionToken } : {}) }),
-        );
-      });
+      wss.handleUpgrade(
+        req,
+        socket,
+        head,
+        upgraded({}, (ws) => {
+          const reliable = /^json\.reliable\./i.test(ws.protocol);
+          const reconnectionToken = reliable ? randomBytes(24).toString('base64url') : undefined;
+          const session = new WpsSession(ws, reliable, reconnectionToken, limits.maxMessagesPerSecond, limits.sendBufferBytes);
+          const connection = new Connection(service.newConnectionId(), 'ws', caller, session);
+          session.connection = connection;
+          sessions.set(connection.id, session);
+          service.broker.add(connection);
+          attach(session, ws);
+          session.write(
+            JSON.stringify({ type: 'system', event: 'connected', connectionId: connection.id, userId: caller.id, ...(reliable ? { reconnectionToken } : {}) }),
+          );
+        }),
+      );
     })();
   });
 }
@@ -377,8 +412,8 @@ function onFrame(service: RealtimeService, session: WpsSession, data: RawData, i
         if (typeof frame.event !== 'string') return refuse('BadRequest', 'event must be a string');
         return session.ack(ackId);
       default:
-        if (ackId === undefined) return session.close(1007, `unknown message type ${JSON.stringify(frame.type)}`.slice(0, 120));
-        return refuse('BadRequest', `unknown message type ${JSON.stringify(frame.type)}`);
+        if (ackId === undefined) return session.close(1007, `unknown message type ${describe(frame.type)}`);
+        return refuse('BadRequest', `unknown message type ${describe(frame.type)}`);
     }
   } catch (err) {
     if (err instanceof HttpError)
@@ -406,8 +441,10 @@ function dataProblem(dataType: unknown, data: unknown): string | null {
   }
 }
 
-/** Compares a presented secret with the expected one in constant time. */
+/** Compares a presented secret with the expected one in constant time (by bytes: `é` is two). */
 function sameSecret(presented: string | null, expected: string): boolean {
-  if (presented === null || presented.length !== expected.length) return false;
-  return timingSafeEqual(Buffer.from(presented), Buffer.from(expected));
+  if (presented === null) return false;
+  const a = Buffer.from(presented);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
 }

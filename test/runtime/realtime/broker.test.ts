@@ -98,4 +98,25 @@ describe('Broker', () => {
     expect(broker.stats()).toMatchObject({ connections: 1, slowDropped: 1 });
     expect(broker.get('i.s')).toBeUndefined();
   });
+
+  it('a write that throws drops that connection with 1011 and tells; the other members still receive', () => {
+    const failures: string[] = [];
+    const broker = new Broker('app', 1024, undefined, (c) => failures.push(c.id));
+    const broken = recording();
+    broken.transport.sendGroupMessage = () => {
+      throw new TypeError('broken transport');
+    };
+    const fine = recording();
+    const cx = new Connection('i.x', 'ws', ANONYMOUS, broken.transport);
+    const cf = new Connection('i.f', 'ws', ANONYMOUS, fine.transport);
+    for (const c of [cx, cf]) {
+      broker.add(c);
+      broker.join(c, 'app:chat', false);
+    }
+    expect(() => broker.deliverGroup(message('m'))).not.toThrow();
+    expect(broken.closed).toEqual([1011]);
+    expect(failures).toEqual(['i.x']);
+    expect(fine.got).toEqual(['m']);
+    expect(broker.get('i.x')).toBeUndefined();
+  });
 });
