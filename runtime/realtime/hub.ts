@@ -19,13 +19,14 @@
  *   `leave(channel)`, `send(channel, body)`, answered with a Completion when they carry an id.
  */
 import type { IncomingMessage } from 'node:http';
-import { WebSocketServer, type WebSocket, type RawData } from 'ws';
+import type { WebSocket, RawData } from 'ws';
 import { HttpError } from '../errors.js';
 import type { Caller } from '../auth/caller.js';
 import { Connection, FloodGate, type ChangeNotification, type ConnectionTransport, type GroupMessage } from './broker.js';
-import { groupOfChannel } from './channels.js';
 import { signRealtimeToken, verifyRealtimeToken } from './tokens.js';
 import type { RealtimeService } from './service.js';
+import { connectionLimits, SocketServers } from './admission.js';
+import { joinChannel, leaveChannel, sendToChannel } from './client-rules.js';
 import { closeInternal, closeReason, contain, describe, guardListener, refuseUpgrade } from './guard.js';
 
 const RS = '\u001e';
@@ -85,7 +86,7 @@ class HubSession implements ConnectionTransport {
     readonly socket: WebSocket,
     ratePerSecond: number,
     /** Most bytes of an unfinished message waiting for its 0x1E (svc.json `realtime.maxFrameBytes`). */
-    private readonly maxMessageBytes: number,
+    readonly maxMessageBytes: number,
   ) {
     this.flood = new FloodGate(ratePerSecond);
   }
@@ -134,7 +135,7 @@ class HubSession implements ConnectionTransport {
 /** Serves the hub's WebSocket endpoint `/api/_rt/signalr` for `service` (keep-alive pings and a silence sweep included). */
 export function serveHub(service: RealtimeService): void {
   const { limits, logger } = service;
-  const wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxFrameBytes, handleProtocols: () => false });
+  const servers = new SocketServers(limits, () => false);
   const sessions = new Set<HubSession>();
   const ping = JSON.stringify({ type: 6 }) + RS;
   const pinger = setInterval(
@@ -155,7 +156,7 @@ export function serveHub(service: RealtimeService): void {
   pinger.unref();
   service.onClose(() => {
     clearInterval(pinger);
-    wss.close();
+    servers.close();
   });
 
   service.onUpgrade('/api/_rt/signalr', (req, socket, head, url) => {
@@ -179,10 +180,11 @@ export function serveHub(service: RealtimeService): void {
         refuseUpgrade(socket, err);
         return;
       }
-      wss.handleUpgrade(req, socket, head, (ws) =>
+      servers.for(caller).handleUpgrade(req, socket, head, (ws) =>
         contain(
           () => {
-            const session = new HubSession(ws, limits.maxMessagesPerSecond, limits.maxFrameBytes);
+            const { ratePerSecond, maxFrameBytes } = connectionLimits(limits, caller);
+            const session = new HubSession(ws, ratePerSecond, maxFrameBytes);
             session.connection = new Connection(connectionId, 'hub', caller, session);
             sessions.add(session);
             const guarded = <A extends unknown[]>(listener: (...args: A) => unknown) =>
@@ -222,7 +224,7 @@ function onFrame(service: RealtimeService, session: HubSession, data: RawData, i
   if (!session.flood.take()) return session.close(1008, 'too many messages: slow down');
   if (isBinary) return session.close(1003, 'binary frames are not supported by the JSON hub protocol');
   const messages = session.messages(data.toString());
-  if (messages === null) return session.close(1009, `a message is over ${service.limits.maxFrameBytes} bytes without its 0x1E separator`);
+  if (messages === null) return session.close(1009, `a message is over ${session.maxMessageBytes} bytes without its 0x1E separator`);
   for (const text of messages) {
     let message: Record<string, unknown>;
     try {
@@ -244,7 +246,14 @@ function onFrame(service: RealtimeService, session: HubSession, data: RawData, i
     }
     switch (message.type) {
       case 1:
-        invoke(service, session, message);
+        // Runs in order; its completion may follow the next message's (the client matches ids).
+        contain(
+          () => invoke(service, session, message),
+          (err) => {
+            service.logger.error({ err, connectionId: session.connection.id }, 'hub invocation failed: the socket is closed');
+            session.close(1011, 'internal server error');
+          },
+        );
         break;
       case 4:
         if (typeof message.invocationId === 'string') complete(session, message.invocationId, { error: 'streaming is not supported' });
@@ -265,26 +274,25 @@ function complete(session: HubSession, invocationId: string, outcome: { result: 
   session.write(JSON.stringify({ type: 3, invocationId, ...outcome }) + RS);
 }
 
-/** Runs a hub method invocation: `join`, `leave`, `send` (SPEC §4.7 channel rules, as over HTTP). */
-function invoke(service: RealtimeService, session: HubSession, message: Record<string, unknown>): void {
+/**
+ * Runs a hub method invocation — `join(channel)`, `leave(channel)`, `send(channel, body)` — under the
+ * channel rules every transport shares (`client-rules.ts`); the Completion carries the refusal's message.
+ */
+async function invoke(service: RealtimeService, session: HubSession, message: Record<string, unknown>): Promise<void> {
   const invocationId = typeof message.invocationId === 'string' ? message.invocationId : undefined;
   const args = Array.isArray(message.arguments) ? message.arguments : [];
   const { connection } = session;
   try {
     const target = typeof message.target === 'string' ? message.target.toLowerCase() : '';
-    if (!['join', 'leave', 'send'].includes(target)) throw new HttpError('INVALID_PARAMETER', `Unknown hub method ${describe(message.target)}`);
-    if (connection.caller.kind === 'anonymous') throw new HttpError('FORBIDDEN', 'sign in to join or send to channels');
-    const group = groupOfChannel(service.rules, args[0], 'client');
-    if (target === 'join') service.broker.join(connection, group, connection.groups.get(group)?.readOnly ?? false);
-    else if (target === 'leave') service.broker.leave(connection, group);
-    else {
-      if (connection.groups.get(group)?.readOnly) throw new HttpError('FORBIDDEN', `${describe(args[0])} was joined receive-only`);
+    if (target === 'join') await joinChannel(service, connection.caller, connection.id, args[0]);
+    else if (target === 'leave') await leaveChannel(service, connection.caller, connection.id, args[0]);
+    else if (target === 'send') {
       if (args[1] === undefined) throw new HttpError('INVALID_PARAMETER', 'send(channel, body) needs a body');
-      service.send({ group, dataType: 'json', data: args[1], fromConnectionId: connection.id, fromUserId: connection.caller.id, noEcho: false });
-    }
+      sendToChannel(service, connection.caller, args[0], args[1], { from: connection });
+    } else throw new HttpError('INVALID_PARAMETER', `Unknown hub method ${describe(message.target)}`);
     if (invocationId !== undefined) complete(session, invocationId, { result: null });
   } catch (err) {
-    if (!(err instanceof HttpError)) service.logger.error({ err, connectionId: connection.id }, 'hub invocation failed');
-    if (invocationId !== undefined) complete(session, invocationId, { error: err instanceof HttpError ? err.message : 'internal error' });
+    if (!(err instanceof HttpError)) throw err;
+    if (invocationId !== undefined) complete(session, invocationId, { error: err.message });
   }
 }

@@ -18,7 +18,8 @@ import type { AuthService } from '../auth/auth-service.js';
 import type { Change, ChangeSink } from '../data/changes.js';
 import type { Logger } from '../log.js';
 import type { AppManifest } from '../manifest.js';
-import { REALTIME_DEFAULTS, type RealtimeSettings } from '../contract/settings.js';
+import { REALTIME_DEFAULTS } from '../contract/settings.js';
+import { AddressLimiter, admitAddress, type RealtimeLimits } from './admission.js';
 import { Broker, Connection, type GroupMessage } from './broker.js';
 import { instanceOf, type Actor, type BusMessage, type ConnectionOp, type OpResult, type RealtimeBus } from './bus.js';
 import type { ChannelRules } from './channels.js';
@@ -54,7 +55,9 @@ export const actorOf = (caller: Caller): Actor => ({ userId: caller.id, privileg
 export class RealtimeService implements ChangeSink {
   readonly broker: Broker;
   readonly rules: ChannelRules;
-  readonly limits: Required<Omit<RealtimeSettings, 'redis'>>;
+  readonly limits: RealtimeLimits;
+  /** Sockets open per client address (`maxConnectionsPerAddress`). */
+  readonly addresses: AddressLimiter;
   readonly manifest: AppManifest;
   readonly auth: AuthService;
   readonly logger: Logger;
@@ -75,6 +78,7 @@ export class RealtimeService implements ChangeSink {
     this.bus = options.bus;
     this.onRpc(CONNECTION_TOPIC, async (op) => this.applyLocal(op as ConnectionOp));
     this.limits = { ...REALTIME_DEFAULTS, ...withoutUndefined(options.manifest.settings.realtime) };
+    this.addresses = new AddressLimiter(this.limits.maxConnectionsPerAddress);
     this.rules = { apiName: options.manifest.name, collections: new Set(options.manifest.collections.map((c) => c.name)) };
     this.broker = new Broker(
       this.rules.apiName,
@@ -154,7 +158,8 @@ export class RealtimeService implements ChangeSink {
 
   /**
    * Takes an HTTP upgrade request: true when a real-time path answered it (the socket is then the
-   * handler's), false for any other path (the caller answers 404 and destroys the socket).
+   * handler's), false for any other path (the caller answers 404 and destroys the socket). A path that
+   * is not a URL answers 400; an address over `maxConnectionsPerAddress` answers 429 `RATE_LIMITED`.
    */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
     const url = upgradeUrl(req);
@@ -164,6 +169,7 @@ export class RealtimeService implements ChangeSink {
     }
     const handler = this.upgrades.get(url.pathname);
     if (!handler) return false;
+    if (!admitAddress(this.addresses, req, socket)) return true;
     // Errors after the socket became a WebSocket are the handler's (1011); before, they answer 400.
     contain(
       () => handler(req, socket, head, url),
@@ -252,7 +258,7 @@ export class RealtimeService implements ChangeSink {
     switch (op.op) {
       case 'join':
         try {
-          this.broker.join(connection, op.group, op.readOnly);
+          this.broker.join(connection, op.group, op.readOnly || (op.sticky === true && connection.groups.get(op.group)?.readOnly === true));
         } catch (err) {
           if (err instanceof HttpError) return { ok: false, code: err.code, message: err.message };
           throw err;
@@ -324,13 +330,19 @@ function withoutUndefined<T extends object>(o: T): Partial<T> {
 /** Deepest nesting of arrays and objects in a channel message's data (deeper cannot be re-serialized safely). */
 export const MAX_DATA_DEPTH = 64;
 
-/** @throws HttpError INVALID_PARAMETER (400) when `data` nests deeper than `MAX_DATA_DEPTH` (checked without recursion) */
-function requireShallow(data: unknown): void {
+/** True when `data` nests arrays and objects deeper than `MAX_DATA_DEPTH` (checked without recursion). */
+export function nestedTooDeep(data: unknown): boolean {
   const stack: [unknown, number][] = [[data, 0]];
   while (stack.length > 0) {
     const [value, depth] = stack.pop()!;
     if (value === null || typeof value !== 'object') continue;
-    if (depth >= MAX_DATA_DEPTH) throw new HttpError('INVALID_PARAMETER', `the message data is nested deeper than ${MAX_DATA_DEPTH} levels`);
+    if (depth >= MAX_DATA_DEPTH) return true;
     for (const child of Object.values(value)) stack.push([child, depth + 1]);
   }
+  return false;
+}
+
+/** @throws HttpError INVALID_PARAMETER (400) when `data` nests deeper than `MAX_DATA_DEPTH` */
+function requireShallow(data: unknown): void {
+  if (nestedTooDeep(data)) throw new HttpError('INVALID_PARAMETER', `the message data is nested deeper than ${MAX_DATA_DEPTH} levels`);
 }
