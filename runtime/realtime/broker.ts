@@ -1,13 +1,14 @@
 /**
  * @module The broker of one instance (STYLE §10.16): the connections this process holds, their channel
  * memberships and change-feed subscriptions, and delivery to them. Each connection's outgoing queue is
- * bounded by its transport: a connection that stops reading (more than `sendBufferBytes` queued) is
- * dropped and counted, never buffered for ever. Delivery across instances is the bus's job
+ * bounded by its transport: a connection that stops reading (`slow-reader.ts`: over `sendBufferBytes`
+ * for longer than a grace, or past the room for a burst) is dropped and counted, never buffered for ever. Delivery across instances is the bus's job
  * (`service.ts`); the broker only knows its own connections.
  */
 import type { Caller } from '../auth/caller.js';
 import type { Change } from '../data/changes.js';
 import { HttpError } from '../errors.js';
+import { SlowReaderRule, type SlowReaderOptions } from './slow-reader.js';
 
 /** Most groups one connection may be a member of (entity feeds not counted). */
 export const MAX_GROUPS_PER_CONNECTION = 1000;
@@ -114,14 +115,18 @@ export class Broker {
   private readonly groups = new Map<string, Set<Connection>>();
   private readonly feeds = new Map<string, Map<string, Subscription>>();
   private slowDropped = 0;
+  private readonly slow: SlowReaderRule;
 
   constructor(
     private readonly apiName: string,
-    private readonly sendBufferBytes: number,
+    /** The send-buffer bound in bytes, or the whole slow-reader rule (burst room and grace). */
+    sendBuffer: number | SlowReaderOptions,
     private readonly onSlowDrop: (connection: Connection) => void = () => {},
     /** Told when writing to a connection threw: that connection (only) was dropped with 1011. */
     private readonly onDeliveryFailure: (connection: Connection, err: unknown) => void = () => {},
-  ) {}
+  ) {
+    this.slow = new SlowReaderRule(typeof sendBuffer === 'number' ? { sendBufferBytes: sendBuffer } : sendBuffer);
+  }
 
   add(connection: Connection): void {
     this.connections.set(connection.id, connection);
@@ -223,9 +228,9 @@ export class Broker {
     }
   }
 
-  /** False (and the connection dropped) when its queue is over the bound. */
+  /** False (and the connection dropped) when it does not read (`slow-reader.ts`). */
   private admit(connection: Connection): boolean {
-    if (connection.transport.bufferedBytes() <= this.sendBufferBytes) return true;
+    if (this.slow.admits(connection, connection.transport.bufferedBytes())) return true;
     this.slowDropped += 1;
     this.remove(connection);
     connection.transport.close(1008, 'send buffer full: the client is not reading');

@@ -21,6 +21,7 @@ import type { AppManifest } from '../manifest.js';
 import { REALTIME_DEFAULTS } from '../contract/settings.js';
 import { AddressLimiter, admitAddress, type RealtimeLimits } from './admission.js';
 import { Broker, Connection, type GroupMessage } from './broker.js';
+import { SLOW_READER_GRACE_MS } from './slow-reader.js';
 import { instanceOf, type Actor, type BusMessage, type ConnectionOp, type OpResult, type RealtimeBus } from './bus.js';
 import type { ChannelRules } from './channels.js';
 import type { ReplayGuard } from './tokens.js';
@@ -82,7 +83,8 @@ export class RealtimeService implements ChangeSink {
     this.rules = { apiName: options.manifest.name, collections: new Set(options.manifest.collections.map((c) => c.name)) };
     this.broker = new Broker(
       this.rules.apiName,
-      this.limits.sendBufferBytes,
+      // Room for a few full frames one sender may send at once (issue 20 §2).
+      { sendBufferBytes: this.limits.sendBufferBytes, burstBytes: 4 * this.limits.maxFrameBytes, graceMs: SLOW_READER_GRACE_MS },
       (c) => this.logger.warn({ connectionId: c.id, slowDropped: this.broker.stats().slowDropped }, 'connection dropped: it stopped reading'),
       (c, err) => this.logger.error({ err, connectionId: c.id }, 'writing to a connection failed: it is closed'),
     );
