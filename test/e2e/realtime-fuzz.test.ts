@@ -1,7 +1,11 @@
 /**
- * A seeded fuzz of the real-time surfaces against a spawned `svc serve` (issue 20 §1; SPEC §4.7;
- * DESIGN §6): malformed upgrade requests, Web PubSub frames and hub frames (test/support/fuzz-cases.ts),
- * thousands of cases in batches, anonymous and signed-in, plain and reliable. After every batch the
+ * Hostile clients against a spawned `svc serve` (issue 20 §1; SPEC §4.7; DESIGN §6). First the fixed
+ * cases: the five inputs that used to end the process — `GET //`, `//%`, `//[` with `Upgrade:
+ * websocket`, a reliable Web PubSub recovery whose token has the right length in characters but not in
+ * bytes, a hub message whose `type` makes a close reason over 123 bytes — and a hub record that never
+ * ends. Then a seeded fuzz of the same surfaces: malformed upgrade requests, Web PubSub frames and hub
+ * frames (test/support/fuzz-cases.ts), thousands of cases in batches, anonymous and signed-in, plain and
+ * reliable. After every case of the fixed ones and every batch of the fuzz the
  * process must still be running and answer `/api/_health`; no upgrade may answer 5xx, no socket may
  * close with 1011 (the guard's code for an unexpected exception) and the server must log no error.
  * Each socket case is followed by a probe (a ping, or a hub invocation) whose answer — or the socket's
@@ -13,7 +17,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { prepareApp, runCli, serve, ROOT, type PreparedApp, type TestServer } from '../support/cli.js';
 import { userIdentity, type Identity } from '../support/auth.js';
-import { fuzzSeed, hubRecords, openRaw, Prng, rawRequest, RS, type RawSocket } from '../support/hostile.js';
+import { fuzzSeed, hubRecords, openRaw, Prng, rawRequest, RS, upgradeRequest, type RawSocket } from '../support/hostile.js';
 import { hubFrame, hubHandshake, upgrade, wpsFrame, type Frame } from '../support/fuzz-cases.js';
 import { waitFor } from '../support/wait.js';
 
@@ -38,6 +42,20 @@ async function healthy(context: string): Promise<void> {
     .split('\n')
     .filter((line) => line.includes('"level":50'));
   expect(errors, `${context}, seed ${SEED}`).toEqual([]);
+}
+
+async function wsUrl(): Promise<string> {
+  return ((await (await fetch(`${server.url}/_rt/ws`)).json()) as { url: string }).url;
+}
+
+/** An anonymous hub socket past its handshake. */
+async function hubSocket() {
+  const { accessToken } = (await (await fetch(`${server.url}/_rt/hub`)).json()) as { accessToken: string };
+  const hub = await openRaw(`ws://127.0.0.1:${port}/api/_rt/signalr?access_token=${accessToken}`, [], hubRecords);
+  hub.ws.send(JSON.stringify({ protocol: 'json', version: 1 }) + RS);
+  await waitFor(() => hub.frames.length > 0);
+  expect(hub.frames[0]).toEqual({});
+  return hub;
 }
 
 /** Runs `count` cases in batches of `batch` over `LANES` lanes (each its own PRNG), checking health after each batch. */
@@ -83,6 +101,55 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.close();
   await app?.cleanup();
+});
+
+describe('inputs that used to end the process', () => {
+  it('GET //, //% and //[ with Upgrade: websocket answer 404 (no such path), as do their real-time look-alikes', async () => {
+    for (const path of ['//', '//%', '//[', '//api/_rt/client', '//%/api/_rt/signalr?id=%', '//[::1]/api/_rt/client']) {
+      const answer = await rawRequest(port, upgradeRequest(path));
+      expect(answer.status, path).toBe(404);
+      await healthy('after a known killer');
+    }
+  });
+
+  it('a reliable recovery whose token is the right length in characters but not in bytes closes 1008; the connection stays', async () => {
+    const live = await openRaw(await wsUrl(), ['json.reliable.webpubsub.azure.v1']);
+    await waitFor(() => live.frames.length > 0);
+    const { connectionId, reconnectionToken } = live.frames[0];
+    expect(reconnectionToken).toHaveLength(32);
+    const forged = 'é' + 'a'.repeat(31);
+    const thief = await openRaw(
+      `ws://127.0.0.1:${port}/api/_rt/client?awps_connection_id=${encodeURIComponent(connectionId)}&awps_reconnection_token=${encodeURIComponent(forged)}`,
+      ['json.reliable.webpubsub.azure.v1'],
+    );
+    expect((await thief.closed).code).toBe(1008);
+    await healthy('after a known killer');
+    // The real client still has its connection.
+    live.ws.send('{"type":"ping"}');
+    await waitFor(() => live.frames.some((f) => f.type === 'pong'));
+    live.ws.close();
+  });
+
+  it('a hub message whose type is 60 × é closes 1007 with a reason cut to 123 bytes', async () => {
+    const hub = await hubSocket();
+    hub.ws.send(JSON.stringify({ type: 'é'.repeat(60) }) + RS);
+    const { code, reason } = await hub.closed;
+    expect(code).toBe(1007);
+    expect(reason).toMatch(/^unknown message type "é+/);
+    expect(Buffer.byteLength(reason)).toBeLessThanOrEqual(123);
+    await healthy('after a known killer');
+  });
+
+  it('a hub record without its 0x1E is held up to the frame limit (anonymous: 4096 bytes), then the socket closes 1009', async () => {
+    const hub = await hubSocket();
+    // Each frame is under the anonymous frame limit; together they are over it.
+    const chunk = '{"type":1,"target":"' + 'x'.repeat(1000);
+    for (let i = 0; i < 8 && hub.ws.readyState === 1; i++) hub.ws.send(chunk);
+    const { code, reason } = await hub.closed;
+    expect(code).toBe(1009);
+    expect(reason).toBe('a message is over 4096 bytes without its 0x1E separator');
+    await healthy('after a known killer');
+  });
 });
 
 describe(`hostile-client fuzz (seed ${SEED})`, () => {
