@@ -2,8 +2,9 @@
  * @module The broker of one instance (STYLE §10.16): the connections this process holds, their channel
  * memberships and change-feed subscriptions, and delivery to them. Each connection's outgoing queue is
  * bounded by its transport: a connection that stops reading (`slow-reader.ts`: over `sendBufferBytes`
- * for longer than a grace, or past the room for a burst) is dropped and counted, never buffered for ever. Delivery across instances is the bus's job
- * (`service.ts`); the broker only knows its own connections.
+ * for longer than a grace, or past the room for a burst) is dropped and counted, never buffered for
+ * ever; a write that throws drops that one connection with 1011. Delivery across instances is the
+ * bus's job (`service.ts`); the broker only knows its own connections.
  */
 import type { Caller } from '../auth/caller.js';
 import type { Change } from '../data/changes.js';
