@@ -13,7 +13,8 @@
  * 3. Idle connections: 10,000 idle sockets; the server's RSS growth per connection, both servers.
  *
  * svc runs examples/shop on SQLite (the fan-out does not touch the database; the write path is one
- * INSERT) with `realtime.maxMessagesPerSecond` raised so the publisher is not throttled.
+ * INSERT) with `realtime.maxMessagesPerSecond` raised so the publisher is not throttled (and
+ * `maxConnectionsPerAddress`, since every bench socket comes from loopback).
  * Env: BENCH_ONLY (keys `fanout`, `notify`, `idle`; default all three), BENCH_RT_SUBSCRIBERS (1000),
  * BENCH_RT_IDLE (10000), BENCH_RT_STEP_S (3). Writes bench/results/realtime.json.
  */
@@ -200,7 +201,10 @@ async function main() {
   onCleanup(() => rmSync(appDir, { recursive: true, force: true }));
   cpSync(join(ROOT, 'examples/shop'), appDir, { recursive: true, filter: (p) => !/[/\\](\.svc|data|node_modules)$/.test(p) });
   const svcJson = JSON.parse(readFileSync(join(appDir, 'svc.json'), 'utf8'));
-  writeFileSync(join(appDir, 'svc.json'), JSON.stringify({ ...svcJson, realtime: { maxMessagesPerSecond: 1_000_000, sendBufferBytes: 16 * 1024 * 1024 } }));
+  writeFileSync(
+    join(appDir, 'svc.json'),
+    JSON.stringify({ ...svcJson, realtime: { maxMessagesPerSecond: 1_000_000, sendBufferBytes: 16 * 1024 * 1024, maxConnectionsPerAddress: 1_000_000 } }),
+  );
   const env = { DATABASE_URL: `file:${join(appDir, 'data', 'bench.db')}`, SVC_LOG_LEVEL: 'warn' };
   runCli(['generate', appDir], env);
   runCli(['migrate', appDir], env);

@@ -93,6 +93,15 @@ export interface RealtimeSettings {
   maxMessagesPerSecond?: number;
   /** Interval of the hub's keep-alive pings, seconds. */
   keepAliveSeconds?: number;
+  /**
+   * Most WebSocket connections open at once from one client address (the TCP peer), Web PubSub and hub
+   * together; the next upgrade answers 429 `RATE_LIMITED`.
+   */
+  maxConnectionsPerAddress?: number;
+  /** Largest frame an anonymous connection may send, bytes (at most `maxFrameBytes`); larger closes 1009. */
+  anonymousMaxFrameBytes?: number;
+  /** Frames per second an anonymous connection may send (bursts of twice that); a flood closes 1008. */
+  anonymousMaxMessagesPerSecond?: number;
 }
 
 /** The real-time limits in force when svc.json leaves them out. */
@@ -101,6 +110,9 @@ export const REALTIME_DEFAULTS: Required<Omit<RealtimeSettings, 'redis'>> = {
   sendBufferBytes: 1024 * 1024,
   maxMessagesPerSecond: 1000,
   keepAliveSeconds: 15,
+  maxConnectionsPerAddress: 100,
+  anonymousMaxFrameBytes: 4096,
+  anonymousMaxMessagesPerSecond: 10,
 };
 
 /**

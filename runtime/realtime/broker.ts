@@ -1,13 +1,15 @@
 /**
  * @module The broker of one instance (STYLE §10.16): the connections this process holds, their channel
  * memberships and change-feed subscriptions, and delivery to them. Each connection's outgoing queue is
- * bounded by its transport: a connection that stops reading (more than `sendBufferBytes` queued) is
- * dropped and counted, never buffered for ever. Delivery across instances is the bus's job
- * (`service.ts`); the broker only knows its own connections.
+ * bounded by its transport: a connection that stops reading (`slow-reader.ts`: over `sendBufferBytes`
+ * for longer than a grace, or past the room for a burst) is dropped and counted, never buffered for
+ * ever; a write that throws drops that one connection with 1011. Delivery across instances is the
+ * bus's job (`service.ts`); the broker only knows its own connections.
  */
 import type { Caller } from '../auth/caller.js';
 import type { Change } from '../data/changes.js';
 import { HttpError } from '../errors.js';
+import { SlowReaderRule, type SlowReaderOptions } from './slow-reader.js';
 
 /** Most groups one connection may be a member of (entity feeds not counted). */
 export const MAX_GROUPS_PER_CONNECTION = 1000;
@@ -115,12 +117,18 @@ export class Broker {
   private readonly groups = new Map<string, Set<Connection>>();
   private readonly feeds = new Map<string, Map<string, Subscription>>();
   private slowDropped = 0;
+  private readonly slow: SlowReaderRule;
 
   constructor(
     private readonly apiName: string,
-    private readonly sendBufferBytes: number,
+    /** The send-buffer bound in bytes, or the whole slow-reader rule (burst room and grace). */
+    sendBuffer: number | SlowReaderOptions,
     private readonly onSlowDrop: (connection: Connection) => void = () => {},
-  ) {}
+    /** Told when writing to a connection threw: that connection (only) was dropped with 1011. */
+    private readonly onDeliveryFailure: (connection: Connection, err: unknown) => void = () => {},
+  ) {
+    this.slow = new SlowReaderRule(typeof sendBuffer === 'number' ? { sendBufferBytes: sendBuffer } : sendBuffer);
+  }
 
   add(connection: Connection): void {
     this.connections.set(connection.id, connection);
@@ -193,7 +201,7 @@ export class Broker {
     if (!members) return;
     for (const connection of members) {
       if (message.noEcho && connection.id === message.fromConnectionId) continue;
-      if (this.admit(connection)) connection.transport.sendGroupMessage(message);
+      if (this.admit(connection)) this.write(connection, () => connection.transport.sendGroupMessage(message));
     }
   }
 
@@ -205,7 +213,7 @@ export class Broker {
     const notification: ChangeNotification = { action: change.action, path: `${this.apiName}/${change.collection}`, ids: change.ids };
     for (const sub of subs.values()) {
       if (!matches(sub, change)) continue;
-      if (this.admit(sub.connection)) sub.connection.transport.sendChange(group, notification);
+      if (this.admit(sub.connection)) this.write(sub.connection, () => sub.connection.transport.sendChange(group, notification));
     }
   }
 
@@ -213,9 +221,24 @@ export class Broker {
     return { connections: this.connections.size, groups: this.groups.size, slowDropped: this.slowDropped };
   }
 
-  /** False (and the connection dropped) when its queue is over the bound. */
+  /** Runs one write to `connection`; a throw drops that connection (1011), never the others or the sender. */
+  private write(connection: Connection, send: () => void): void {
+    try {
+      send();
+    } catch (err) {
+      this.remove(connection);
+      try {
+        connection.transport.close(1011, 'internal server error');
+      } catch {
+        // The transport is broken beyond closing: it is forgotten all the same.
+      }
+      this.onDeliveryFailure(connection, err);
+    }
+  }
+
+  /** False (and the connection dropped) when it does not read (`slow-reader.ts`). */
   private admit(connection: Connection): boolean {
-    if (connection.transport.bufferedBytes() <= this.sendBufferBytes) return true;
+    if (this.slow.admits(connection, connection.transport.bufferedBytes())) return true;
     this.slowDropped += 1;
     this.remove(connection);
     connection.transport.close(1008, 'send buffer full: the client is not reading');

@@ -23,7 +23,8 @@ export interface Actor {
 
 /** An operation on a connection, run by the instance that holds it. */
 export type ConnectionOp =
-  | { op: 'join'; connectionId: string; group: string; readOnly: boolean; actor: Actor }
+  /** `sticky`: a receive-only membership stays receive-only (a client cannot lift what a function set). */
+  | { op: 'join'; connectionId: string; group: string; readOnly: boolean; sticky?: boolean; actor: Actor }
   | { op: 'leave'; connectionId: string; group: string; actor: Actor }
   | { op: 'listen'; connectionId: string; type: 'ws' | 'hub'; collection: string; id?: string; lookupIds?: string[]; actor: Actor };
 

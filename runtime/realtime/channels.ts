@@ -42,19 +42,3 @@ export function groupOfChannel(rules: ChannelRules, channel: unknown, user: Chan
   }
   return wireGroup(rules, channel);
 }
-
-/**
- * Checks a group name a client wrote on the socket (`joinGroup`, `sendToGroup`): it must carry the
- * `<api-name>:` prefix and name a channel the client may use.
- * @returns the channel name without the prefix
- * @throws HttpError INVALID_PARAMETER (400) as `groupOfChannel`, or for a name without the prefix
- */
-export function channelOfClientGroup(rules: ChannelRules, group: unknown): string {
-  const prefix = `${rules.apiName}:`;
-  if (typeof group !== 'string' || !group.startsWith(prefix)) {
-    throw new HttpError('INVALID_PARAMETER', `group must be a channel name with the "${prefix}" prefix`);
-  }
-  const channel = group.slice(prefix.length);
-  groupOfChannel(rules, channel, 'client', 'group');
-  return channel;
-}

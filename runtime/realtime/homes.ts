@@ -9,7 +9,13 @@
  * names. If A is gone, B still serves the connection for callers that reach B; others get 404.
  */
 import { instanceOf } from './bus.js';
-import type { RealtimeService } from './service.js';
+
+/** What the homes need of the real-time service: its instance id and its calls between instances. */
+export interface InstanceCalls {
+  readonly instanceId: string;
+  onRpc(topic: string, handler: (payload: unknown) => Promise<unknown>): void;
+  rpc(instanceId: string, topic: string, payload: unknown, timeoutMs: number): Promise<unknown>;
+}
 
 /** The `rpc` topic of home notices. */
 export const HOME_TOPIC = 'home';
@@ -27,7 +33,7 @@ export class ConnectionHomes {
   /** Connection id → the instance holding it (only ids this instance made). */
   private readonly away = new Map<string, string>();
 
-  constructor(private readonly service: RealtimeService) {
+  constructor(private readonly service: InstanceCalls) {
     service.onRpc(HOME_TOPIC, async (payload) => {
       const { connectionId, holder } = payload as HomeNotice;
       if (instanceOf(connectionId) !== service.instanceId) return false;

@@ -16,11 +16,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpError } from '../errors.js';
 import { authenticateCredentials, credentialInput } from '../auth/authenticate.js';
-import { ANONYMOUS, requireRole, type Caller } from '../auth/caller.js';
+import { ANONYMOUS, type Caller } from '../auth/caller.js';
 import type { AppRuntime } from '../core/context.js';
 import { readJsonBody } from '../http/body.js';
 import { sendError, trackRequest } from '../http/api-handler.js';
-import { entityGroup, groupOfChannel } from './channels.js';
+import { entityGroup } from './channels.js';
+import { authorizeListen, joinChannel, JOINING, requireSignedIn, sendToChannel, SENDING } from './client-rules.js';
 import { actorOf, type RealtimeService } from './service.js';
 import { signRealtimeToken } from './tokens.js';
 import { hubNegotiate } from './hub.js';
@@ -54,10 +55,6 @@ async function objectBody(req: IncomingMessage): Promise<Record<string, unknown>
   return body as Record<string, unknown>;
 }
 
-function requireSignedIn(caller: Caller, what: string): void {
-  if (caller.kind === 'anonymous') throw new HttpError('UNAUTHORIZED', `${what} requires authentication`);
-}
-
 function connectionIdOf(body: Record<string, unknown>): string {
   const id = body.connectionId;
   if (typeof id !== 'string' || id.length === 0 || id.length > 200) throw new HttpError('INVALID_PARAMETER', 'connectionId must be a non-empty string');
@@ -84,24 +81,20 @@ export function realtimeHttpHandler(service: RealtimeService, app: AppRuntime): 
     [
       'POST /api/_rt/join',
       async ({ caller, body }) => {
-        requireSignedIn(caller, 'joining a channel');
+        requireSignedIn(caller, JOINING);
         const b = await body();
         const connectionId = connectionIdOf(b);
-        const group = groupOfChannel(service.rules, b.channel, 'client');
         if (b.readOnly !== undefined && typeof b.readOnly !== 'boolean') throw new HttpError('INVALID_PARAMETER', 'readOnly must be a boolean');
-        await service.apply({ op: 'join', connectionId, group, readOnly: b.readOnly === true, actor: actorOf(caller) });
-        return { group };
+        return { group: await joinChannel(service, caller, connectionId, b.channel, b.readOnly === true) };
       },
     ],
     [
       'POST /api/_rt/send',
       async ({ caller, body }) => {
-        requireSignedIn(caller, 'sending to a channel');
+        requireSignedIn(caller, SENDING);
         const b = await body();
-        const group = groupOfChannel(service.rules, b.channel, 'client');
         if (!('body' in b) || b.body === undefined) throw new HttpError('INVALID_PARAMETER', 'body is required (any JSON value)');
-        service.send({ group, dataType: 'json', data: b.body, fromConnectionId: null, fromUserId: caller.id, noEcho: false });
-        return { group };
+        return { group: sendToChannel(service, caller, b.channel, b.body) };
       },
     ],
   ]);
@@ -165,9 +158,7 @@ async function listenRoute(
     throw new HttpError('LISTEN_ON_VIEW', `${name} is a ${resource.kind === 'query' ? 'query' : 'view'}: listen on its collection instead`);
   }
   if (method !== 'POST') throw new HttpError('METHOD_NOT_ALLOWED', '_listen takes POST');
-  const rule = resource.collection.access.find((r) => r.method === 'LISTEN');
-  if (!rule) throw new HttpError('FORBIDDEN', `${name} has no LISTEN rule: its changes cannot be listened to`);
-  requireRole(caller, rule.roleNames, `LISTEN on ${name}`);
+  authorizeListen(service, caller, resource.collection);
   const b = await body();
   const connectionId = connectionIdOf(b);
   if (b.type !== 'ws' && b.type !== 'hub') throw new HttpError('INVALID_PARAMETER', 'type must be "ws" or "hub"');

@@ -19,14 +19,15 @@
  *   `leave(channel)`, `send(channel, body)`, answered with a Completion when they carry an id.
  */
 import type { IncomingMessage } from 'node:http';
-import { WebSocketServer, type WebSocket, type RawData } from 'ws';
+import type { WebSocket, RawData } from 'ws';
 import { answerError, HttpError } from '../errors.js';
 import type { Caller } from '../auth/caller.js';
 import { Connection, FloodGate, type ChangeNotification, type ConnectionTransport, type GroupMessage } from './broker.js';
-import { groupOfChannel } from './channels.js';
 import { signRealtimeToken, verifyRealtimeToken } from './tokens.js';
 import type { RealtimeService } from './service.js';
-import { refuseUpgrade } from './wps.js';
+import { connectionLimits, SocketServers } from './admission.js';
+import { joinChannel, leaveChannel, sendToChannel } from './client-rules.js';
+import { closeInternal, closeReason, contain, describe, guardListener, refuseUpgrade } from './guard.js';
 
 const RS = '\u001e';
 
@@ -84,6 +85,8 @@ class HubSession implements ConnectionTransport {
   constructor(
     readonly socket: WebSocket,
     ratePerSecond: number,
+    /** Most bytes of an unfinished message waiting for its 0x1E (svc.json `realtime.maxFrameBytes`). */
+    readonly maxMessageBytes: number,
   ) {
     this.flood = new FloodGate(ratePerSecond);
   }
@@ -103,7 +106,7 @@ class HubSession implements ConnectionTransport {
 
   close(code: number, reason: string): void {
     this.write(JSON.stringify(code === 1001 ? { type: 7, error: reason, allowReconnect: true } : { type: 7, error: reason }) + RS);
-    this.socket.close(code, reason);
+    this.socket.close(code, closeReason(reason));
     setTimeout(() => this.socket.terminate(), 1000).unref();
   }
 
@@ -112,10 +115,19 @@ class HubSession implements ConnectionTransport {
     if (this.socket.readyState === 1) this.socket.send(frame, TEXT_FRAME);
   }
 
-  /** The complete messages of a text frame; an incomplete tail waits for the next frame. */
-  messages(text: string): string[] {
+  /**
+   * The complete messages of a text frame; an incomplete tail waits for the next frame.
+   * @returns null when the tail is over `maxMessageBytes` (the connection must close 1009)
+   */
+  messages(text: string): string[] | null {
     const parts = (this.partial + text).split(RS);
-    this.partial = parts.pop() ?? '';
+    const tail = parts.pop() ?? '';
+    // A tail holds at most 3 bytes per UTF-16 unit: only a long one needs counting.
+    if (tail.length * 3 > this.maxMessageBytes && Buffer.byteLength(tail) > this.maxMessageBytes) {
+      this.partial = '';
+      return null;
+    }
+    this.partial = tail;
     return parts;
   }
 }
@@ -123,15 +135,20 @@ class HubSession implements ConnectionTransport {
 /** Serves the hub's WebSocket endpoint `/api/_rt/signalr` for `service` (keep-alive pings and a silence sweep included). */
 export function serveHub(service: RealtimeService): void {
   const { limits, logger } = service;
-  const wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxFrameBytes, handleProtocols: () => false });
+  const servers = new SocketServers(limits, () => false);
   const sessions = new Set<HubSession>();
   const ping = JSON.stringify({ type: 6 }) + RS;
   const pinger = setInterval(
     () => {
       const now = Date.now();
       for (const s of sessions) {
-        if (now - s.lastSeen > Math.max(CLIENT_TIMEOUT_MS, limits.keepAliveSeconds * 4000)) s.close(1000, 'client timeout: nothing received');
-        else if (s.open) s.write(ping);
+        contain(
+          () => {
+            if (now - s.lastSeen > Math.max(CLIENT_TIMEOUT_MS, limits.keepAliveSeconds * 4000)) s.close(1000, 'client timeout: nothing received');
+            else if (s.open) s.write(ping);
+          },
+          () => s.socket.terminate(),
+        );
       }
     },
     Math.max(10, limits.keepAliveSeconds * 1000),
@@ -139,12 +156,12 @@ export function serveHub(service: RealtimeService): void {
   pinger.unref();
   service.onClose(() => {
     clearInterval(pinger);
-    wss.close();
+    servers.close();
   });
 
   service.onUpgrade('/api/_rt/signalr', (req, socket, head, url) => {
     socket.on('error', () => {});
-    void (async () => {
+    return (async () => {
       let caller: Caller;
       let connectionId: string;
       try {
@@ -164,21 +181,43 @@ export function serveHub(service: RealtimeService): void {
         refuseUpgrade(socket, err);
         return;
       }
-      wss.handleUpgrade(req, socket, head, (ws) => {
-        const session = new HubSession(ws, limits.maxMessagesPerSecond);
-        session.connection = new Connection(connectionId, 'hub', caller, session);
-        sessions.add(session);
-        ws.on('message', (data, isBinary) => onFrame(service, session, data, isBinary));
-        ws.on('error', () => {});
-        ws.on('close', () => {
-          sessions.delete(session);
-          service.drop(session.connection);
-          service.homes.release(connectionId);
-        });
-      });
+      servers.for(caller).handleUpgrade(req, socket, head, (ws) =>
+        contain(
+          () => {
+            const { ratePerSecond, maxFrameBytes } = connectionLimits(limits, caller);
+            const session = new HubSession(ws, ratePerSecond, maxFrameBytes);
+            session.connection = new Connection(connectionId, 'hub', caller, session);
+            sessions.add(session);
+            const guarded = <A extends unknown[]>(listener: (...args: A) => unknown) =>
+              guardListener(
+                logger,
+                ws,
+                () => ({ connectionId }),
+                () => session.close(1011, 'internal server error'),
+                listener,
+              );
+            ws.on(
+              'message',
+              guarded((data: RawData, isBinary: boolean) => onFrame(service, session, data, isBinary)),
+            );
+            ws.on('error', () => {});
+            ws.on(
+              'close',
+              guarded(() => {
+                sessions.delete(session);
+                service.drop(session.connection);
+                service.homes.release(connectionId);
+              }),
+            );
+          },
+          (err) => {
+            logger.error({ err, connectionId }, 'real-time upgrade failed: the socket is closed');
+            closeInternal(ws);
+          },
+        ),
+      );
     })();
   });
-  void logger;
 }
 
 /** Handles one WebSocket frame of a hub connection (see the module notes). */
@@ -186,7 +225,9 @@ function onFrame(service: RealtimeService, session: HubSession, data: RawData, i
   session.lastSeen = Date.now();
   if (!session.flood.take()) return session.close(1008, 'too many messages: slow down');
   if (isBinary) return session.close(1003, 'binary frames are not supported by the JSON hub protocol');
-  for (const text of session.messages(data.toString())) {
+  const messages = session.messages(data.toString());
+  if (messages === null) return session.close(1009, `a message is over ${session.maxMessageBytes} bytes without its 0x1E separator`);
+  for (const text of messages) {
     let message: Record<string, unknown>;
     try {
       const parsed: unknown = JSON.parse(text);
@@ -197,7 +238,7 @@ function onFrame(service: RealtimeService, session: HubSession, data: RawData, i
     }
     if (!session.open) {
       if (message.protocol !== 'json' || message.version !== 1) {
-        session.write(JSON.stringify({ error: `Requested protocol '${String(message.protocol)}' is not available.` }) + RS);
+        session.write(JSON.stringify({ error: `Requested protocol ${describe(message.protocol)} is not available.` }) + RS);
         return session.close(1002, 'unsupported hub protocol');
       }
       session.open = true;
@@ -207,7 +248,14 @@ function onFrame(service: RealtimeService, session: HubSession, data: RawData, i
     }
     switch (message.type) {
       case 1:
-        invoke(service, session, message);
+        // Runs in order; its completion may follow the next message's (the client matches ids).
+        contain(
+          () => invoke(service, session, message),
+          (err) => {
+            service.logger.error({ err, connectionId: session.connection.id }, 'hub invocation failed: the socket is closed');
+            session.close(1011, 'internal server error');
+          },
+        );
         break;
       case 4:
         if (typeof message.invocationId === 'string') complete(session, message.invocationId, { error: 'streaming is not supported' });
@@ -219,7 +267,7 @@ function onFrame(service: RealtimeService, session: HubSession, data: RawData, i
         session.socket.close(1000);
         return;
       default:
-        return session.close(1007, `unknown message type ${JSON.stringify(message.type)}`.slice(0, 120));
+        return session.close(1007, `unknown message type ${describe(message.type)}`);
     }
   }
 }
@@ -228,23 +276,22 @@ function complete(session: HubSession, invocationId: string, outcome: { result: 
   session.write(JSON.stringify({ type: 3, invocationId, ...outcome }) + RS);
 }
 
-/** Runs a hub method invocation: `join`, `leave`, `send` (SPEC §4.7 channel rules, as over HTTP). */
-function invoke(service: RealtimeService, session: HubSession, message: Record<string, unknown>): void {
+/**
+ * Runs a hub method invocation — `join(channel)`, `leave(channel)`, `send(channel, body)` — under the
+ * channel rules every transport shares (`client-rules.ts`); the Completion carries the refusal's message.
+ */
+async function invoke(service: RealtimeService, session: HubSession, message: Record<string, unknown>): Promise<void> {
   const invocationId = typeof message.invocationId === 'string' ? message.invocationId : undefined;
   const args = Array.isArray(message.arguments) ? message.arguments : [];
   const { connection } = session;
   try {
     const target = typeof message.target === 'string' ? message.target.toLowerCase() : '';
-    if (!['join', 'leave', 'send'].includes(target)) throw new HttpError('INVALID_PARAMETER', `Unknown hub method '${String(message.target)}'`);
-    if (connection.caller.kind === 'anonymous') throw new HttpError('FORBIDDEN', 'sign in to join or send to channels');
-    const group = groupOfChannel(service.rules, args[0], 'client');
-    if (target === 'join') service.broker.join(connection, group, connection.groups.get(group)?.readOnly ?? false);
-    else if (target === 'leave') service.broker.leave(connection, group);
-    else {
-      if (connection.groups.get(group)?.readOnly) throw new HttpError('FORBIDDEN', `${String(args[0])} was joined receive-only`);
+    if (target === 'join') await joinChannel(service, connection.caller, connection.id, args[0]);
+    else if (target === 'leave') await leaveChannel(service, connection.caller, connection.id, args[0]);
+    else if (target === 'send') {
       if (args[1] === undefined) throw new HttpError('INVALID_PARAMETER', 'send(channel, body) needs a body');
-      service.send({ group, dataType: 'json', data: args[1], fromConnectionId: connection.id, fromUserId: connection.caller.id, noEcho: false });
-    }
+      sendToChannel(service, connection.caller, args[0], args[1], { from: connection });
+    } else throw new HttpError('INVALID_PARAMETER', `Unknown hub method ${describe(message.target)}`);
     if (invocationId !== undefined) complete(session, invocationId, { result: null });
   } catch (err) {
     const { status, body } = answerError(err);

@@ -17,7 +17,8 @@
  * every socket within one period (2 s) plus the look-up. What it finds is
  * also dropped from the access-token cache (`auth.identities`), so HTTP calls agree at once.
  */
-import { requireRole, type Caller } from '../auth/caller.js';
+import type { Caller } from '../auth/caller.js';
+import { authorizeListen } from './client-rules.js';
 import { loadCallers } from '../auth/identities.js';
 import type { Connection } from './broker.js';
 import type { RealtimeService } from './service.js';
@@ -95,12 +96,13 @@ function revoke(service: RealtimeService, connection: Connection): void {
 /** Gives `connection` its identity's new grants and ends the change feeds they no longer allow. */
 function regrant(service: RealtimeService, connection: Connection, caller: Caller): void {
   connection.caller = caller;
-  for (const collection of [...connection.listening]) {
-    const rule = service.manifest.collections.find((c) => c.name === collection)?.access.find((r) => r.method === 'LISTEN');
+  for (const name of [...connection.listening]) {
+    const collection = service.manifest.collections.find((c) => c.name === name);
     try {
-      requireRole(caller, rule?.roleNames ?? [], `LISTEN on ${collection}`);
+      if (!collection) throw new Error(`${name} is no longer a collection`);
+      authorizeListen(service, caller, collection); // the same check as a new _listen: every LISTEN rule
     } catch {
-      service.broker.unlisten(connection, collection);
+      service.broker.unlisten(connection, name);
     }
   }
   service.logger.info({ connectionId: connection.id, identity: caller.id, roles: caller.roles }, 'connection follows its identity’s new roles');

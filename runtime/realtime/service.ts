@@ -18,20 +18,26 @@ import type { AuthService } from '../auth/auth-service.js';
 import type { Change, ChangeSink } from '../data/changes.js';
 import type { Logger } from '../log.js';
 import type { AppManifest } from '../manifest.js';
-import { REALTIME_DEFAULTS, type RealtimeSettings } from '../contract/settings.js';
+import { REALTIME_DEFAULTS } from '../contract/settings.js';
+import { AddressLimiter, admitAddress, type RealtimeLimits } from './admission.js';
 import { Broker, Connection, type GroupMessage } from './broker.js';
+import { SLOW_READER_GRACE_MS } from './slow-reader.js';
 import { instanceOf, type Actor, type BusMessage, type ConnectionOp, type OpResult, type RealtimeBus } from './bus.js';
 import type { ChannelRules } from './channels.js';
 import type { ReplayGuard } from './tokens.js';
 import { ConnectionHomes } from './homes.js';
+import { contain, refuseUpgrade, upgradeRequestId, upgradeUrl } from './guard.js';
 
 /** How long a call to another instance may take before it is answered 503, ms. */
 const CALL_TIMEOUT_MS = 5000;
 /** The `rpc` topic of connection operations (join, leave, listen) sent to the holding instance. */
 const CONNECTION_TOPIC = 'connection';
 
-/** Takes a WebSocket upgrade for one path (`wps.ts`, `hub.ts`). */
-export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer, url: URL) => void;
+/**
+ * Takes a WebSocket upgrade for one path (`wps.ts`, `hub.ts`). A throw or rejection before the socket
+ * is upgraded answers 400 (`handleUpgrade`); after, the handler's own guard closes the socket 1011.
+ */
+export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer, url: URL) => void | Promise<void>;
 
 export interface RealtimeServiceOptions {
   manifest: AppManifest;
@@ -51,7 +57,9 @@ export const actorOf = (caller: Caller): Actor => ({ userId: caller.id, privileg
 export class RealtimeService implements ChangeSink {
   readonly broker: Broker;
   readonly rules: ChannelRules;
-  readonly limits: Required<Omit<RealtimeSettings, 'redis'>>;
+  readonly limits: RealtimeLimits;
+  /** Sockets open per client address (`maxConnectionsPerAddress`). */
+  readonly addresses: AddressLimiter;
   readonly manifest: AppManifest;
   readonly auth: AuthService;
   readonly logger: Logger;
@@ -75,15 +83,25 @@ export class RealtimeService implements ChangeSink {
     this.onRpc(CONNECTION_TOPIC, async (op) => this.applyHeld(op as ConnectionOp));
     this.homes = new ConnectionHomes(this);
     this.limits = { ...REALTIME_DEFAULTS, ...withoutUndefined(options.manifest.settings.realtime) };
+    this.addresses = new AddressLimiter(this.limits.maxConnectionsPerAddress);
     this.rules = { apiName: options.manifest.name, collections: new Set(options.manifest.collections.map((c) => c.name)) };
-    this.broker = new Broker(this.rules.apiName, this.limits.sendBufferBytes, (c) =>
-      this.logger.warn({ connectionId: c.id, slowDropped: this.broker.stats().slowDropped }, 'connection dropped: it stopped reading'),
+    this.broker = new Broker(
+      this.rules.apiName,
+      // Room for a few full frames one sender may send at once (issue 20 §2).
+      { sendBufferBytes: this.limits.sendBufferBytes, burstBytes: 4 * this.limits.maxFrameBytes, graceMs: SLOW_READER_GRACE_MS },
+      (c) => this.logger.warn({ connectionId: c.id, slowDropped: this.broker.stats().slowDropped }, 'connection dropped: it stopped reading'),
+      (c, err) => this.logger.error({ err, connectionId: c.id }, 'writing to a connection failed: it is closed'),
     );
   }
 
   /** Starts the bus. */
   async start(): Promise<void> {
-    await this.bus.start((m) => this.onBus(m));
+    await this.bus.start((m) =>
+      contain(
+        () => this.onBus(m),
+        (err) => this.logger.error({ err, bus: m.t }, 'a message from another instance could not be handled'),
+      ),
+    );
   }
 
   /** This instance's id (the prefix of its connection ids). */
@@ -146,13 +164,26 @@ export class RealtimeService implements ChangeSink {
 
   /**
    * Takes an HTTP upgrade request: true when a real-time path answered it (the socket is then the
-   * handler's), false for any other path (the caller answers 404 and destroys the socket).
+   * handler's), false for any other path (the caller answers 404 and destroys the socket). A path that
+   * is not a URL answers 400; an address over `maxConnectionsPerAddress` answers 429 `RATE_LIMITED`.
    */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    const url = upgradeUrl(req);
+    if (!url) {
+      refuseUpgrade(socket, new HttpError('INVALID_PARAMETER', 'the request path is not a valid URL'));
+      return true;
+    }
     const handler = this.upgrades.get(url.pathname);
     if (!handler) return false;
-    handler(req, socket, head, url);
+    if (!admitAddress(this.addresses, req, socket)) return true;
+    // Errors after the socket became a WebSocket are the handler's (1011); before, they answer 400.
+    contain(
+      () => handler(req, socket, head, url),
+      (err) => {
+        this.logger.error({ err, reqId: upgradeRequestId(req), path: url.pathname }, 'real-time upgrade failed');
+        refuseUpgrade(socket, new HttpError('INVALID_PARAMETER', 'the upgrade request could not be handled'));
+      },
+    );
     return true;
   }
 
@@ -168,8 +199,12 @@ export class RealtimeService implements ChangeSink {
 
   // ---- operations shared by every transport ------------------------------------------------------
 
-  /** Sends a channel message to every member on every instance (SPEC §6.2). */
+  /**
+   * Sends a channel message to every member on every instance (SPEC §6.2).
+   * @throws HttpError INVALID_PARAMETER (400) for data nested deeper than `MAX_DATA_DEPTH`
+   */
   send(message: GroupMessage): void {
+    requireShallow(message.data);
     this.broker.deliverGroup(message);
     this.bus.broadcast({ t: 'group', message });
     this.tap(message);
@@ -235,7 +270,7 @@ export class RealtimeService implements ChangeSink {
     switch (op.op) {
       case 'join':
         try {
-          this.broker.join(connection, op.group, op.readOnly);
+          this.broker.join(connection, op.group, op.readOnly || (op.sticky === true && connection.groups.get(op.group)?.readOnly === true));
         } catch (err) {
           if (err instanceof HttpError) return { ok: false, code: err.code, message: err.message };
           throw err;
@@ -302,4 +337,24 @@ const unknownConnection = (id: string): OpResult => ({ ok: false, code: 'NOT_FOU
 
 function withoutUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** Deepest nesting of arrays and objects in a channel message's data (deeper cannot be re-serialized safely). */
+export const MAX_DATA_DEPTH = 64;
+
+/** True when `data` nests arrays and objects deeper than `MAX_DATA_DEPTH` (checked without recursion). */
+export function nestedTooDeep(data: unknown): boolean {
+  const stack: [unknown, number][] = [[data, 0]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop()!;
+    if (value === null || typeof value !== 'object') continue;
+    if (depth >= MAX_DATA_DEPTH) return true;
+    for (const child of Object.values(value)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
+/** @throws HttpError INVALID_PARAMETER (400) when `data` nests deeper than `MAX_DATA_DEPTH` */
+function requireShallow(data: unknown): void {
+  if (nestedTooDeep(data)) throw new HttpError('INVALID_PARAMETER', `the message data is nested deeper than ${MAX_DATA_DEPTH} levels`);
 }

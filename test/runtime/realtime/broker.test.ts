@@ -98,4 +98,60 @@ describe('Broker', () => {
     expect(broker.stats()).toMatchObject({ connections: 1, slowDropped: 1 });
     expect(broker.get('i.s')).toBeUndefined();
   });
+
+  it('a write that throws drops that connection with 1011 and tells; the other members still receive', () => {
+    const failures: string[] = [];
+    const broker = new Broker('app', 1024, undefined, (c) => failures.push(c.id));
+    const broken = recording();
+    broken.transport.sendGroupMessage = () => {
+      throw new TypeError('broken transport');
+    };
+    const fine = recording();
+    const cx = new Connection('i.x', 'ws', ANONYMOUS, broken.transport);
+    const cf = new Connection('i.f', 'ws', ANONYMOUS, fine.transport);
+    for (const c of [cx, cf]) {
+      broker.add(c);
+      broker.join(c, 'app:chat', false);
+    }
+    expect(() => broker.deliverGroup(message('m'))).not.toThrow();
+    expect(broken.closed).toEqual([1011]);
+    expect(failures).toEqual(['i.x']);
+    expect(fine.got).toEqual(['m']);
+    expect(broker.get('i.x')).toBeUndefined();
+  });
+
+  it('a reader whose buffer a burst filled keeps its connection while it drains; one that stays over the bound past the grace, or past the burst room, is dropped', () => {
+    let now = 0;
+    const broker = new Broker('app', { sendBufferBytes: 1000, burstBytes: 4000, graceMs: 2000, now: () => now });
+    const reading = recording();
+    const stuck = recording();
+    const flooded = recording();
+    const [cr, cs, cf] = [reading, stuck, flooded].map((t, i) => new Connection(`i.${i}`, 'ws', ANONYMOUS, t.transport));
+    for (const c of [cr, cs, cf]) {
+      broker.add(c);
+      broker.join(c, 'app:chat', false);
+    }
+    // Another sender's burst: every buffer is over the bound, under the burst room.
+    for (const t of [reading, stuck, flooded]) t.transport.buffered = 3000;
+    broker.deliverGroup(message(1));
+    now = 1500;
+    broker.deliverGroup(message(2));
+    expect([reading.got, stuck.got, flooded.got]).toEqual([
+      [1, 2],
+      [1, 2],
+      [1, 2],
+    ]);
+    // The reader drains; the stuck one does not; the flooded one grows past the bound plus the burst room.
+    reading.transport.buffered = 0;
+    flooded.transport.buffered = 5001;
+    broker.deliverGroup(message(3));
+    expect(flooded.closed).toEqual([1008]);
+    reading.transport.buffered = 3000;
+    now = 2500;
+    broker.deliverGroup(message(4));
+    expect(stuck.closed).toEqual([1008]);
+    expect(reading.closed).toEqual([]);
+    expect(reading.got).toEqual([1, 2, 3, 4]);
+    expect(broker.stats()).toMatchObject({ connections: 1, slowDropped: 2 });
+  });
 });
