@@ -44,6 +44,8 @@ interface RunningTurn {
   /** Aborted when the turn ends: stops its MCP calls still under way. */
   abort: AbortController;
   toolCalls: { server: string; tool: string; durationMs: number; error?: string }[];
+  /** What the worker last reported the turn has used (charged if the worker is stopped mid-turn). */
+  usage: TurnUsage;
   done(outcome: { status: 'completed' | 'failed'; error: string | null; messages: unknown[]; usage: TurnUsage }): void;
 }
 
@@ -279,13 +281,17 @@ export class AgentSession {
   private failTurn(error: string): void {
     for (const wait of this.uiWaits.values()) wait({ ok: false, output: error });
     this.uiWaits.clear();
-    this.turn?.done({ status: 'failed', error, messages: [], usage: { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 } });
+    if (this.turn) this.turn.done({ status: 'failed', error, messages: [], usage: this.turn.usage });
   }
 
   private onWorker(m: FromSessionWorker): void {
     const turn = this.turn;
     if (!turn || m.turnId !== turn.id) return;
     if (m.type === 'event') return this.relay(turn, m.event);
+    if (m.type === 'usage') {
+      turn.usage = m.usage;
+      return;
+    }
     if (m.type === 'done') return turn.done(m);
     this.answerTool(turn, m.callId, m.name, m.kind, m.args)
       .catch((err: unknown) => {
@@ -382,6 +388,7 @@ export class AgentSession {
       startedAt: performance.now(),
       abort: new AbortController(),
       toolCalls: [],
+      usage: { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 },
       done: () => {},
     };
     const finished = new Promise<Parameters<RunningTurn['done']>[0]>((resolve) => (turn.done = resolve));
@@ -470,7 +477,10 @@ export class AgentSession {
     this.emit({ type: 'info', message: `rolled back ${removed} turn${removed === 1 ? '' : 's'}` });
   }
 
+  /** Summarises the thread with one model call, refused like a turn (paused, no balance, session limit). */
   private async compact(): Promise<void> {
+    const refusal = await this.host.refuseTurn(this.identityId);
+    if (refusal) return this.emit({ type: 'error', message: refusal });
     const thread = this.threadId ? await this.host.threads.load(this.identityId, this.threadId) : null;
     if (!thread || thread.turns.length === 0) return this.emit({ type: 'info', message: 'nothing to compact' });
     try {
