@@ -4,8 +4,10 @@
  * (queued one after another, persisted in its thread), tool calls answered for the worker, the idle
  * timeout, the stats callback and the session's MCP servers (mcp.ts). Events that change the
  * conversation (`message`, `new-thread`, `thread-resume`, `rollback`, `compact`, a backend `prompt`)
- * run in order, each after the one before has finished; `status`, `cancel`, `tool-result`, `effort`, `fast`, `thread-list`, `mcp-list` and
- * `restart` are answered at once.
+ * run in order, each after the one before has finished; `status`, `cancel`, `tool-result`, `effort`,
+ * `fast`, `thread-list` and `mcp-list` are answered at once. Lifecycle operations — start, `restart`,
+ * stop (close, idle stop, a takeover elsewhere) and handing a turn to the worker — run one at a time
+ * in their own chain, so a burst of `restart` frames leaves one worker and one set of MCP servers.
  */
 import { randomUUID } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
@@ -56,6 +58,10 @@ export class AgentSession {
   private worker?: Worker;
   private turn?: RunningTurn;
   private chain: Promise<unknown> = Promise.resolve();
+  /** Lifecycle operations (start, restart, stop, spawning a worker for a turn) run one at a time, in this chain. */
+  private lifecycle: Promise<unknown> = Promise.resolve();
+  /** A restart waiting in `lifecycle`: restarts asked for meanwhile are the same restart. */
+  private pendingRestart?: Promise<void>;
   private readonly seen = new Map<string, { text: string; at: number }>();
   private readonly uiWaits = new Map<string, (r: { ok: boolean; output: string }) => void>();
   private effort?: 'low' | 'medium' | 'high';
@@ -79,25 +85,36 @@ export class AgentSession {
   }
 
   /** Reads the identity's current thread and starts the worker; `agent-event started`. */
-  async start(): Promise<void> {
-    this.threadId = (await this.host.threads.session(this.identityId)).threadId;
-    this.spawn();
-    this.mcp.start();
-    this.state = 'idle';
-    this.emit({ type: 'agent-event', event: { name: 'started', at: unixNow() } });
-    this.armIdle();
+  start(): Promise<void> {
+    return this.serially(async () => {
+      this.threadId = (await this.host.threads.session(this.identityId)).threadId;
+      if (this.state === 'stopped') return;
+      this.spawn();
+      this.mcp.start();
+      this.state = 'idle';
+      this.emit({ type: 'agent-event', event: { name: 'started', at: unixNow() } });
+      this.armIdle();
+    });
   }
 
-  /** Stops the worker; any running turn fails (`cancelled`). */
-  async stop(reason: 'stopped' | 'idle-stopped'): Promise<void> {
-    if (this.state === 'stopped') return;
-    this.clearIdle();
-    this.state = 'stopped';
-    this.failTurn('cancelled');
-    await Promise.all([this.worker?.terminate(), this.mcp.close()]);
-    this.worker = undefined;
-    this.emit({ type: 'agent-event', event: { name: reason, at: unixNow() } });
-    this.emit(await this.statusEvent());
+  /**
+   * Stops the worker (after the lifecycle operations before it); any running turn fails (`cancelled`).
+   * `taken-over` (another instance holds the session now) stops it without a word on the channel.
+   */
+  stop(reason: 'stopped' | 'idle-stopped' | 'taken-over'): Promise<void> {
+    return this.serially(async () => {
+      if (this.state === 'stopped') return;
+      this.clearIdle();
+      this.state = 'stopped';
+      this.failTurn('cancelled');
+      const worker = this.worker;
+      this.worker = undefined;
+      await Promise.all([worker?.terminate(), this.mcp.close()]);
+      // The instance that took the session over speaks on the channel now.
+      if (reason === 'taken-over') return;
+      this.emit({ type: 'agent-event', event: { name: reason, at: unixNow() } });
+      this.emit(await this.statusEvent());
+    });
   }
 
   /** A client frame on the channel (already parsed, not the agent's own). */
@@ -224,6 +241,13 @@ export class AgentSession {
     });
   }
 
+  /** Runs a lifecycle operation after the ones before it (a burst of `restart` frames never runs two at once). */
+  private serially(work: () => Promise<void>): Promise<void> {
+    const next = this.lifecycle.then(work, work);
+    this.lifecycle = next.catch(() => {});
+    return next;
+  }
+
   private enqueue<T>(work: () => Promise<T>): Promise<T> {
     const next = this.chain.then(work, work);
     this.chain = next.catch(() => {});
@@ -264,17 +288,27 @@ export class AgentSession {
     );
   }
 
-  /** A new worker and new MCP connections (stdio servers are started again). */
-  private async restart(): Promise<void> {
-    this.failTurn('restarted');
-    const old = this.worker;
-    this.worker = undefined;
-    await Promise.all([old?.terminate(), this.mcp.close()]);
-    this.mcp = this.mcpServers();
-    this.mcp.start();
-    this.spawn();
-    this.state = 'idle';
-    this.emit({ type: 'agent-event', event: { name: 'restarted', at: unixNow() } });
+  /**
+   * A new worker and new MCP connections (stdio servers are started again), after the lifecycle
+   * operations before it. Restarts asked for while one waits to run join it: one restart, one event.
+   */
+  private restart(): Promise<void> {
+    if (this.pendingRestart) return this.pendingRestart;
+    const restart = this.serially(async () => {
+      this.pendingRestart = undefined;
+      if (this.state === 'stopped') return;
+      this.failTurn('restarted');
+      const old = this.worker;
+      this.worker = undefined;
+      await Promise.all([old?.terminate(), this.mcp.close()]);
+      this.mcp = this.mcpServers();
+      this.mcp.start();
+      this.spawn();
+      if (this.state !== 'busy') this.state = 'idle';
+      this.emit({ type: 'agent-event', event: { name: 'restarted', at: unixNow() } });
+    });
+    this.pendingRestart = restart;
+    return restart;
   }
 
   /** Ends the running turn as failed with `error` (worker crash, restart, stop). */
@@ -374,7 +408,6 @@ export class AgentSession {
       this.emit({ type: 'error', message: refusal });
       return { status: 'failed', text: '', error: refusal };
     }
-    if (!this.worker) this.spawn();
     if (this.threadId === null) this.threadId = await this.host.threads.createThread(this.identityId, text);
     const threadId = this.threadId;
     const thread = await this.host.threads.load(this.identityId, threadId);
@@ -391,7 +424,14 @@ export class AgentSession {
       usage: { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 },
       done: () => {},
     };
-    const finished = new Promise<Parameters<RunningTurn['done']>[0]>((resolve) => (turn.done = resolve));
+    let ended = false;
+    const finished = new Promise<Parameters<RunningTurn['done']>[0]>(
+      (resolve) =>
+        (turn.done = (outcome) => {
+          ended = true;
+          resolve(outcome);
+        }),
+    );
     this.turn = turn;
     let completed = false;
     try {
@@ -404,20 +444,27 @@ export class AgentSession {
         const effort = this.fastNext ? 'low' : this.effort;
         this.fastNext = false;
         await this.mcp.settled(MCP_FIRST_CONNECT_WAIT_MS);
-        this.worker!.postMessage({
-          type: 'turn',
-          turnId: turn.id,
-          request: {
-            baseURL: rung.provider.baseURL,
-            apiKey: rung.provider.apiKey,
-            providerName: rung.providerName,
-            modelId: rung.rung.model,
-            system: await this.host.systemPrompt(this.options),
-            messages: [...modelHistory(thread), { role: 'user', content: text }],
-            tools: [...this.tools, ...this.mcp.tools(this.toolNames)],
-            ...(effort && { reasoningEffort: effort }),
-            maxSteps: this.host.settings.maxStepsPerTurn,
-          },
+        const system = await this.host.systemPrompt(this.options);
+        // Posted as a lifecycle step: never to a worker a restart is replacing. A restart or stop
+        // meanwhile has ended the turn already; a worker that crashed is replaced here.
+        await this.serially(async () => {
+          if (ended) return;
+          if (!this.worker) this.spawn();
+          this.worker!.postMessage({
+            type: 'turn',
+            turnId: turn.id,
+            request: {
+              baseURL: rung.provider.baseURL,
+              apiKey: rung.provider.apiKey,
+              providerName: rung.providerName,
+              modelId: rung.rung.model,
+              system,
+              messages: [...modelHistory(thread), { role: 'user', content: text }],
+              tools: [...this.tools, ...this.mcp.tools(this.toolNames)],
+              ...(effort && { reasoningEffort: effort }),
+              maxSteps: this.host.settings.maxStepsPerTurn,
+            },
+          });
         });
       } catch (err) {
         if (!(err instanceof RungNotConfiguredError)) throw err;
