@@ -27,7 +27,7 @@ import { AgentSession } from './session.js';
 import type { AgentHost, CreditFigures, SessionOptions } from './host.js';
 import { creditsOf, resolveRung, type ResolvedRung } from './rungs.js';
 import { ThreadStore } from './threads.js';
-import { Leases, RENEW_MS } from './lease.js';
+import { LEASE_MS, Leases, RENEW_MS } from './lease.js';
 import { CreditLedger } from './credits.js';
 import { MCP_PING_MS, type McpServerConfig } from './mcp.js';
 import { sessionTools, toolOutput, ToolCaller } from './tools.js';
@@ -39,6 +39,23 @@ const FORWARDED_OPS = new Set(['connect', 'wake', 'prompt', 'close']);
 /** How long a forwarded operation may take, ms (a `prompt` waits for its whole turn). */
 const RPC_MS = 10_000;
 const PROMPT_RPC_MS = 10 * 60_000;
+/** The bus topic of the liveness ping a call sends a session's holder before forwarding to it. */
+const PING_TOPIC = 'agent-ping';
+/** How long a holder has to answer that ping before it is thought gone (or frozen), ms. */
+const PING_MS = 2000;
+/**
+ * How long a call waits for a holder that does not answer — until its lease lapses and this instance
+ * takes the session over — or for a session another instance is starting, ms. A lease lapses at most
+ * `LEASE_MS` after its holder died.
+ */
+const TAKEOVER_WAIT_MS = LEASE_MS + 10_000;
+
+/** The identity's lease was taken by another instance first (it is starting the session there). */
+class LeaseTaken extends HttpError {
+  constructor() {
+    super('SERVICE_UNAVAILABLE', 'this agent session is starting on another instance: try again');
+  }
+}
 
 /** The stats callback's time limit (SPEC §6.4 "about 2 seconds"), ms. */
 export const CALLBACK_TIMEOUT_MS = 2000;
@@ -105,9 +122,14 @@ export class AgentService implements AgentHost {
     this.options.realtime.onGroupMessage((m) => this.onGroupMessage(m));
     // Calls forwarded by other instances for the sessions this one runs.
     this.options.realtime.onRpc('agent', (payload) => this.handle(payload as AgentRequest));
+    this.options.realtime.onRpc(PING_TOPIC, () => Promise.resolve(true));
     this.renewal = setInterval(() => {
       const states = new Map([...this.sessions.values()].map((s) => [s.identityId, s.state] as [string, string]));
-      this.leases.renew(states).catch((err: unknown) => this.logger.warn({ err }, 'agent leases could not be renewed'));
+      this.leases.renew(states).then(
+        // A lease this instance lost (it froze, and another took the session over) stops its copy here, quietly.
+        (lost) => lost.forEach((id) => void this.stopSession(id, 'taken-over')),
+        (err: unknown) => this.logger.warn({ err }, 'agent leases could not be renewed'),
+      );
     }, RENEW_MS);
     this.renewal.unref();
   }
@@ -120,28 +142,62 @@ export class AgentService implements AgentHost {
 
   /**
    * Answers one `ctx.agent.<op>` of function code: 200 and its result, or an error body. An operation
-   * on a session another instance runs is forwarded to it over the bus; when that instance no longer
-   * answers, this one takes the session over.
+   * on a session another instance runs is forwarded to it over the bus. When that instance is gone,
+   * this one takes the session over at once; when it is there but does not answer (frozen, killed
+   * while Redis still counts it), this one waits for its lease to lapse and takes it over then. When
+   * another instance is starting the session, the call joins it there. Either way within
+   * `TAKEOVER_WAIT_MS`, else 503.
    */
   async handle(request: AgentRequest): Promise<ApiReply> {
     try {
       const a = (typeof request.args === 'object' && request.args !== null ? request.args : {}) as Record<string, unknown>;
       const identityId = typeof a.identityId === 'string' ? a.identityId : undefined;
-      if (identityId && FORWARDED_OPS.has(request.op) && !this.sessions.has(identityId)) {
-        const holder = await this.leases.holder(identityId);
-        if (holder) {
-          const answer = await this.options.realtime.rpc(holder, 'agent', request, request.op === 'prompt' ? PROMPT_RPC_MS : RPC_MS);
-          if (answer.delivered && !answer.timedOut) return answer.reply as ApiReply;
-          if (answer.delivered) throw new HttpError('SERVICE_UNAVAILABLE', 'the instance running this agent session did not answer in time');
-          this.logger.warn({ identityId, instance: holder }, 'the instance running this agent session is gone: taking it over');
-          this.takeOver.set(identityId, holder);
+      if (!identityId || !FORWARDED_OPS.has(request.op)) return { status: 200, body: await this.run(request) };
+      const deadline = Date.now() + TAKEOVER_WAIT_MS;
+      for (;;) {
+        const forwarded = await this.forward(identityId, request, deadline);
+        if (forwarded) return forwarded;
+        try {
+          return { status: 200, body: await this.run(request) };
+        } catch (err) {
+          // Another instance took the lease first: forward to it (it is starting the session).
+          if (!(err instanceof LeaseTaken) || Date.now() > deadline) throw err;
         }
       }
-      return { status: 200, body: await this.run(request) };
     } catch (err) {
       const { status, body } = toErrorBody(err);
       if (status >= 500) this.logger.error({ err, op: request.op }, 'agent call failed');
       return { status, body };
+    }
+  }
+
+  /**
+   * Forwards `request` to the instance holding the identity's session and answers its reply, or null
+   * when this instance is to run it (no live holder, or the holder is gone: then marked for takeover).
+   * A holder that does not answer its ping is asked again until its lease lapses or `deadline`.
+   * @throws HttpError SERVICE_UNAVAILABLE (503) when the holder neither answers nor lets its lease lapse in time
+   */
+  private async forward(identityId: string, request: AgentRequest, deadline: number): Promise<ApiReply | null> {
+    const bus = this.options.realtime;
+    let warned = false;
+    for (;;) {
+      if (this.sessions.has(identityId) || this.starting.has(identityId)) return null;
+      const holder = await this.leases.holder(identityId);
+      if (!holder) return null;
+      const ping = await bus.rpc(holder, PING_TOPIC, null, PING_MS);
+      const answer = ping.delivered && !ping.timedOut ? await bus.rpc(holder, 'agent', request, request.op === 'prompt' ? PROMPT_RPC_MS : RPC_MS) : ping;
+      if (!answer.delivered) {
+        this.logger.warn({ identityId, instance: holder }, 'the instance running this agent session is gone: taking it over');
+        this.takeOver.set(identityId, holder);
+        return null;
+      }
+      if (!answer.timedOut) return answer.reply as ApiReply;
+      // A prompt's turn may run long; any other answer comes at once from a live holder.
+      if ((ping.delivered && !ping.timedOut && request.op === 'prompt') || Date.now() > deadline)
+        throw new HttpError('SERVICE_UNAVAILABLE', 'the instance running this agent session did not answer in time');
+      if (!warned)
+        this.logger.warn({ identityId, instance: holder }, 'the instance running this agent session does not answer: waiting for its lease to lapse');
+      warned = true;
     }
   }
 
@@ -229,8 +285,7 @@ export class AgentService implements AgentHost {
       );
       const from = this.takeOver.get(identityId);
       this.takeOver.delete(identityId);
-      if (!(await this.leases.acquire(identityId, { channel, options }, from)))
-        throw new HttpError('SERVICE_UNAVAILABLE', 'this agent session is starting on another instance: try again');
+      if (!(await this.leases.acquire(identityId, { channel, options }, from))) throw new LeaseTaken();
       await beforeStart?.(channel);
       await session.start();
       this.sessions.set(identityId, session);
@@ -245,7 +300,8 @@ export class AgentService implements AgentHost {
     }
   }
 
-  async stopSession(identityId: string, reason: 'stopped' | 'idle-stopped'): Promise<boolean> {
+  /** Stops the identity's session here and gives up its lease (`taken-over`: another instance holds it now). */
+  async stopSession(identityId: string, reason: 'stopped' | 'idle-stopped' | 'taken-over'): Promise<boolean> {
     const session = this.sessions.get(identityId);
     if (!session) return false;
     this.sessions.delete(identityId);
