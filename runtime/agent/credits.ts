@@ -2,13 +2,15 @@
  * @module The app's agent credits (SPEC §3 credit states, §8 "Credits"; DESIGN §7 `credits`): one row
  * of `_svc_agent_credits` holding what was consumed, what admins added, this Europe/Oslo month's use,
  * an admin's monthly cap and the pause. Every charge is one UPDATE (no read-modify-write: exact under
- * concurrent turns); the month rolls over inside that statement, and a charge that reaches the cap
- * pauses agent turns and `ask` (the rest of the app keeps serving).
+ * concurrent turns); the month rolls over inside that statement. Agent turns, `compact` and `ask`
+ * are paused while this month's use is at or above the cap in force — computed from the figures at
+ * each refusal, so lowering the cap pauses at once — or while an admin pauses them (the rest of the
+ * app keeps serving).
  *
  * - `business` (default): `credits` is cumulative consumption; only the cap or an admin pauses.
  * - `self-serve`: `credits` is `initialBalance + added − consumed`; at 0 or below turns and `ask` are refused.
- * - The pause lifts when the Oslo month rolls over, when an admin raises the cap above this month's
- *   use (or removes it), or when an admin sets `paused: false`.
+ * - A cap pause lifts when the Oslo month rolls over or an admin raises the cap above this month's
+ *   use (or removes it); an admin's pause lifts with `paused: false` (which cannot lift a reached cap).
  */
 import type { CreditsSettings } from '../contract/settings.js';
 import type { Database } from '../data/database.js';
@@ -49,6 +51,11 @@ export interface CreditChange {
 }
 
 type Raw = Record<string, unknown>;
+
+/** Whether this month's use has reached the cap in force (none: never). */
+function capReached(cap: number | null, monthUsed: number): boolean {
+  return cap !== null && monthUsed >= cap;
+}
 
 export class CreditLedger {
   /** Settles once the row exists (it is never deleted); reset when making it failed, so the next call tries again. */
@@ -100,23 +107,23 @@ export class CreditLedger {
     const r = await this.row();
     const current = String(r.monthKey ?? '') === osloMonth(this.now());
     const consumed = Number(r.consumed);
+    const monthlyCap = this.capOf(r);
+    const monthUsed = current ? Number(r.monthUsed) : 0;
     return {
       mode: this.settings.mode,
       credits: this.settings.mode === 'self-serve' ? this.settings.initialBalance + Number(r.added) - consumed : consumed,
-      monthlyCap: this.capOf(r),
-      monthUsed: current ? Number(r.monthUsed) : 0,
-      paused: current && toBool(r.paused),
+      monthlyCap,
+      monthUsed,
+      // A cap at or below this month's use pauses at once, whichever way it got there (SPEC §3).
+      paused: (current && toBool(r.paused)) || capReached(monthlyCap, monthUsed),
     };
   }
 
   /** Why agent turns and `ask` are refused now, or null when they may run. */
   async refusal(): Promise<string | null> {
     const s = await this.state();
-    if (s.paused) {
-      return s.monthlyCap !== null && s.monthUsed >= s.monthlyCap
-        ? `AI usage is paused: this month's cap of ${s.monthlyCap} credits is reached`
-        : 'AI usage is paused by an admin';
-    }
+    if (capReached(s.monthlyCap, s.monthUsed)) return `AI usage is paused: this month's cap of ${s.monthlyCap} credits is reached`;
+    if (s.paused) return 'AI usage is paused by an admin';
     if (this.settings.mode === 'self-serve' && s.credits <= 0) return 'The credit balance is used up: an admin can add credits';
     return null;
   }

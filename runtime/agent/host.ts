@@ -57,5 +57,5 @@ export interface AgentHost {
   systemPrompt(options: SessionOptions): Promise<string>;
   /** One model call that summarises `messages` (for `compact`). */
   summarise(identityId: string, options: SessionOptions, messages: unknown[]): Promise<string>;
-  stopSession(identityId: string, reason: 'stopped' | 'idle-stopped'): Promise<boolean>;
+  stopSession(identityId: string, reason: 'stopped' | 'idle-stopped' | 'taken-over'): Promise<boolean>;
 }

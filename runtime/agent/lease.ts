@@ -69,15 +69,21 @@ export class Leases {
     return rows.length === 1;
   }
 
-  /** Extends this instance's leases and records each session's state. */
-  async renew(states: Map<string, string>): Promise<void> {
+  /**
+   * Extends this instance's leases and records each session's state.
+   * @returns the identities whose lease this instance no longer holds (another took the session over)
+   */
+  async renew(states: Map<string, string>): Promise<string[]> {
     const until = new Date(Date.now() + LEASE_MS);
+    const lost: string[] = [];
     for (const [identityId, state] of states) {
-      await this.db.query(
+      const rows = await this.db.query(
         sql`UPDATE ${SESSIONS} SET ${ident('leaseUntil')} = ${until}, ${ident('state')} = ${state}
-            WHERE ${ident('identityId')} = ${identityId} AND ${ident('instanceId')} = ${this.instanceId}`,
+            WHERE ${ident('identityId')} = ${identityId} AND ${ident('instanceId')} = ${this.instanceId} RETURNING ${ident('identityId')}`,
       );
+      if (rows.length === 0) lost.push(identityId);
     }
+    return lost;
   }
 
   /** Gives up this instance's lease of an identity (its session stopped). */

@@ -17,6 +17,38 @@ export function requireIdentityId(a: Record<string, unknown>): string {
 }
 
 /**
+ * `connect`'s own arguments (beside the session options).
+ * @throws HttpError INVALID_PARAMETER (400) naming `identityId`, `connectionId`, `message` or `sessionCredits`
+ */
+export function connectArgs(a: Record<string, unknown>): { identityId: string; connectionId: string; message?: string; sessionCredits?: number } {
+  const identityId = requireIdentityId(a);
+  if (typeof a.connectionId !== 'string' || a.connectionId === '') throw new HttpError('INVALID_PARAMETER', 'connectionId must be a non-empty string');
+  if (a.message !== undefined && typeof a.message !== 'string') throw new HttpError('INVALID_PARAMETER', 'message must be a string');
+  if (a.sessionCredits !== undefined && (!Number.isInteger(a.sessionCredits) || (a.sessionCredits as number) < 0))
+    throw new HttpError('INVALID_PARAMETER', 'sessionCredits must be an integer ≥ 0');
+  return { identityId, connectionId: a.connectionId, message: a.message, sessionCredits: a.sessionCredits as number | undefined };
+}
+
+/**
+ * `prompt`'s `message`.
+ * @throws HttpError INVALID_PARAMETER (400) when it is not a non-empty string
+ */
+export function promptMessage(a: Record<string, unknown>): string {
+  if (typeof a.message !== 'string' || a.message.trim() === '') throw new HttpError('INVALID_PARAMETER', 'message must be a non-empty string');
+  return a.message;
+}
+
+/**
+ * `setCredits`' `sessionCredits`: the identity's new session limit (0 = none).
+ * @throws HttpError INVALID_PARAMETER (400) when it is not an integer ≥ 0
+ */
+export function sessionCreditsLimit(a: Record<string, unknown>): number {
+  const limit = a.sessionCredits;
+  if (!Number.isInteger(limit) || (limit as number) < 0) throw new HttpError('INVALID_PARAMETER', 'sessionCredits must be an integer ≥ 0 (0 = no limit)');
+  return limit as number;
+}
+
+/**
  * The session options of connect (or wake/prompt) options.
  * @throws HttpError INVALID_PARAMETER (400) for a wrong-typed option
  */

@@ -50,6 +50,8 @@ export type EngineEvent = Record<string, unknown> & { type: string };
 
 export type FromSessionWorker =
   | { type: 'event'; turnId: string; event: EngineEvent }
+  /** What the turn has used so far (finished calls plus the one in flight, estimated until its usage arrives). */
+  | { type: 'usage'; turnId: string; usage: TurnUsage }
   | { type: 'tool'; turnId: string; callId: string; name: string; kind: ToolKind; args: unknown }
   | {
       type: 'done';

@@ -16,6 +16,9 @@ import type { EngineEvent, FromSessionWorker, ToolSpec, ToSessionWorker, TurnReq
 const port = parentPort!;
 const post = (m: FromSessionWorker): void => port.postMessage(m);
 
+/** Characters per token of the estimate charged for a model call that was cut off (docs/agent.md "Credits"). */
+export const CHARS_PER_TOKEN = 4;
+
 /** Provider calls retried after a network failure, 429 or 5xx (each announced with `willRetry`). */
 const RETRIES = 2;
 const RETRY_DELAY_MS = 250;
@@ -75,13 +78,80 @@ function toolSet(turnId: string, specs: ToolSpec[], signal: AbortSignal): ToolSe
   return set;
 }
 
+/**
+ * What one turn has used so far: the usage of its finished model calls, plus the call in flight —
+ * the provider's usage once its last chunk brought it, else an estimate (`ceil(chars / 4)` of the
+ * request body sent and of the text, reasoning and tool arguments streamed back). The session
+ * charges `total()` when the turn is cancelled or its worker is restarted mid-call.
+ */
+class TurnMeter {
+  private readonly finished: TurnUsage = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 };
+  private inFlight: { requestChars: number; streamedChars: number; reported?: TurnUsage } | null = null;
+
+  constructor(private readonly turnId: string) {}
+
+  /** A model call was answered (2xx): from now on the provider bills it. */
+  requestSent(body: unknown): void {
+    this.inFlight = { requestChars: typeof body === 'string' ? body.length : 0, streamedChars: 0 };
+    this.report();
+  }
+
+  streamed(text: string): void {
+    if (!this.inFlight || text.length === 0) return;
+    this.inFlight.streamedChars += text.length;
+    this.report();
+  }
+
+  /** A raw provider chunk: its `usage`, when it carries one, is the in-flight call's real usage. */
+  raw(chunk: unknown): void {
+    const usage = (chunk as { usage?: { prompt_tokens?: unknown; completion_tokens?: unknown; prompt_tokens_details?: { cached_tokens?: unknown } } })?.usage;
+    if (!this.inFlight || typeof usage?.prompt_tokens !== 'number') return;
+    const cached = Number(usage.prompt_tokens_details?.cached_tokens ?? 0) || 0;
+    this.inFlight.reported = {
+      inputTokens: Math.max(0, usage.prompt_tokens - cached),
+      cachedInputTokens: cached,
+      outputTokens: Number(usage.completion_tokens ?? 0) || 0,
+    };
+    this.report();
+  }
+
+  /** The call finished: the AI SDK's usage of the step replaces what was counted for it. */
+  stepFinished(u: { inputTokens?: number; outputTokens?: number; inputTokenDetails?: { cacheReadTokens?: number } }): void {
+    const cached = u.inputTokenDetails?.cacheReadTokens ?? 0;
+    this.finished.inputTokens += Math.max(0, (u.inputTokens ?? 0) - cached);
+    this.finished.cachedInputTokens += cached;
+    this.finished.outputTokens += u.outputTokens ?? 0;
+    this.inFlight = null;
+    this.report();
+  }
+
+  total(): TurnUsage {
+    const f = this.inFlight;
+    const current = f ? (f.reported ?? { inputTokens: tokens(f.requestChars), cachedInputTokens: 0, outputTokens: tokens(f.streamedChars) }) : null;
+    return {
+      inputTokens: this.finished.inputTokens + (current?.inputTokens ?? 0),
+      cachedInputTokens: this.finished.cachedInputTokens + (current?.cachedInputTokens ?? 0),
+      outputTokens: this.finished.outputTokens + (current?.outputTokens ?? 0),
+    };
+  }
+
+  private report(): void {
+    post({ type: 'usage', turnId: this.turnId, usage: this.total() });
+  }
+}
+
+function tokens(chars: number): number {
+  return Math.ceil(chars / CHARS_PER_TOKEN);
+}
+
 /** `fetch` with the retries of the module comment; the last failure is returned as it came. */
-function retryingFetch(turnId: string): typeof fetch {
+function retryingFetch(turnId: string, meter: TurnMeter): typeof fetch {
   return async (input, init) => {
     for (let attempt = 0; ; attempt++) {
       let failure: string;
       try {
         const res = await fetch(input, init);
+        if (res.ok) meter.requestSent(init?.body);
         if (res.ok || attempt >= RETRIES || !(res.status === 429 || res.status >= 500)) return res;
         failure = `the model provider answered ${res.status}`;
         await res.body?.cancel();
@@ -95,17 +165,10 @@ function retryingFetch(turnId: string): typeof fetch {
   };
 }
 
-function addUsage(total: TurnUsage, u: { inputTokens?: number; outputTokens?: number; inputTokenDetails?: { cacheReadTokens?: number } }): void {
-  const cached = u.inputTokenDetails?.cacheReadTokens ?? 0;
-  total.inputTokens += Math.max(0, (u.inputTokens ?? 0) - cached);
-  total.cachedInputTokens += cached;
-  total.outputTokens += u.outputTokens ?? 0;
-}
-
 async function runTurn(turnId: string, request: TurnRequest): Promise<void> {
   const controller = new AbortController();
   turns.set(turnId, controller);
-  const usage: TurnUsage = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 };
+  const meter = new TurnMeter(turnId);
   const emit = (event: EngineEvent) => post({ type: 'event', turnId, event });
   let failure: string | null = null;
   let messages: unknown[] = [];
@@ -115,7 +178,7 @@ async function runTurn(turnId: string, request: TurnRequest): Promise<void> {
       baseURL: request.baseURL,
       apiKey: request.apiKey,
       includeUsage: true,
-      fetch: retryingFetch(turnId),
+      fetch: retryingFetch(turnId, meter),
     });
     const result = streamText({
       model: provider.chatModel(request.modelId),
@@ -125,26 +188,35 @@ async function runTurn(turnId: string, request: TurnRequest): Promise<void> {
       stopWhen: stepCountIs(request.maxSteps),
       maxRetries: 0,
       abortSignal: controller.signal,
+      includeRawChunks: true,
       // Failures arrive as `error` parts below; the default handler would print the whole request (the conversation) to stderr.
       onError: () => {},
       ...(request.reasoningEffort && { providerOptions: { [request.providerName]: { reasoningEffort: request.reasoningEffort } } }),
     });
     for await (const part of result.fullStream) {
       switch (part.type) {
+        case 'raw':
+          meter.raw(part.rawValue);
+          break;
         case 'text-delta':
+          meter.streamed(part.text);
           if (part.text) emit({ type: 'text', delta: part.text });
           break;
         case 'reasoning-start':
           emit({ type: 'thinking-start', id: part.id });
           break;
         case 'reasoning-delta':
+          meter.streamed(part.text);
           if (part.text) emit({ type: 'thinking', delta: part.text });
           break;
         case 'reasoning-end':
           emit({ type: 'thinking-end', id: part.id });
           break;
+        case 'tool-input-delta':
+          meter.streamed(part.delta);
+          break;
         case 'finish-step':
-          addUsage(usage, part.usage);
+          meter.stepFinished(part.usage);
           break;
         case 'error':
           failure = messageOf(part.error);
@@ -160,7 +232,14 @@ async function runTurn(turnId: string, request: TurnRequest): Promise<void> {
   }
   turns.delete(turnId);
   if (controller.signal.aborted) failure = 'cancelled';
-  post({ type: 'done', turnId, status: failure === null ? 'completed' : 'failed', error: failure, messages: failure === null ? toPlain(messages) : [], usage });
+  post({
+    type: 'done',
+    turnId,
+    status: failure === null ? 'completed' : 'failed',
+    error: failure,
+    messages: failure === null ? toPlain(messages) : [],
+    usage: meter.total(),
+  });
 }
 
 /** A provider error's message without its request body or headers (they may carry keys). */

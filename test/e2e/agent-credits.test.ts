@@ -15,6 +15,8 @@ import { prepareApp, ROOT, runCli, type PreparedApp } from '../support/cli.js';
 import { adminIdentity, userIdentity, type Identity } from '../support/auth.js';
 import { backends } from '../support/backends.js';
 import { startModelServer, type ModelServer } from '../support/model-server.js';
+import { ChatClient } from '../support/chat-client.js';
+import { waitFor } from '../support/wait.js';
 import { osloMonth, startServer, type RunningServer } from '../../dist/runtime/index.js';
 
 const FIXTURE = join(ROOT, 'test/fixtures/apps/agent');
@@ -147,6 +149,98 @@ for (const backend of backends()) {
       const results = await Promise.all(work);
       expect(results.every((r) => r.result && (r.result.status === 'completed' || typeof r.result.text === 'string'))).toBe(true);
       expect((await credits()).credits).toBe(before + 50 * TURN_COST);
+    });
+
+    it("a cap set at or below this month's use pauses turns and ask at once, before any charge", async () => {
+      const before = await credits();
+      expect(before).toMatchObject({ monthlyCap: null, paused: false });
+      expect(before.monthUsed).toBeGreaterThan(1);
+      expect((await call(admin, 'PATCH', '/_agent/credits', { monthlyCap: 1 })).json).toMatchObject({ monthlyCap: 1, paused: true });
+      const requests = model.requests.length;
+      expect((await prompt(writer.id)).result).toMatchObject({ status: 'failed', error: expect.stringContaining('cap of 1 credits is reached') });
+      expect(await ask()).toMatchObject({ refused: 403, body: { error: expect.stringContaining('cap') } });
+      // A resume cannot lift a reached cap; removing the cap does.
+      expect((await call(admin, 'PATCH', '/_agent/credits', { paused: false })).json.paused).toBe(true);
+      expect(model.requests.length).toBe(requests);
+      expect((await credits()).credits).toBe(before.credits);
+      expect((await call(admin, 'PATCH', '/_agent/credits', { monthlyCap: null })).json).toMatchObject({ monthlyCap: null, paused: false });
+    });
+
+    describe('over a client', () => {
+      let chat: ChatClient;
+      let reader: Identity;
+      // The base rung's price of a usage (the same formula as creditsOf).
+      const price = (input: number, output: number, cached = 0) => Math.ceil((input / 1000) * 15 + (cached / 1000) * 4 + (output / 1000) * 60);
+      // A cut-off model call: ceil(chars / 4) of the request body sent and of what was streamed back.
+      const estimate = (bodyChars: number, streamedChars: number) => price(Math.ceil(bodyChars / 4), Math.ceil(streamedChars / 4));
+
+      beforeAll(async () => {
+        reader = await userIdentity(app, base, `meter-${backend}`);
+        chat = new ChatClient(base, reader);
+        await chat.connect({ apiTools: 'none' });
+      });
+      afterAll(() => chat?.stop());
+
+      it('compact is refused like a turn: paused by an admin, or over the session credit limit', async () => {
+        expect((await chat.turn('Remember the cats')).find((e) => e.type === 'turn-completed')).toMatchObject({ status: 'completed' });
+        let requests = model.requests.length;
+        let used = (await credits()).credits;
+        expect((await call(admin, 'PATCH', '/_agent/credits', { paused: true })).json.paused).toBe(true);
+        let from = chat.events.length;
+        await chat.send({ type: 'compact' });
+        expect((await chat.next('error', from)).message).toContain('paused by an admin');
+        expect((await call(admin, 'PATCH', '/_agent/credits', { paused: false })).json.paused).toBe(false);
+
+        // A limit of 1 credit, reached by one more turn.
+        expect((await agentOp('setCredits', { identityId: reader.id, sessionCredits: 1 })).result).toEqual({ sessionCredits: 1 });
+        expect((await chat.turn('One more')).find((e) => e.type === 'turn-completed')).toMatchObject({ status: 'completed' });
+        requests = model.requests.length;
+        used = (await credits()).credits;
+        from = chat.events.length;
+        await chat.send({ type: 'compact' });
+        expect((await chat.next('error', from)).message).toBe('Session credit limit reached');
+        expect(model.requests.length).toBe(requests);
+        expect((await credits()).credits).toBe(used);
+        expect(chat.events.slice(from).some((e) => e.type === 'compacted')).toBe(false);
+        await agentOp('setCredits', { identityId: reader.id, sessionCredits: 0 });
+      });
+
+      it('cancel mid-stream charges the model call in flight: an estimate from what was sent and streamed', async () => {
+        const before = (await credits()).credits;
+        model.script({ text: ['x'.repeat(400), 'y'.repeat(200)], hang: true });
+        const from = chat.events.length;
+        await chat.send({ type: 'message', text: 'Tell a long story' });
+        await waitFor(() => chat.events.slice(from).filter((e) => e.type === 'text').length === 2);
+        await chat.send({ type: 'cancel' });
+        expect(await chat.next('turn-completed', from)).toMatchObject({ status: 'failed', error: 'cancelled' });
+        await chat.next('credits', from);
+        expect((await credits()).credits).toBe(before + estimate(model.requests.at(-1)!.bodyChars, 600));
+      });
+
+      it('restart mid-stream charges the model call in flight the same way', async () => {
+        const before = (await credits()).credits;
+        model.script({ text: ['z'.repeat(1000)], hang: true });
+        const from = chat.events.length;
+        await chat.send({ type: 'message', text: 'And another' });
+        await chat.next('text', from);
+        await chat.send({ type: 'restart' });
+        expect(await chat.next('turn-completed', from)).toMatchObject({ status: 'failed', error: 'restarted' });
+        await chat.next('credits', from);
+        expect((await credits()).credits).toBe(before + estimate(model.requests.at(-1)!.bodyChars, 1000));
+      });
+
+      it("cancel after the provider's usage arrived (a UI tool still running) charges that usage exactly", async () => {
+        const before = (await credits()).credits;
+        model.script({ toolCalls: [{ name: 'showBook', args: { id: 'b-1' } }], usage: USAGE });
+        const from = chat.events.length;
+        await chat.send({ type: 'message', text: 'Show a book' });
+        await chat.next('tool-call', from);
+        await chat.send({ type: 'cancel' });
+        expect(await chat.next('turn-completed', from)).toMatchObject({ status: 'failed', error: 'cancelled' });
+        await chat.next('credits', from);
+        expect((await credits()).credits).toBe(before + TURN_COST);
+        expect(price(1000, 500, 1000)).toBe(TURN_COST);
+      });
     });
 
     it('self-serve counts a balance down, refuses at 0 while the app serves, and an admin top-up resumes it; counters survive a restart', async () => {

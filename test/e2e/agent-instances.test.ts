@@ -5,9 +5,16 @@
  * `_svc_agent_sessions` row): a client connected to B, whose session A runs, connects through B's
  * connect function and chats with A's session over the bus — each message answered once. When A dies
  * (SIGKILL), the next connect on B takes the session over and the thread goes on.
+ *
+ * Issue 20 item 4: a holder whose bus subscription still counts but which never answers (constructed
+ * with SIGSTOP: Redis delivers to it, it does not reply — what a SIGKILLed instance looks like until
+ * Redis drops its connection) is taken over on the first call, within 30 s, and the turn runs; and
+ * two connects for the same identity at the same moment on two instances both succeed and share one
+ * session (raced for several identities, so the old 503 would show).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
 import { WebPubSubClient, WebPubSubJsonProtocol } from '@azure/web-pubsub-client';
 import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
 import { userIdentity, type Identity } from '../support/auth.js';
@@ -24,6 +31,9 @@ let a: TestServer;
 let b: TestServer;
 let alice: Identity;
 let client: WebPubSubClient | undefined;
+const extraClients: WebPubSubClient[] = [];
+const extraServers: TestServer[] = [];
+let serverEnv: NodeJS.ProcessEnv = {};
 
 async function post(server: TestServer, path: string, body: unknown, who: Identity): Promise<{ status: number; json: any }> {
   const r = await fetch(server.url + path, { method: 'POST', headers: { ...who.headers, 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -36,14 +46,16 @@ beforeAll(async () => {
   redis = await PrivateRedis.onFreePort();
   await redis.start();
   app = await prepareApp(FIXTURE, 'postgresql');
-  const env = { ...app.env, REDIS_URL: redis.url, MODEL_URL: model.url, SVC_SECRET_LLM: 'k' };
-  a = await serve(app.dir, env);
-  b = await serve(app.dir, env);
+  serverEnv = { ...app.env, REDIS_URL: redis.url, MODEL_URL: model.url, SVC_SECRET_LLM: 'k' };
+  a = await serve(app.dir, serverEnv);
+  b = await serve(app.dir, serverEnv);
   alice = await userIdentity(app, a.url, 'alice');
 }, 120_000);
 
 afterAll(async () => {
   client?.stop();
+  for (const c of extraClients) c.stop();
+  for (const s of extraServers) if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL');
   await a?.close();
   await b?.close();
   await redis?.stop();
@@ -119,3 +131,102 @@ describe('agent on two instances', () => {
     expect(contents.at(-1)).toBe('Still there?');
   });
 });
+
+/** A client of `server` as `who` that records every group message with its group. */
+async function groupClient(server: TestServer, who: Identity): Promise<{ connectionId: string; events: { group: string; data: any }[] }> {
+  const events: { group: string; data: any }[] = [];
+  let connectionId = '';
+  const c = new WebPubSubClient(
+    { getClientAccessUrl: async () => (await (await fetch(`${server.url}/_rt/ws`, { headers: who.headers })).json()).url },
+    { protocol: WebPubSubJsonProtocol(), messageRetryOptions: { maxRetries: 0 } },
+  );
+  extraClients.push(c);
+  c.on('connected', (e) => (connectionId = e.connectionId));
+  c.on('group-message', (e) => {
+    if (typeof e.message.data === 'string') events.push({ group: e.message.group!, data: JSON.parse(e.message.data) });
+  });
+  await c.start();
+  await waitFor(() => connectionId);
+  return { connectionId, events };
+}
+
+/** `ctx.agent.<op>(args)` on `server` through the fixture's agentAdmin function. */
+const agentOp = (server: TestServer, op: string, args: unknown) => post(server, '/_invoke/agentAdmin', { op, args: JSON.stringify(args) }, alice);
+
+/** The model requests whose last message is the user message `text`. */
+const requestsFor = (text: string) => model.requests.filter((r) => r.body.messages.at(-1)?.content === text);
+
+describe('agent on two instances: takeover on the first call, and simultaneous connects (issue 20)', () => {
+  let c: TestServer;
+
+  beforeAll(async () => {
+    c = await serve(app.dir, serverEnv);
+    extraServers.push(c);
+  }, 60_000);
+
+  it('two connects for one identity at the same moment on B and C both answer 200 and share one session: one turn per message', async () => {
+    const onB = await groupClient(b, alice);
+    const onC = await groupClient(c, alice);
+    const ids = Array.from({ length: 6 }, (_, i) => `race-${i}-${randomUUID()}`);
+    const answers = await Promise.all(
+      ids.map((identityId) =>
+        Promise.all([
+          agentOp(b, 'connect', { identityId, connectionId: onB.connectionId, apiTools: 'none', message: `one ${identityId}` }),
+          agentOp(c, 'connect', { identityId, connectionId: onC.connectionId, apiTools: 'none', message: `two ${identityId}` }),
+        ]),
+      ),
+    );
+    for (const [i, pair] of answers.entries()) {
+      for (const answer of pair) {
+        expect(answer.status).toBe(200);
+        expect(answer.json, JSON.stringify(answer.json)).toEqual({ result: { channel: `agentapp:agent:${ids[i]}`, credits: expect.any(Number) } });
+      }
+    }
+    const listedB = (await agentOp(b, 'list', {})).json.result as { identityId: string }[];
+    for (const identityId of ids) {
+      const channel = `agentapp:agent:${identityId}`;
+      const started = (events: { group: string; data: any }[]) => ofType(events, channel, 'agent-event').filter((e) => e.event.name === 'started');
+      // One session: started once, on one instance. The connection that started it joined first and
+      // sees both turns; the other joined before its own message was queued and sees at least that turn.
+      await waitFor(() => started(onB.events).length + started(onC.events).length >= 1, 20_000);
+      expect(started(onB.events).length + started(onC.events).length).toBe(1);
+      const [first, second] = started(onB.events).length === 1 ? [onB, onC] : [onC, onB];
+      await waitFor(() => ofType(first.events, channel, 'turn-completed').length >= 2 && ofType(second.events, channel, 'turn-completed').length >= 1, 20_000);
+      expect(ofType(first.events, channel, 'turn-started')).toHaveLength(2);
+      expect(ofType(first.events, channel, 'turn-completed')).toEqual([
+        expect.objectContaining({ status: 'completed' }),
+        expect.objectContaining({ status: 'completed' }),
+      ]);
+      expect(listedB.filter((l) => l.identityId === identityId)).toHaveLength(1);
+      // Each message one turn.
+      expect(requestsFor(`one ${identityId}`)).toHaveLength(1);
+      expect(requestsFor(`two ${identityId}`)).toHaveLength(1);
+    }
+  }, 120_000);
+
+  it('a holder that no longer answers (Redis still delivers to it) is taken over on the first call, and the turn runs within 30 s', async () => {
+    const identityId = `frozen-${randomUUID()}`;
+    const channel = `agentapp:agent:${identityId}`;
+    expect((await agentOp(c, 'wake', { identityId })).json).toEqual({ result: { agent: 'idle' } });
+    const onB = await groupClient(b, alice);
+    const stoppedAt = Date.now();
+    c.child.kill('SIGSTOP');
+    try {
+      const connected = await agentOp(b, 'connect', { identityId, connectionId: onB.connectionId, apiTools: 'none', message: 'Anyone home?' });
+      expect(connected.status).toBe(200);
+      expect(connected.json, JSON.stringify(connected.json)).toEqual({ result: { channel, credits: expect.any(Number) } });
+      const completed = await waitFor(() => onB.events.find((e) => e.group === channel && e.data.type === 'turn-completed'), 30_000 - (Date.now() - stoppedAt));
+      expect(completed.data).toMatchObject({ status: 'completed' });
+      expect(onB.events.some((e) => e.group === channel && e.data.type === 'turn-started')).toBe(true);
+      expect(Date.now() - stoppedAt).toBeLessThan(30_000);
+      expect(requestsFor('Anyone home?')).toHaveLength(1);
+    } finally {
+      c.child.kill('SIGKILL');
+    }
+  }, 60_000);
+});
+
+/** The agent frames of `type` on `channel` among a client's group messages. */
+function ofType(events: { group: string; data: any }[], channel: string, type: string): any[] {
+  return events.filter((e) => e.group === channel && e.data.type === type).map((e) => e.data);
+}

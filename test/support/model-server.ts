@@ -35,6 +35,8 @@ export interface ModelRequest {
     reasoning_effort?: string;
   };
   headers: Record<string, string | string[] | undefined>;
+  /** The length of the request body as received, in characters (what the agent's usage estimate reads). */
+  bodyChars: number;
 }
 
 export interface ModelServer {
@@ -58,8 +60,9 @@ export async function startModelServer(): Promise<ModelServer> {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       void (async () => {
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as ModelRequest['body'];
-        requests.push({ body, headers: req.headers });
+        const text = Buffer.concat(chunks).toString('utf8');
+        const body = JSON.parse(text) as ModelRequest['body'];
+        requests.push({ body, headers: req.headers, bodyChars: text.length });
         const step = queue.shift() ?? state.fallback;
         if (step.status) {
           res.writeHead(step.status, { 'content-type': 'application/json' });

@@ -1,0 +1,200 @@
+/**
+ * @module The turn loop of an agent session (SPEC §6.3, §6.4; DESIGN §7): turns run one after another;
+ * each is refused when the credits say so, loads its thread, hands the model request to the worker,
+ * relays and records the worker's events, has its tool calls answered (session-tools.ts), and ends
+ * once: stored in the thread, charged, and reported in `turn-completed`, `credits` and the stats
+ * callback.
+ */
+import { randomUUID } from 'node:crypto';
+import type { AgentHost, SessionOptions } from './host.js';
+import type { EngineEvent, FromSessionWorker, ToolSpec } from './worker-protocol.js';
+import { RungNotConfiguredError, resolveRung } from './rungs.js';
+import { SessionTools, type RunningTurn } from './session-tools.js';
+
+/** How long a turn waits for MCP servers still on their first attempt before it starts without them, ms. */
+const MCP_FIRST_CONNECT_WAIT_MS = 3000;
+
+/** The outcome of one turn (`prompt`'s result). */
+export interface TurnOutcome {
+  status: 'completed' | 'failed';
+  text: string;
+  error?: string;
+}
+
+export abstract class SessionTurns extends SessionTools {
+  protected turn?: RunningTurn;
+  private chain: Promise<unknown> = Promise.resolve();
+  protected effort?: 'low' | 'medium' | 'high';
+  protected fastNext = false;
+  /** Names of the session's own tools, which an MCP tool may not take. */
+  private readonly toolNames: ReadonlySet<string>;
+
+  constructor(
+    identityId: string,
+    channel: string,
+    options: SessionOptions,
+    private readonly tools: ToolSpec[],
+    host: AgentHost,
+  ) {
+    super(identityId, channel, options, host);
+    this.toolNames = new Set(tools.map((t) => t.name));
+  }
+
+  protected enqueue<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.chain.then(work, work);
+    this.chain = next.catch(() => {});
+    return next;
+  }
+
+  /** Ends the running turn as failed with `error` (worker crash, restart, stop). */
+  protected failTurn(error: string): void {
+    for (const wait of this.uiWaits.values()) wait({ ok: false, output: error });
+    this.uiWaits.clear();
+    if (this.turn) this.turn.done({ status: 'failed', error, messages: [], usage: this.turn.usage });
+  }
+
+  protected onWorker(m: FromSessionWorker): void {
+    const turn = this.turn;
+    if (!turn || m.turnId !== turn.id) return;
+    if (m.type === 'event') return this.relay(turn, m.event);
+    if (m.type === 'usage') {
+      turn.usage = m.usage;
+      return;
+    }
+    if (m.type === 'done') return turn.done(m);
+    this.answerTool(turn, m.callId, m.name, m.kind, m.args)
+      .catch((err: unknown) => {
+        this.host.logger.error({ err, identityId: this.identityId, tool: m.name }, 'agent tool call failed');
+        return { ok: false, output: '500 the tool call failed' };
+      })
+      .then((r) => this.worker?.postMessage({ type: 'tool-result', callId: m.callId, ...r }));
+  }
+
+  /** Sends a worker event to the client and records it for `history`. */
+  private relay(turn: RunningTurn, event: EngineEvent): void {
+    this.emit(event);
+    if (event.type === 'text') {
+      turn.text += String(event.delta);
+      turn.pendingText += String(event.delta);
+    } else if (event.type === 'plan-updated') this.record(turn, event);
+  }
+
+  /** One turn: thread, model request in the worker, persisted result, events and callbacks. */
+  protected async runTurn(text: string, model?: string): Promise<TurnOutcome> {
+    if (this.state === 'stopped') return { status: 'failed', text: '', error: 'the session was closed' };
+    const refusal = await this.host.refuseTurn(this.identityId);
+    if (refusal) {
+      this.emit({ type: 'error', message: refusal });
+      return { status: 'failed', text: '', error: refusal };
+    }
+    if (this.threadId === null) this.threadId = await this.host.threads.createThread(this.identityId, text);
+    const threadId = this.threadId;
+    const thread = await this.host.threads.load(this.identityId, threadId);
+    this.state = 'busy';
+    this.clearIdle();
+    const turn: RunningTurn = {
+      id: randomUUID(),
+      text: '',
+      items: [],
+      pendingText: '',
+      startedAt: performance.now(),
+      abort: new AbortController(),
+      toolCalls: [],
+      usage: { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 },
+      done: () => {},
+    };
+    let ended = false;
+    const finished = new Promise<Parameters<RunningTurn['done']>[0]>(
+      (resolve) =>
+        (turn.done = (outcome) => {
+          ended = true;
+          resolve(outcome);
+        }),
+    );
+    this.turn = turn;
+    let completed = false;
+    try {
+      this.emit({ type: 'turn-started' });
+      this.host.callback(this.options, { event: 'turn-started', identityId: this.identityId, threadId, ...(await this.host.credits(this.identityId)) });
+      let rungName = 'base';
+      try {
+        const rung = resolveRung(this.host.settings, model ?? this.options.model);
+        rungName = rung.name;
+        const effort = this.fastNext ? 'low' : this.effort;
+        this.fastNext = false;
+        await this.mcp.settled(MCP_FIRST_CONNECT_WAIT_MS);
+        const system = await this.host.systemPrompt(this.options);
+        // Posted as a lifecycle step: never to a worker a restart is replacing. A restart or stop
+        // meanwhile has ended the turn already; a worker that crashed is replaced here.
+        await this.serially(async () => {
+          if (ended) return;
+          if (!this.worker) this.spawn();
+          this.worker!.postMessage({
+            type: 'turn',
+            turnId: turn.id,
+            request: {
+              baseURL: rung.provider.baseURL,
+              apiKey: rung.provider.apiKey,
+              providerName: rung.providerName,
+              modelId: rung.rung.model,
+              system,
+              messages: [...modelHistory(thread), { role: 'user', content: text }],
+              tools: [...this.tools, ...this.mcp.tools(this.toolNames)],
+              ...(effort && { reasoningEffort: effort }),
+              maxSteps: this.host.settings.maxStepsPerTurn,
+            },
+          });
+        });
+      } catch (err) {
+        if (!(err instanceof RungNotConfiguredError)) throw err;
+        turn.done({ status: 'failed', error: err.message, messages: [], usage: { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 } });
+      }
+      const outcome = await finished;
+      this.turn = undefined;
+      if (turn.pendingText) turn.items.push({ type: 'text', delta: turn.pendingText });
+      if (outcome.status === 'failed' && outcome.error !== 'cancelled') this.emit({ type: 'error', message: outcome.error ?? 'the turn failed' });
+      await this.host.threads
+        .appendTurn(threadId, { userText: text, messages: outcome.messages, items: turn.items, status: outcome.status, error: outcome.error })
+        .catch((err: unknown) => this.host.logger.error({ err, identityId: this.identityId }, 'agent turn could not be stored'));
+      const turnCreditsConsumed = await this.host.meter(this.identityId, rungName, outcome.usage);
+      if (this.state === 'busy') this.state = 'idle';
+      completed = true;
+      this.emit({ type: 'turn-completed', status: outcome.status, ...(outcome.status === 'failed' && { error: outcome.error ?? 'failed' }) });
+      const credits = await this.host.credits(this.identityId);
+      this.emit({ type: 'credits', ...credits });
+      this.host.callback(this.options, {
+        event: 'turn-completed',
+        identityId: this.identityId,
+        threadId,
+        status: outcome.status,
+        error: outcome.status === 'failed' ? (outcome.error ?? 'failed') : null,
+        ...credits,
+        turnCreditsConsumed,
+        turnDurationMs: Math.round(performance.now() - turn.startedAt),
+        toolCalls: turn.toolCalls,
+      });
+      return { status: outcome.status, text: turn.text, ...(outcome.status === 'failed' && { error: outcome.error ?? 'failed' }) };
+    } catch (err) {
+      // The database or the server failed mid-turn: the client still gets the end of its turn.
+      this.host.logger.error({ err, identityId: this.identityId }, 'agent turn failed on the server');
+      const error = 'the server failed during this turn; try again';
+      if (!completed) this.emit({ type: 'turn-completed', status: 'failed', error });
+      return { status: 'failed', text: turn.text, error };
+    } finally {
+      turn.abort.abort();
+      if (this.turn === turn) this.turn = undefined;
+      if (this.state === 'busy') this.state = 'idle';
+      this.armIdle();
+    }
+  }
+}
+
+/** The model messages of a thread: its summary (if compacted), then every later turn. */
+export function modelHistory(thread: { summary: string | null; summaryTurns: number; turns: { userText: string; messages: unknown[] }[] } | null): unknown[] {
+  if (!thread) return [];
+  const out: unknown[] = [];
+  if (thread.summary)
+    out.push({ role: 'user', content: `Summary of our conversation so far:\n${thread.summary}` }, { role: 'assistant', content: 'Understood.' });
+  for (const t of thread.turns.slice(thread.summaryTurns)) out.push({ role: 'user', content: t.userText }, ...t.messages);
+  return out;
+}
