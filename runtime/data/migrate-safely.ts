@@ -14,9 +14,8 @@ import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Sqlite from 'better-sqlite3';
-import pg from 'pg';
 import type { DatabaseProvider } from '../manifest.js';
-import { pendingMigrations, appliedAt } from './migration-state.js';
+import { appliedAt, migrationRows, pendingMigrations } from './migration-state.js';
 import { applyMigrations } from './schema-engine.js';
 
 /** The migrations folder's state in a database, for `svc migrate --status`. */
@@ -35,38 +34,16 @@ const APPLIED = 'SELECT migration_name FROM _prisma_migrations WHERE finished_at
 /** The SQLite file of a `file:` URL. */
 const sqliteFile = (url: string) => url.replace(/^file:/, '').replace(/\?.*$/, '');
 
-/** Runs `sql` (one `$1` parameter at most) against the migrations table; [] when the table is missing. */
-async function migrationRows(provider: DatabaseProvider, url: string, sql: string, params: string[] = []): Promise<{ migration_name: string }[]> {
-  if (provider === 'sqlite') {
-    const file = sqliteFile(url);
-    if (!existsSync(file)) return [];
-    const db = new Sqlite(file, { fileMustExist: true, timeout: 5000 });
-    try {
-      if (!db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_prisma_migrations'").get()) return [];
-      const statement = db.prepare(sql.replace('$1', '?'));
-      return statement.reader ? (statement.all(...params) as { migration_name: string }[]) : (statement.run(...params), []);
-    } finally {
-      db.close();
-    }
-  }
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
-  client.on('error', () => {});
-  await client.connect();
-  try {
-    if (!(await client.query("SELECT to_regclass('_prisma_migrations') AS t")).rows[0].t) return [];
-    return (await client.query(sql, params)).rows as { migration_name: string }[];
-  } finally {
-    await client.end();
-  }
-}
+/** The migration names a query of `_prisma_migrations` answers. */
+const names = async (rows: Promise<{ migration_name: string }[]>) => (await rows).map((r) => r.migration_name);
 
 /**
  * Applied, pending and failed migrations of `migrationsDir` in the database at `url`.
  * @throws the driver's error when the database cannot be read
  */
 export async function migrationStatus(opts: { provider: DatabaseProvider; url: string; migrationsDir: string }): Promise<MigrationStatus> {
-  const failed = (await migrationRows(opts.provider, opts.url, FAILED)).map((r) => r.migration_name);
-  const applied = (await migrationRows(opts.provider, opts.url, APPLIED)).map((r) => r.migration_name);
+  const failed = await names(migrationRows(opts.provider, opts.url, FAILED));
+  const applied = await names(migrationRows(opts.provider, opts.url, APPLIED));
   const pending = (await pendingMigrations(appliedAt(opts.provider, opts.url), opts.migrationsDir)).filter((n) => !failed.includes(n));
   return { applied, pending, failed };
 }
@@ -78,7 +55,7 @@ export async function migrationStatus(opts: { provider: DatabaseProvider; url: s
  * @throws Error when `name` is not a failed migration of this database
  */
 export async function resolveFailedMigration(opts: { provider: DatabaseProvider; url: string; name: string }): Promise<void> {
-  const failed = (await migrationRows(opts.provider, opts.url, FAILED)).map((r) => r.migration_name);
+  const failed = await names(migrationRows(opts.provider, opts.url, FAILED));
   if (!failed.includes(opts.name)) {
     throw new Error(`${JSON.stringify(opts.name)} is not a failed migration of this database (failed: ${failed.length ? failed.join(', ') : 'none'})`);
   }
@@ -100,7 +77,7 @@ const BUSY = /SocketTimeout|database is locked|SQLITE_BUSY/;
  *   holds (`… a running svc serve? …`); or the engine's own reason
  */
 export async function applyMigrationsSafely(opts: { provider: DatabaseProvider; url: string; migrationsDir: string }): Promise<{ applied: string[] }> {
-  const stranded = (await migrationRows(opts.provider, opts.url, FAILED).catch(() => [])).map((r) => r.migration_name);
+  const stranded = await names(migrationRows<{ migration_name: string }>(opts.provider, opts.url, FAILED).catch(() => []));
   if (stranded.length > 0) {
     throw new Error(
       `migration ${stranded[0]} failed in an earlier run and is recorded as failed: undo what it left behind, then run svc migrate --resolve ${stranded[0]} and migrate again`,
@@ -125,7 +102,7 @@ export async function applyMigrationsSafely(opts: { provider: DatabaseProvider; 
       if (file && BUSY.test(reason)) {
         throw new Error(`the database file ${file} is locked by another process (a running svc serve?): stop it, then run svc migrate again`, { cause: err });
       }
-      const failed = (await migrationRows(opts.provider, opts.url, FAILED).catch(() => [])).map((r) => r.migration_name);
+      const failed = await names(migrationRows<{ migration_name: string }>(opts.provider, opts.url, FAILED).catch(() => []));
       if (failed.length === 0) throw err; // nothing ran (unreachable, edited migration…): nothing to undo
       if (file) {
         // Put the file back as it was: the copy, or no file at all when there was none.

@@ -40,15 +40,29 @@ export function appliedAt(provider: DatabaseProvider, url: string): () => Promis
   return () => appliedRows(provider, url);
 }
 
-async function appliedRows(provider: DatabaseProvider, url: string): Promise<AppliedRow[]> {
-  const sql = APPLIED;
+function appliedRows(provider: DatabaseProvider, url: string): Promise<AppliedRow[]> {
+  return migrationRows<AppliedRow>(provider, url, APPLIED);
+}
+
+/**
+ * Runs `sql` (with `$1` for its one parameter, if any) against Prisma's `_prisma_migrations` table over a
+ * short-lived connection to `url` (`svc migrate`, `svc serve` before the database is opened).
+ * @returns its rows; [] when the database or the table does not exist yet, and for statements that return none
+ * @throws the driver's error when the database cannot be reached
+ */
+export async function migrationRows<T>(provider: DatabaseProvider, url: string, sql: string, params: string[] = []): Promise<T[]> {
   if (provider === 'sqlite') {
     const file = url.replace(/^file:/, '').replace(/\?.*$/, '');
     if (!existsSync(file)) return [];
-    const db = new Sqlite(file, { readonly: true, fileMustExist: true });
+    const db = new Sqlite(file, { fileMustExist: true, readonly: /^\s*select\b/i.test(sql), timeout: 5000 });
     try {
-      const table = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = '_prisma_migrations'").get();
-      return table ? (db.prepare(sql).all() as AppliedRow[]) : [];
+      if (!db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_prisma_migrations'").get()) return [];
+      const statement = db.prepare(sql.replace('$1', '?'));
+      if (!statement.reader) {
+        statement.run(...params);
+        return [];
+      }
+      return statement.all(...params) as T[];
     } finally {
       db.close();
     }
@@ -57,8 +71,8 @@ async function appliedRows(provider: DatabaseProvider, url: string): Promise<App
   client.on('error', () => {});
   await client.connect();
   try {
-    const table = await client.query("SELECT to_regclass('_prisma_migrations') AS t");
-    return table.rows[0].t ? ((await client.query(sql)).rows as AppliedRow[]) : [];
+    if (!(await client.query("SELECT to_regclass('_prisma_migrations') AS t")).rows[0].t) return [];
+    return (await client.query(sql, params)).rows as T[];
   } finally {
     await client.end();
   }
