@@ -170,6 +170,13 @@ function toDiagnostic(kind: DefinitionKind, file: string, err: ErrorObject): Dia
       if (err.schemaPath === '#/$defs/aggregate/type') {
         return at('DEF_WRONG_TYPE', `${label} must be a dot path string or an object with one of: count, sum, avg, min, max`);
       }
+      if (kind === 'function' && instancePath === '/access') {
+        // A collection's access is an array of rules; a function's maps each method to its roles.
+        return at(
+          'DEF_WRONG_TYPE',
+          `access must be an object mapping each method to the roles that may call it, e.g. { "GET": ["_AUTHENTICATED_USER"], "POST": ["admin"] }${Array.isArray(err.data) ? " (a collection's list of rules does not apply to functions)" : ''}`,
+        );
+      }
       return at('DEF_WRONG_TYPE', `${label} must be ${describeType(params.type)}`);
     case 'pattern': {
       const code = ['name', 'collection', 'from'].includes(label) ? 'DEF_INVALID_NAME' : 'DEF_INVALID_VALUE';

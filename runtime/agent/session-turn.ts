@@ -62,6 +62,10 @@ export abstract class SessionTurns extends SessionTools {
       return;
     }
     if (m.type === 'done') return turn.done(m);
+    if (m.type === 'provider-problem') {
+      this.host.logger.warn({ identityId: this.identityId, problem: m.detail }, 'the model provider could not be reached');
+      return;
+    }
     this.answerTool(turn, m.callId, m.name, m.kind, m.args)
       .catch((err: unknown) => {
         this.host.logger.error({ err, identityId: this.identityId, tool: m.name }, 'agent tool call failed');

@@ -53,6 +53,8 @@ export type FromSessionWorker =
   /** What the turn has used so far (finished calls plus the one in flight, estimated until its usage arrives). */
   | { type: 'usage'; turnId: string; usage: TurnUsage }
   | { type: 'tool'; turnId: string; callId: string; name: string; kind: ToolKind; args: unknown }
+  /** Why the provider could not be reached (its address, the network error): for the server log only. */
+  | { type: 'provider-problem'; turnId: string; detail: string }
   | {
       type: 'done';
       turnId: string;

@@ -156,8 +156,11 @@ function retryingFetch(turnId: string, meter: TurnMeter): typeof fetch {
         failure = `the model provider answered ${res.status}`;
         await res.body?.cancel();
       } catch (err) {
-        if (attempt >= RETRIES || init?.signal?.aborted) throw err;
-        failure = `the model provider could not be reached: ${(err as Error).message}`;
+        if (init?.signal?.aborted) throw err;
+        // The network error names the provider's address: it goes to the server log, not to the user.
+        post({ type: 'provider-problem', turnId, detail: describeNetworkError(err) });
+        if (attempt >= RETRIES) throw new ProviderUnreachable();
+        failure = UNREACHABLE;
       }
       post({ type: 'event', turnId, event: { type: 'error', message: `${failure}; retrying`, willRetry: true } });
       await new Promise((r) => setTimeout(r, RETRY_DELAY_MS * (attempt + 1)));
@@ -242,11 +245,39 @@ async function runTurn(turnId: string, request: TurnRequest): Promise<void> {
   });
 }
 
-/** A provider error's message without its request body or headers (they may carry keys). */
+/** What the user is told when the provider cannot be reached (the reason goes to the server log). */
+const UNREACHABLE = 'the model provider could not be reached';
+
+/** Thrown by the provider's fetch after its last retry failed to reach it. */
+class ProviderUnreachable extends Error {
+  constructor() {
+    super(UNREACHABLE);
+    this.name = 'ProviderUnreachable';
+  }
+}
+
+/** A network error with its cause (Node's fetch puts `connect ECONNREFUSED <address>` there). */
+function describeNetworkError(err: unknown): string {
+  const e = err as { message?: unknown; cause?: { message?: unknown; code?: unknown } };
+  const cause = e?.cause?.message ?? e?.cause?.code;
+  return (
+    [e?.message, cause]
+      .filter((v) => typeof v === 'string' && v)
+      .join(': ')
+      .slice(0, 500) || String(err).slice(0, 500)
+  );
+}
+
+/**
+ * A provider error's message for the user, without its request body or headers (they may carry keys)
+ * and without the provider's address: an HTTP status, "could not be reached", or the SDK's own message.
+ */
 function messageOf(err: unknown): string {
-  const e = err as { message?: unknown; statusCode?: unknown; name?: unknown };
+  const e = err as { message?: unknown; statusCode?: unknown; name?: unknown; cause?: unknown };
   if (typeof e?.statusCode === 'number') return `the model provider answered ${e.statusCode}`;
   if (e?.name === 'AbortError') return 'cancelled';
+  if (err instanceof ProviderUnreachable || (e?.cause as Error | undefined) instanceof ProviderUnreachable) return UNREACHABLE;
+  if (e?.name === 'AI_APICallError') return UNREACHABLE; // the SDK's wrapper of a fetch that threw
   return typeof e?.message === 'string' ? e.message.slice(0, 500) : String(err).slice(0, 500);
 }
 

@@ -3,7 +3,8 @@
  * query string, so every log line about the callback (a refusing hook, an unreachable one, a URL that
  * does not parse) names it without its query string. The fixture app test/fixtures/apps/agent runs
  * in-process on SQLite with its log captured; a real `@azure/web-pubsub-client` drives one turn per
- * callback URL against the scripted model server.
+ * callback URL against the scripted model server. Also: a model provider that cannot be reached is
+ * named (address and network error) in the server log only; the user is told it could not be reached.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
@@ -75,4 +76,19 @@ it('logs a refusing, an unreachable and an unparsable stats callback URL without
     expect(logged.url ?? logged.callbackUrl).toBe(`${c.url.split('?')[0]}?[redacted]`);
   }
   expect(JSON.stringify(lines)).not.toContain(SECRET);
+});
+
+it('tells the user the model provider could not be reached, and the log why (its address)', async () => {
+  const chat = new ChatClient(server.url, await userIdentity(app, server.url, 'unreached', ['writer']));
+  chats.push(chat);
+  await chat.connect({ apiTools: 'none' });
+  const address = new URL(model.url).host;
+  await model.close(); // the provider is gone: every attempt is refused
+  const events = await chat.turn('Anyone there?');
+  expect(events.find((e) => e.type === 'turn-completed')).toMatchObject({ status: 'failed', error: 'the model provider could not be reached' });
+  expect(events.filter((e) => e.type === 'error').map((e) => e.message)).toContain('the model provider could not be reached; retrying');
+  expect(JSON.stringify(events)).not.toContain(address);
+  expect(JSON.stringify(events)).not.toContain('ECONNREFUSED');
+  const logged = await waitFor(() => lines.find((l) => l.msg === 'the model provider could not be reached'));
+  expect(String(logged.problem)).toContain(`ECONNREFUSED ${address}`);
 });

@@ -442,6 +442,18 @@ describe('single problems', () => {
       },
     ],
     [
+      "function access written as a collection's list of rules",
+      {
+        given: {
+          'functions/f.json': { name: 'f', functionTypeId: 1, endpoint: '/f', access: [{ method: 'GET', roleNames: ['_ANONYMOUS_USER'] }] },
+          'functions/f.ts': 'export default () => 1;',
+        },
+        want: [
+          'functions/f.json: /access: access must be an object mapping each method to the roles that may call it, e.g. { "GET": ["_AUTHENTICATED_USER"], "POST": ["admin"] } (a collection\'s list of rules does not apply to functions)',
+        ],
+      },
+    ],
+    [
       'function endpoint other than /<name>',
       {
         given: { 'functions/f.json': { name: 'f', functionTypeId: 1, endpoint: '/api/f' }, 'functions/f.ts': 'export default () => 1;' },
