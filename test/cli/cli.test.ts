@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { CLI, ROOT, runCli, serve } from '../support/cli.js';
+import { CLI, ROOT, runCli, serve, type CliResult } from '../support/cli.js';
 import { call } from '../support/scenario.js';
 import { adminIdentity, createUser, userToken } from '../support/auth.js';
 
@@ -101,6 +101,33 @@ describe('svc CLI', () => {
     const doc = await runCli(['openapi', dir]);
     expect(JSON.parse(doc.stdout).paths).toHaveProperty('/greet');
   });
+
+  it("svc init's tsconfig gives function code svc's types: import type { FunctionContext } from 'svc/runtime' checks with tsc", async () => {
+    const dir = join(work, 'typed-init');
+    expect((await runCli(['init', dir])).code).toBe(0);
+    mkdirSync(join(dir, 'functions'));
+    writeFileSync(
+      join(dir, 'functions/hello.json'),
+      JSON.stringify({ name: 'hello', functionTypeId: 1, endpoint: '/hello', access: { GET: ['_ANONYMOUS_USER'] } }),
+    );
+    const code = (body: string) => `import type { FunctionContext } from 'svc/runtime';\n\nexport default (ctx: FunctionContext) => (${body});\n`;
+    writeFileSync(join(dir, 'functions/hello.ts'), code("{ hello: ctx.me?.username ?? 'anonymous' }"));
+    expect((await runCli(['generate', dir])).code).toBe(0);
+    const tsc = (): Promise<CliResult> =>
+      new Promise((ok) => {
+        const child = spawn(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', dir]);
+        let stdout = '';
+        child.stdout.on('data', (d) => (stdout += d));
+        child.on('close', (code) => ok({ code, stdout, stderr: '' }));
+      });
+    const clean = await tsc();
+    expect(clean.code, clean.stdout).toBe(0);
+    // The types are real: a field FunctionContext does not have is an error.
+    writeFileSync(join(dir, 'functions/hello.ts'), code('{ hello: ctx.nobody }'));
+    const wrong = await tsc();
+    expect(wrong.code).not.toBe(0);
+    expect(wrong.stdout).toContain("Property 'nobody' does not exist on type 'FunctionContext");
+  }, 120_000);
 
   it('emits the Prisma client only when asked: --prisma-client or svc.json generate.prismaClient', async () => {
     const dir = join(work, 'prisma-client');
