@@ -57,14 +57,15 @@ program
   .option('--prisma-client', 'also emit the Prisma client into .svc/client/ (default: svc.json generate.prismaClient; the runtime does not need it)')
   .option('--accept-data-loss', 'write a migration that drops tables or columns (and the data in them)')
   .action(async (dir: string, opts: { name?: string; prismaClient?: boolean; acceptDataLoss?: boolean }) => {
-    const [{ generate, formatDiagnostic }, { diffDatamodels, filterProblems }] = await Promise.all([generator(), runtime()]);
+    const { generate, formatDiagnostic } = await generator();
+    // The runtime (schema engine, filter compiler) is loaded only when something changed.
     const result = await generate({
       appDir: dir,
       migrationName: opts.name,
       prismaClient: opts.prismaClient,
       acceptDataLoss: opts.acceptDataLoss,
-      diffDatamodels,
-      checkFilters: filterProblems,
+      diffDatamodels: async (o) => (await runtime()).diffDatamodels(o),
+      checkFilters: async (manifest) => (await runtime()).filterProblems(manifest),
     });
     for (const w of result.warnings) process.stderr.write(`svc: warning: ${formatDiagnostic(w)}\n`);
     process.stdout.write(`svc: generated ${join(dir, '.svc')} (${result.manifest.collections.length} collections, ${result.manifest.provider})\n`);

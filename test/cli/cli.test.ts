@@ -129,6 +129,36 @@ describe('svc CLI', () => {
     expect(wrong.stdout).toContain("Property 'nobody' does not exist on type 'FunctionContext");
   }, 120_000);
 
+  it('generate skips every step when nothing changed, and runs them all again after any change to its inputs or outputs', async () => {
+    const dir = join(work, 'skip');
+    cpSync(join(ROOT, 'test/fixtures/apps/functions'), dir, { recursive: true });
+    const first = await runCli(['generate', dir]);
+    expect(first.code, first.stderr).toBe(0);
+    const svcFiles = () => treeHash(join(dir, '.svc'));
+    const before = svcFiles();
+    const again = await runCli(['generate', dir]);
+    // What a full run would say (warnings included), and nothing touched.
+    expect({ code: again.code, stderr: again.stderr }).toEqual({ code: 0, stderr: first.stderr });
+    expect(again.stdout).toBe(`svc: generated ${join(dir, '.svc')} (2 collections, sqlite)\nsvc: no model change, no new migration\n`);
+    expect(svcFiles()).toEqual(before);
+    expect(again.stderr).toContain('warning'); // the fixture has a warning: replayed, not lost
+    // A definition edit: generated again.
+    const file = join(dir, 'collections/Note.json');
+    const def = JSON.parse(readFileSync(file, 'utf8'));
+    def.properties.mood = { type: 'string' };
+    writeFileSync(file, JSON.stringify(def));
+    expect((await runCli(['generate', dir])).stdout).toMatch(/new migration migrations\/sqlite\/\d{14}_update/);
+    expect(readFileSync(join(dir, '.svc/openapi.json'), 'utf8')).toContain('mood');
+    // A generated file removed by hand: written again.
+    rmSync(join(dir, '.svc/openapi.json'));
+    expect((await runCli(['generate', dir])).code).toBe(0);
+    expect(existsSync(join(dir, '.svc/openapi.json'))).toBe(true);
+    // Another database: generated for it.
+    const pg = await runCli(['generate', dir], { DATABASE_URL: 'postgres://root@127.0.0.1:5432/postgres' });
+    expect(pg.code, pg.stderr).toBe(0);
+    expect(pg.stdout).toContain('postgresql');
+  }, 120_000);
+
   it('emits the Prisma client only when asked: --prisma-client or svc.json generate.prismaClient', async () => {
     const dir = join(work, 'prisma-client');
     cpSync(join(ROOT, 'test/fixtures/apps/catalog'), dir, { recursive: true });

@@ -1,0 +1,64 @@
+/**
+ * @module The steps of `svc generate`: load → validate → normalise → buildFiles → migration risks →
+ * writeFiles → packages (and the Prisma client when asked) → migration (DESIGN §2, STYLE §6). Loaded by
+ * `generate` (index.ts) only when the app's inputs changed, since it brings TypeScript's compiler.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { AppManifest } from '../runtime/index.js';
+import { buildFiles } from './build-files.js';
+import type { GenerateOptions, GenerateResult } from './index.js';
+import { migrationRisks } from './migrate/migration-risks.js';
+import { lastSnapshot, planMigration } from './migrate/plan-migration.js';
+import { emitPackages } from './prisma-client.js';
+import { DefinitionError, loadAndValidate } from './validate/index.js';
+import { writeFiles } from './write-files.js';
+
+/** A database URL the schema engine may open for a diff: SQLite diffs in a throwaway file. */
+function diffUrl(manifest: AppManifest, env: NodeJS.ProcessEnv, scratch: string): string {
+  return manifest.provider === 'sqlite' ? `file:${join(scratch, 'diff.db')}` : env.DATABASE_URL || manifest.settings.database;
+}
+
+/** svc.json `generate.prismaClient` (the file was validated by `loadAndValidate`). */
+function prismaClientWanted(appDir: string): boolean {
+  const svc = JSON.parse(readFileSync(join(appDir, 'svc.json'), 'utf8')) as { generate?: { prismaClient?: boolean } };
+  return svc.generate?.prismaClient === true;
+}
+
+/**
+ * Every step of `svc generate` (see `generate` in index.ts, which skips this when nothing changed).
+ * @throws as `generate` does
+ */
+export async function runGenerate(options: GenerateOptions): Promise<GenerateResult> {
+  const appDir = resolve(options.appDir);
+  const env = options.env ?? process.env;
+  const { manifest, functionFiles, warnings } = await loadAndValidate(appDir, env);
+  const filterDiagnostics = ((await options.checkFilters?.(manifest)) ?? []).map((p) => ({ code: 'DEF_INVALID_FILTER', ...p }));
+  if (filterDiagnostics.length > 0) throw new DefinitionError(filterDiagnostics);
+  const files = buildFiles(manifest, functionFiles);
+  // What the migration would do to stored rows is judged before anything is written.
+  const risks = migrationRisks(lastSnapshot(appDir, manifest.provider).previous, files['schema.prisma']);
+  const lossRefused = options.acceptDataLoss
+    ? []
+    : risks.lossy.map((d) => ({ ...d, message: `${d.message}; run svc generate --accept-data-loss to write this migration` }));
+  if (risks.unfillable.length + lossRefused.length > 0) throw new DefinitionError([...risks.unfillable, ...lossRefused]);
+  if (options.acceptDataLoss) warnings.push(...risks.lossy);
+  const svcDir = join(appDir, '.svc');
+  const { written } = writeFiles(svcDir, files);
+  await emitPackages(svcDir, options.prismaClient ?? prismaClientWanted(appDir));
+  const scratch = mkdtempSync(join(tmpdir(), 'svc-diff-'));
+  try {
+    const migration = await planMigration({
+      appDir,
+      provider: manifest.provider,
+      url: diffUrl(manifest, env, scratch),
+      schema: files['schema.prisma'],
+      name: options.migrationName,
+      diffDatamodels: options.diffDatamodels,
+    });
+    return { manifest, written, migration, warnings };
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
