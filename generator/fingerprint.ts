@@ -17,7 +17,7 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from '
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AppManifest } from '../runtime/index.js';
-import type { GenerateOptions, GenerateResult } from './index.js';
+import type { GenerateOptions, GenerateResult } from './generate-types.js';
 import type { Diagnostic } from './validate/diagnostics.js';
 
 /** The state file, in `.svc/`. */

@@ -4,62 +4,13 @@
  * without loading anything else; otherwise it runs every step (`pipeline.ts`).
  */
 import { resolve } from 'node:path';
-import type { AppManifest } from '../runtime/index.js';
 import { previousRun, recordRun } from './fingerprint.js';
-import type { DiffDatamodels } from './migrate/plan-migration.js';
-import type { Diagnostic } from './validate/diagnostics.js';
+import type { GenerateOptions, GenerateResult } from './generate-types.js';
 
 export { migrationsDir, type DiffDatamodels } from './migrate/plan-migration.js';
 export { DefinitionError, formatDiagnostic, type Diagnostic } from './validate/diagnostics.js';
 export { initApp } from './init-app.js';
-
-export interface GenerateOptions {
-  /** The app folder. */
-  appDir: string;
-  /** Environment for `DATABASE_URL` / `REDIS_URL` overrides; defaults to `process.env`. */
-  env?: NodeJS.ProcessEnv;
-  /** Name of the migration written when the model changed (`svc generate --name`). */
-  migrationName?: string;
-  /** Computes migration SQL (the runtime's schema engine; injected so the generator never imports the runtime). */
-  diffDatamodels: DiffDatamodels;
-  /**
-   * Checks the filters of views, queries and policies against the model (the runtime's filter
-   * compiler, injected like `diffDatamodels`); each problem becomes a `DEF_INVALID_FILTER` diagnostic.
-   */
-  checkFilters?: (manifest: AppManifest) => FilterProblem[] | Promise<FilterProblem[]>;
-  /**
-   * Also emit the Prisma client into `.svc/client/` (`svc generate --prisma-client`). Default: svc.json
-   * `generate.prismaClient`, else false; the runtime never loads it.
-   */
-  prismaClient?: boolean;
-  /**
-   * Write a migration that drops tables or columns (`svc generate --accept-data-loss`); without it such a
-   * change is refused with one `DEF_DATA_LOSS` diagnostic per table or column.
-   */
-  acceptDataLoss?: boolean;
-}
-
-/** A filter of a view, query or policy that does not compile against the model. */
-export interface FilterProblem {
-  file: string;
-  path: string;
-  message: string;
-}
-
-export interface GenerateResult {
-  manifest: AppManifest;
-  /** Files of `.svc/` written (changed or new), relative to `.svc/`. */
-  written: string[];
-  /** True when nothing changed since the last run, which was not repeated (`written` is then empty). */
-  unchanged?: boolean;
-  /** The migration folder written, or null when the model did not change. */
-  migration: string | null;
-  /**
-   * Problems that did not stop generation (e.g. `DEF_GLOBAL_RES_IGNORED`, or `DEF_DATA_LOSS` accepted
-   * with `acceptDataLoss`), for the CLI to print.
-   */
-  warnings: Diagnostic[];
-}
+export type { FilterProblem, GenerateOptions, GenerateResult } from './generate-types.js';
 
 /**
  * `svc generate`: validates every definition and emits `<appDir>/.svc/` and, when the model changed,

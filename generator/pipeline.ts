@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { AppManifest } from '../runtime/index.js';
 import { buildFiles } from './build-files.js';
-import type { GenerateOptions, GenerateResult } from './index.js';
+import type { GenerateOptions, GenerateResult } from './generate-types.js';
 import { migrationRisks } from './migrate/migration-risks.js';
 import { lastSnapshot, planMigration } from './migrate/plan-migration.js';
 import { emitPackages } from './prisma-client.js';
