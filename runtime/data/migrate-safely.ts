@@ -29,7 +29,6 @@ export interface MigrationStatus {
 }
 
 const FAILED = 'SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NULL AND rolled_back_at IS NULL ORDER BY migration_name';
-const APPLIED = 'SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL ORDER BY migration_name';
 
 /** The SQLite file of a `file:` URL. */
 const sqliteFile = (url: string) => url.replace(/^file:/, '').replace(/\?.*$/, '');
@@ -43,8 +42,10 @@ const names = async (rows: Promise<{ migration_name: string }[]>) => (await rows
  */
 export async function migrationStatus(opts: { provider: DatabaseProvider; url: string; migrationsDir: string }): Promise<MigrationStatus> {
   const failed = await names(migrationRows(opts.provider, opts.url, FAILED));
-  const applied = await names(migrationRows(opts.provider, opts.url, APPLIED));
-  const pending = (await pendingMigrations(appliedAt(opts.provider, opts.url), opts.migrationsDir)).filter((n) => !failed.includes(n));
+  // One read of the applied rows serves both the list and the pending check.
+  const rows = await appliedAt(opts.provider, opts.url)();
+  const applied = rows.map((r) => r.migration_name).sort();
+  const pending = (await pendingMigrations(() => Promise.resolve(rows), opts.migrationsDir)).filter((n) => !failed.includes(n));
   return { applied, pending, failed };
 }
 
