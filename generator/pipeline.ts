@@ -33,9 +33,7 @@ function prismaClientWanted(appDir: string): boolean {
 export async function runGenerate(options: GenerateOptions): Promise<GenerateResult> {
   const appDir = resolve(options.appDir);
   const env = options.env ?? process.env;
-  const { manifest, functionFiles, warnings } = await loadAndValidate(appDir, env);
-  const filterDiagnostics = ((await options.checkFilters?.(manifest)) ?? []).map((p) => ({ code: 'DEF_INVALID_FILTER', ...p }));
-  if (filterDiagnostics.length > 0) throw new DefinitionError(filterDiagnostics);
+  const { manifest, functionFiles, warnings } = await loadAndValidate(appDir, env, options.checkFilters);
   const files = buildFiles(manifest, functionFiles);
   // What the migration would do to stored rows is judged before anything is written.
   const risks = migrationRisks(lastSnapshot(appDir, manifest.provider).previous, files['schema.prisma']);

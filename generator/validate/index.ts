@@ -3,10 +3,10 @@
  * (JSON syntax, JSON Schema, cross-file model checks), and normalise it to the app model. All problems are
  * collected and thrown once as a `DefinitionError`.
  */
-import type { AppManifest } from '../../runtime/index.js';
+import type { AppManifest, FilterProblem } from '../../runtime/index.js';
 import { readCodeTypes } from '../code-types/read-code-types.js';
 import { compileFunctions } from '../compile/compile-functions.js';
-import { loadApp, type RawApp } from '../load/load-app.js';
+import { loadApp, type RawApp, type RawFile } from '../load/load-app.js';
 import { normaliseModel } from '../model/normalise.js';
 import { crossCheck } from './cross-check.js';
 import { DefinitionError, sortDiagnostics, type Diagnostic } from './diagnostics.js';
@@ -40,12 +40,19 @@ export function validateApp(raw: RawApp, env: NodeJS.ProcessEnv = process.env): 
  * @throws DefinitionError with every diagnostic when anything is wrong
  * Source: DESIGN §3, §3a (`svc generate`); SPEC §4.8 (compiled function code).
  */
-export async function loadAndValidate(appDir: string, env: NodeJS.ProcessEnv): Promise<LoadedApp> {
+export async function loadAndValidate(appDir: string, env: NodeJS.ProcessEnv, checkFilters?: FilterCheck): Promise<LoadedApp> {
   const raw = await loadApp(appDir);
   const diagnostics = validateApp(raw, env);
-  if (diagnostics.length) throw new DefinitionError(diagnostics);
-  const { files, warnings } = compileFunctions(raw);
+  if (diagnostics.length) {
+    // The definitions that are valid on their own still get their filters checked: one run, every problem.
+    const part = checkFilters ? validPart(raw, diagnostics, env) : undefined;
+    const more = part ? filterDiagnostics(await checkFilters!(part)) : [];
+    throw new DefinitionError(sortDiagnostics([...diagnostics, ...more]));
+  }
   const manifest = normaliseModel(raw, env);
+  const problems = checkFilters ? filterDiagnostics(await checkFilters(manifest)) : [];
+  if (problems.length) throw new DefinitionError(problems);
+  const { files, warnings } = compileFunctions(raw);
   const codeTypes = readCodeTypes(
     raw.appDir,
     raw.functions.map((f) => ({ name: (f.data as { name: string }).name, codeFile: f.codeFile })),
@@ -55,6 +62,47 @@ export async function loadAndValidate(appDir: string, env: NodeJS.ProcessEnv): P
     if (types) fn.codeTypes = types;
   }
   return { manifest, raw, functionFiles: files, warnings };
+}
+
+/**
+ * Checks the filters written in definitions against a model (injected by the CLI: the check is
+ * runtime code, DESIGN §2). Returns one problem per bad filter.
+ */
+export type FilterCheck = (manifest: AppManifest) => FilterProblem[] | Promise<FilterProblem[]>;
+
+const filterDiagnostics = (problems: FilterProblem[]): Diagnostic[] => problems.map((p) => ({ code: 'DEF_INVALID_FILTER', ...p }));
+
+/**
+ * The part of an app that is valid on its own: `raw` without every definition file that has a problem,
+ * then without every file that breaks because of that removal (repeated until none does), normalised.
+ * @returns undefined when svc.json or the database URL is wrong, or nothing is left to check
+ */
+function validPart(raw: RawApp, diagnostics: Diagnostic[], env: NodeJS.ProcessEnv): AppManifest | undefined {
+  let bad = new Set(diagnostics.map((d) => d.file));
+  let part = raw;
+  for (let round = 0; round < 10; round++) {
+    if (bad.has('svc.json') || !part.svc) return undefined;
+    const keep = <T extends RawFile>(files: T[]) => files.filter((f) => !bad.has(f.file));
+    part = {
+      ...part,
+      collections: keep(part.collections),
+      views: keep(part.views),
+      queries: keep(part.queries),
+      externals: keep(part.externals),
+      functions: [],
+      codeFiles: [],
+      loadDiagnostics: [],
+    };
+    const left = validateApp(part, env);
+    if (left.length === 0) break;
+    bad = new Set(left.map((d) => d.file));
+    if (round === 9) return undefined;
+  }
+  try {
+    return normaliseModel(part, env);
+  } catch {
+    return undefined; // a model that cannot be built has nothing more to report
+  }
 }
 
 /** What `loadAndValidate` returns. */

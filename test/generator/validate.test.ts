@@ -9,6 +9,7 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { loadApp } from '../../generator/load/load-app.js';
 import { DefinitionError, formatDiagnostic } from '../../generator/validate/diagnostics.js';
 import { loadAndValidate, validateApp } from '../../generator/validate/index.js';
+import { filterProblems } from '../../runtime/query/check-filters.js';
 
 type Files = Record<string, unknown>;
 const root = mkdtempSync(join(tmpdir(), 'svc-validate-'));
@@ -286,6 +287,36 @@ describe('an app with many problems', () => {
       'DEF_DUPLICATE_NAME',
     ]);
     expect(d.diagnostics[0].line).toBe(4);
+  });
+
+  test('filters of the valid definitions are checked in the same run as the schema and reference problems', async () => {
+    const files: Files = {
+      ...shop,
+      'collections/Product.json': { name: 'Product', properties: { title: { type: 'string', maxLength: 'x' } } },
+      'collections/OrderLine.json': {
+        name: 'OrderLine',
+        properties: { ...(shop['collections/OrderLine.json'] as { properties: object }).properties, order: { type: 'lookup', collection: 'Ordr' } },
+      },
+      'collections/Customer.json': {
+        ...(shop['collections/Customer.json'] as object),
+        policies: [{ roleNames: authenticated, filter: 'nosuch eq 1' }],
+      },
+      'views/OpenOrders.json': { name: 'OpenOrders', collection: 'Order', filter: 'paid eq "no"' },
+    };
+    const err = (await loadAndValidate(writeApp(files), {}, filterProblems).then(
+      () => null,
+      (e: unknown) => e,
+    )) as DefinitionError;
+    expect(err).toBeInstanceOf(DefinitionError);
+    const lines = err.diagnostics.map(formatDiagnostic);
+    expect(lines).toHaveLength(4);
+    expect(lines[0]).toMatch(/^collections\/Customer\.json: \/policies\/0\/filter: .*unknown property "nosuch"/);
+    expect(lines[1]).toBe('collections/OrderLine.json: /properties/order/collection: lookup target "Ordr" is not a collection');
+    expect(lines[2]).toBe('collections/Product.json: /properties/title/maxLength: maxLength must be an integer');
+    expect(lines[3]).toMatch(/^views\/OpenOrders\.json: \/filter: /);
+    // Without the check, only the definitions' own problems are found.
+    const plain = (await loadAndValidate(writeApp(files), {}).catch((e: unknown) => e)) as DefinitionError;
+    expect(plain.diagnostics).toHaveLength(2);
   });
 
   test('validateApp returns the same list without throwing', async () => {
