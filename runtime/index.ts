@@ -10,7 +10,7 @@ export { apiClientFor, type ApiClient, type ApiCall, type ApiAnswer, type ApiCli
 export type { Change, ChangeAction, ChangeSink } from './data/changes.js';
 export { ANONYMOUS, type Caller } from './auth/caller.js';
 export { StartupError } from './load-manifest.js';
-export { diffDatamodels, applyMigrations } from './data/schema-engine.js';
+export { diffDatamodels, applyMigrations } from './data/schema-engine-calls.js';
 export { migrationStatusInApp, resolveMigrationInApp, type MigrationStatus } from './migrate-commands.js';
 export { filterProblems, type FilterProblem } from './query/check-filters.js';
 export type {

@@ -163,7 +163,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const statementTimeoutMs = env.SVC_STATEMENT_TIMEOUT_MS ? Number(env.SVC_STATEMENT_TIMEOUT_MS) : undefined;
   const db: Database = await openDatabase(manifest.provider, url, { statementTimeoutMs });
   const redisUrl = env.REDIS_URL || manifest.settings.realtime.redis || undefined;
-  const backplane = realtimeBackplane(manifest.name, logger, redisUrl);
+  const backplane = await realtimeBackplane(manifest.name, logger, redisUrl);
   const auth = await createAuthService(db, manifest, logger, undefined, backplane.redis && sharedLimiter(backplane.redis, manifest.name, logger));
   const realtime = await startRealtime({ manifest, auth, logger, backplane });
   const extra = options.sink;

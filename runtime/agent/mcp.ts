@@ -7,10 +7,8 @@
  * fails is retried in the background with a growing delay; one that is lost (its process exits, a
  * call or the periodic ping cannot reach it) goes `reconnecting` until it is back.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { McpServerSettings } from '../contract/settings.js';
 import type { Logger } from '../log.js';
@@ -164,10 +162,10 @@ export class McpServers {
       const output = resultText(result);
       return result.isError ? error(output.slice(0, 500) || `${target.tool} failed`) : { ...target, output };
     } catch (err) {
-      if (err instanceof McpError && err.code === ErrorCode.RequestTimeout)
-        return error(`${target.server}.${target.tool} did not answer within ${connection.config.timeoutMs} ms`);
+      const code = mcpCode(err);
+      if (code === sdk?.ErrorCode.RequestTimeout) return error(`${target.server}.${target.tool} did not answer within ${connection.config.timeoutMs} ms`);
       if (signal.aborted) return error('cancelled');
-      if (err instanceof McpError && err.code !== ErrorCode.ConnectionClosed) return error(err.message.slice(0, 500));
+      if (code !== undefined && code !== sdk?.ErrorCode.ConnectionClosed) return error((err as Error).message.slice(0, 500));
       connection.lost(err);
       return error(`the MCP server ${target.server} could not be reached`);
     }
@@ -177,6 +175,40 @@ export class McpServers {
   async close(): Promise<void> {
     await Promise.all(this.connections.map((c) => c.close()));
   }
+}
+
+/** The parts of the MCP SDK used here, loaded on the first connection (not at start-up: half a second). */
+interface McpSdk {
+  Client: typeof import('@modelcontextprotocol/sdk/client/index.js').Client;
+  StdioClientTransport: typeof import('@modelcontextprotocol/sdk/client/stdio.js').StdioClientTransport;
+  StreamableHTTPClientTransport: typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js').StreamableHTTPClientTransport;
+  McpError: typeof import('@modelcontextprotocol/sdk/types.js').McpError;
+  ErrorCode: typeof import('@modelcontextprotocol/sdk/types.js').ErrorCode;
+}
+let sdk: McpSdk | undefined;
+
+async function loadSdk(): Promise<McpSdk> {
+  if (!sdk) {
+    const [client, stdio, http, types] = await Promise.all([
+      import('@modelcontextprotocol/sdk/client/index.js'),
+      import('@modelcontextprotocol/sdk/client/stdio.js'),
+      import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+      import('@modelcontextprotocol/sdk/types.js'),
+    ]);
+    sdk = {
+      Client: client.Client,
+      StdioClientTransport: stdio.StdioClientTransport,
+      StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
+      McpError: types.McpError,
+      ErrorCode: types.ErrorCode,
+    };
+  }
+  return sdk;
+}
+
+/** The code of an MCP protocol error (`McpError`), or undefined for any other error. */
+function mcpCode(err: unknown): number | undefined {
+  return sdk && err instanceof sdk.McpError ? err.code : undefined;
 }
 
 /** One server's connection: its client, status, tool list and retries. */
@@ -228,6 +260,8 @@ class McpConnection {
 
   private async connect(): Promise<void> {
     if (this.closed || 'problem' in this.config) return;
+    const { Client } = await loadSdk();
+    if (this.closed) return;
     const client = new Client(
       { name: 'svc-agent', version: '1.0.0' },
       {
@@ -271,7 +305,8 @@ class McpConnection {
     try {
       await client.ping({ timeout: PING_TIMEOUT_MS });
     } catch (err) {
-      if (err instanceof McpError && err.code !== ErrorCode.ConnectionClosed && err.code !== ErrorCode.RequestTimeout) return;
+      const code = mcpCode(err);
+      if (code !== undefined && code !== sdk?.ErrorCode.ConnectionClosed && code !== sdk?.ErrorCode.RequestTimeout) return;
       if (this.client === client) this.lost(err);
     }
   }
@@ -282,9 +317,9 @@ class McpConnection {
 
   private transport(): Transport {
     const c = this.config;
-    if ('url' in c) return new StreamableHTTPClientTransport(c.url, { requestInit: { headers: c.headers } });
+    if ('url' in c) return new sdk!.StreamableHTTPClientTransport(c.url, { requestInit: { headers: c.headers } });
     if ('command' in c) {
-      const transport = new StdioClientTransport({ command: c.command, args: c.args, env: c.env, cwd: c.cwd, stderr: 'pipe' });
+      const transport = new sdk!.StdioClientTransport({ command: c.command, args: c.args, env: c.env, cwd: c.cwd, stderr: 'pipe' });
       transport.stderr?.on('data', (chunk: Buffer) => this.logger.info({ server: c.name }, `MCP server stderr: ${chunk.toString('utf8').trimEnd()}`));
       return transport;
     }

@@ -4,8 +4,7 @@
  * limit — charging a usage to the app and the identity, the credit figures of the events and the
  * callback, `compact`'s summary, and `ctx.agent.ask`.
  */
-import { generateText, type ModelMessage } from 'ai';
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import type { ModelMessage } from 'ai';
 import { HttpError } from '../errors.js';
 import type { AgentSettings } from '../contract/settings.js';
 import type { CreditLedger } from './credits.js';
@@ -57,8 +56,9 @@ export class ModelCalls {
   /** One model call that summarises `messages` (for `compact`), charged like a turn. */
   async summarise(identityId: string, options: SessionOptions, messages: unknown[]): Promise<string> {
     const rung = resolveRung(this.settings, options.model);
+    const { generateText, model } = await aiSdk(rung);
     const { text, usage } = await generateText({
-      model: modelOf(rung),
+      model,
       system: 'Summarise the conversation so far for yourself: the facts, decisions and open questions you need to continue it. Be brief.',
       messages: [...(messages as ModelMessage[]), { role: 'user', content: 'Summarise our conversation so far.' }],
       maxRetries: 1,
@@ -78,9 +78,10 @@ export class ModelCalls {
     } catch (err) {
       throw new HttpError('SERVICE_UNAVAILABLE', (err as Error).message);
     }
-    let result: Awaited<ReturnType<typeof generateText>>;
+    let result: Awaited<ReturnType<typeof import('ai').generateText>>;
     try {
-      result = await generateText({ model: modelOf(rung), messages: messages as ModelMessage[], maxRetries: 1 });
+      const { generateText, model } = await aiSdk(rung);
+      result = await generateText({ model, messages: messages as ModelMessage[], maxRetries: 1 });
     } catch (err) {
       const e = err as { statusCode?: unknown; message?: string };
       throw new HttpError(
@@ -94,10 +95,11 @@ export class ModelCalls {
   }
 }
 
-function modelOf(rung: ResolvedRung) {
-  return createOpenAICompatible({ name: rung.providerName, baseURL: rung.provider.baseURL, apiKey: rung.provider.apiKey, includeUsage: true }).chatModel(
-    rung.rung.model,
-  );
+/** The AI SDK's `generateText` and the model of `rung`; the SDK is loaded on the first model call, not at start-up. */
+async function aiSdk(rung: ResolvedRung) {
+  const [{ generateText }, { createOpenAICompatible }] = await Promise.all([import('ai'), import('@ai-sdk/openai-compatible')]);
+  const provider = createOpenAICompatible({ name: rung.providerName, baseURL: rung.provider.baseURL, apiKey: rung.provider.apiKey, includeUsage: true });
+  return { generateText, model: provider.chatModel(rung.rung.model) };
 }
 
 function usageOf(u: { inputTokens?: number; outputTokens?: number; inputTokenDetails?: { cacheReadTokens?: number } }): TurnUsage {

@@ -8,7 +8,6 @@ import { STORAGE_DEFAULTS, type S3Settings, type StorageSettings } from '../cont
 import type { Logger } from '../log.js';
 import { parseStoredBlob } from './metadata.js';
 import { LocalBlobStore, type BlobStore } from './store.js';
-import { S3BlobStore } from './s3-store.js';
 
 /**
  * Storage settings in force: svc.json's with defaults, the S3 environment overrides (`SVC_S3_BUCKET`,
@@ -61,7 +60,8 @@ export class BlobService {
  * A clean-up that fails (a bucket that cannot be reached yet) is logged; uploads then fail with 500 until it answers.
  */
 export async function openBlobService(appDir: string, settings: StorageSettings, logger: Logger): Promise<BlobService> {
-  const store: BlobStore = settings.s3 ? new S3BlobStore(settings.s3) : new LocalBlobStore(join(appDir, settings.directory));
+  // The S3 SDK is loaded only for an app that stores its blobs in S3.
+  const store: BlobStore = settings.s3 ? new (await import('./s3-store.js')).S3BlobStore(settings.s3) : new LocalBlobStore(join(appDir, settings.directory));
   await store.cleanUp().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'blob store clean-up at start failed'));
   return new BlobService(store, settings, logger);
 }

@@ -5,7 +5,7 @@
  * served from there; concurrent requests for the same one share its making.
  */
 import { Readable } from 'node:stream';
-import sharp, { type FormatEnum } from 'sharp';
+import type { FormatEnum } from 'sharp';
 import { HttpError } from '../errors.js';
 import type { BlobStore } from './store.js';
 import { originalKey, thumbnailKey, type StoredBlob } from './metadata.js';
@@ -69,6 +69,7 @@ export async function ensureThumbnail(store: BlobStore, blob: StoredBlob, spec: 
 
 async function makeThumbnail(store: BlobStore, blob: StoredBlob, spec: ThumbnailSpec, key: string): Promise<void> {
   const format = KEPT_FORMATS[blob.contentType] ?? 'png';
+  const { default: sharp } = await import('sharp'); // loaded on the first thumbnail, not at start-up
   const resize = sharp({ limitInputPixels: MAX_INPUT_PIXELS, failOn: 'error' })
     .rotate()
     .resize(spec.width, spec.height, { fit: spec.fit, withoutEnlargement: spec.fit === 'inside' })

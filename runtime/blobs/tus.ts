@@ -13,9 +13,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream';
-import { Server, type DataStore, type Upload } from '@tus/server';
-import { FileStore } from '@tus/file-store';
-import { S3Store } from '@tus/s3-store';
+import type { DataStore, Server, Upload } from '@tus/server';
 import { answerError, HttpError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { RequestContext } from '../core/context.js';
@@ -24,7 +22,6 @@ import { cleanFileName, meteredStream } from './multipart.js';
 import { originalKey } from './metadata.js';
 import type { BlobService } from './service.js';
 import { LocalBlobStore } from './store.js';
-import { s3ClientConfig } from './s3-store.js';
 
 const EXPIRES_MS = 24 * 60 * 60 * 1000;
 
@@ -91,30 +88,52 @@ export function declaredType(metadata: Record<string, string | null> | undefined
   return 'application/octet-stream';
 }
 
-/** The resumable-upload endpoint of every blob property. */
+type TusStore = DataStore & { read(id: string): Readable | Promise<Readable>; remove(id: string): Promise<void> };
+
+/** The first sweep of expired uploads, after start-up (ms), then hourly. */
+const FIRST_SWEEP_MS = 60_000;
+
+/**
+ * The resumable-upload endpoint of every blob property. The tus server and its store (with the S3 SDK)
+ * are loaded on the first upload or the first sweep, not at start-up.
+ */
 export class TusUploads {
-  private readonly server: Server;
-  private readonly datastore: DataStore & { read(id: string): Readable | Promise<Readable>; remove(id: string): Promise<void> };
+  private loaded?: Promise<{ server: Server; datastore: TusStore }>;
   private readonly pending = new WeakMap<IncomingMessage, Pending>();
   private readonly sweeper: NodeJS.Timeout;
+  private readonly firstSweep: NodeJS.Timeout;
 
   constructor(
     private readonly blobs: BlobService,
     private readonly logger: Logger,
   ) {
-    const { store, settings } = blobs;
-    this.datastore =
-      store instanceof LocalBlobStore
-        ? new FileStore({ directory: folder(join(store.root, '.tus')), expirationPeriodInMilliseconds: EXPIRES_MS })
-        : new S3Store({
-            s3ClientConfig: { ...s3ClientConfig(settings.s3!), bucket: settings.s3!.bucket },
-            useTags: false,
-            expirationPeriodInMilliseconds: EXPIRES_MS,
-          });
+    this.sweeper = setInterval(() => void this.sweep(), 60 * 60 * 1000).unref();
+    this.firstSweep = setTimeout(() => void this.sweep(), FIRST_SWEEP_MS).unref();
+  }
+
+  /** The tus server and its data store, made on first use. */
+  private tus(): Promise<{ server: Server; datastore: TusStore }> {
+    return (this.loaded ??= this.load());
+  }
+
+  private async load(): Promise<{ server: Server; datastore: TusStore }> {
+    const { store, settings } = this.blobs;
+    const [{ Server }, { FileStore }] = await Promise.all([import('@tus/server'), import('@tus/file-store')]);
+    let datastore: TusStore;
+    if (store instanceof LocalBlobStore) {
+      datastore = new FileStore({ directory: folder(join(store.root, '.tus')), expirationPeriodInMilliseconds: EXPIRES_MS });
+    } else {
+      const [{ S3Store }, { s3ClientConfig }] = await Promise.all([import('@tus/s3-store'), import('./s3-store.js')]);
+      datastore = new S3Store({
+        s3ClientConfig: { ...s3ClientConfig(settings.s3!), bucket: settings.s3!.bucket },
+        useTags: false,
+        expirationPeriodInMilliseconds: EXPIRES_MS,
+      });
+    }
     const of = (req: Request) => this.pending.get((req as unknown as { runtime: { node: { req: IncomingMessage } } }).runtime.node.req)!;
-    this.server = new Server({
+    const server = new Server({
       path: '/api',
-      datastore: this.datastore,
+      datastore,
       maxSize: settings.maxBytes,
       allowedOrigins: [],
       namingFunction: (req) => `${uploadPrefix(of(req).target)}${randomBytes(16).toString('hex')}`,
@@ -130,27 +149,28 @@ export class TusUploads {
       },
       onUploadFinish: async (req, upload) => {
         try {
-          const meta = await this.finish(of(req), upload);
+          const meta = await this.finish(datastore, of(req), upload);
           return { status_code: 200, headers: { 'content-type': 'application/json; charset=utf-8' }, body: JSON.stringify(meta) };
         } catch (err) {
           throw tusError(err);
         }
       },
     });
-    this.sweeper = setInterval(() => void this.sweep(), 60 * 60 * 1000).unref();
-    void this.sweep();
+    return { server, datastore };
   }
 
-  /** Deletes expired unfinished uploads (at start and every hour). */
+  /** Deletes expired unfinished uploads (a minute after start, then every hour). */
   private async sweep(): Promise<void> {
-    await this.server.cleanUpExpiredUploads().catch((err: unknown) => this.logger.warn({ err: (err as Error).message }, 'tus clean-up failed'));
+    await this.tus()
+      .then(({ server }) => server.cleanUpExpiredUploads())
+      .catch((err: unknown) => this.logger.warn({ err: (err as Error).message }, 'tus clean-up failed'));
   }
 
   /** Copies a finished upload into the blob store and commits it; the tus copy is removed either way. */
-  private async finish(p: Pending, upload: Upload) {
+  private async finish(datastore: TusStore, p: Pending, upload: Upload) {
     const prefix = newBlobPrefix(p.target);
     const metered = meteredStream(this.blobs.settings.maxBytes);
-    const source = await this.datastore.read(upload.id);
+    const source = await datastore.read(upload.id);
     pipeline(source, metered, () => undefined);
     const contentType = declaredType(upload.metadata);
     try {
@@ -160,7 +180,7 @@ export class TusUploads {
     } finally {
       // tus's S3 store aborts the (completed) multipart upload before deleting its objects, and S3
       // refuses that abort: the objects (`<upload>`, `<upload>.info`) are then deleted here.
-      await this.datastore.remove(upload.id).catch(() => (this.blobs.store.kind === 's3' ? this.blobs.store.deletePrefix(upload.id) : undefined));
+      await datastore.remove(upload.id).catch(() => (this.blobs.store.kind === 's3' ? this.blobs.store.deletePrefix(upload.id) : undefined));
     }
   }
 
@@ -179,10 +199,12 @@ export class TusUploads {
     }
     const path = (req.url ?? '').split('?')[0];
     this.pending.set(req, { ctx, target, base: upload === undefined ? path : path.slice(0, path.lastIndexOf('/')) });
-    await this.server.handle(req, res);
+    const { server } = await this.tus();
+    await server.handle(req, res);
   }
 
   close(): void {
     clearInterval(this.sweeper);
+    clearTimeout(this.firstSweep);
   }
 }

@@ -8,7 +8,6 @@ import type { DatabaseProvider } from '../manifest.js';
 import { renderSql, type Sql } from '../query/sql.js';
 import type { QueryOptions, SqlDriver, SqlTransaction, TransactionOptions } from './driver.js';
 import { encodeValues } from './values.js';
-import { createPgDriver } from './pg-driver.js';
 import { createSqliteDriver } from './sqlite-driver.js';
 
 /** A transaction handle: statements run on the transaction's connection. */
@@ -58,7 +57,7 @@ export async function openDatabase(provider: DatabaseProvider, url: string, opti
   const driver: SqlDriver =
     provider === 'sqlite'
       ? await createSqliteDriver(url.slice('file:'.length), { statementTimeoutMs: options.statementTimeoutMs })
-      : createPgDriver(url, { statementTimeoutMs: options.statementTimeoutMs });
+      : (await import('./pg-driver.js')).createPgDriver(url, { statementTimeoutMs: options.statementTimeoutMs }); // pg loads only for PostgreSQL apps
   return {
     provider,
     query: async <T>(statement: Sql, tx?: Tx, options?: QueryOptions) => {

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import Sqlite from 'better-sqlite3';
 import type { DatabaseProvider } from '../manifest.js';
 import { appliedAt, migrationRows, pendingMigrations } from './migration-state.js';
-import { applyMigrations } from './schema-engine.js';
+import { applyMigrations } from './schema-engine-calls.js';
 
 /** The migrations folder's state in a database, for `svc migrate --status`. */
 export interface MigrationStatus {
@@ -84,6 +84,9 @@ export async function applyMigrationsSafely(opts: { provider: DatabaseProvider; 
       `migration ${stranded[0]} failed in an earlier run and is recorded as failed: undo what it left behind, then run svc migrate --resolve ${stranded[0]} and migrate again`,
     );
   }
+  // Nothing to apply (the usual start): no backup copy, no schema engine (a third of a second to load).
+  const rows = await appliedAt(opts.provider, opts.url)().catch(() => undefined);
+  if (rows && rows.length > 0 && (await pendingMigrations(() => Promise.resolve(rows), opts.migrationsDir)).length === 0) return { applied: [] };
   const file = opts.provider === 'sqlite' ? sqliteFile(opts.url) : undefined;
   const scratch = file && existsSync(file) ? mkdtempSync(join(tmpdir(), 'svc-migrate-')) : undefined;
   const backup = scratch ? join(scratch, 'before.db') : undefined;

@@ -9,7 +9,6 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Sqlite from 'better-sqlite3';
-import pg from 'pg';
 import type { DatabaseProvider } from '../manifest.js';
 import { raw } from '../query/sql.js';
 import type { Database } from './database.js';
@@ -67,6 +66,7 @@ export async function migrationRows<T>(provider: DatabaseProvider, url: string, 
       db.close();
     }
   }
+  const { default: pg } = await import('pg'); // loaded only for PostgreSQL apps
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
   client.on('error', () => {});
   await client.connect();

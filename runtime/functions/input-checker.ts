@@ -73,17 +73,28 @@ export interface FunctionInputChecker {
   hasBody: boolean;
 }
 
+let shared: { coercing: Ajv; plain: Ajv } | undefined;
+
+/** The two ajv instances every function's checks compile in: query (strings coerced) and body. */
+function validators(): { coercing: Ajv; plain: Ajv } {
+  if (!shared) {
+    shared = { coercing: new Ajv({ allErrors: true, strict: false, coerceTypes: true }), plain: new Ajv({ allErrors: true, strict: false }) };
+    addFormats(shared.coercing);
+    addFormats(shared.plain);
+  }
+  return shared;
+}
+
 /**
- * Compiles the input checks of a function.
+ * Compiles the input checks of a function (lazily: each on its first use).
  * Source: SPEC §2 "Function definition" (typed fields), §4.8 rule 6; DESIGN §4 "Function details".
  */
 export function compileFunctionInputs(f: FunctionDefinition): FunctionInputChecker {
-  const coercing = new Ajv({ allErrors: true, strict: false, coerceTypes: true });
-  const plain = new Ajv({ allErrors: true, strict: false });
-  addFormats(coercing);
-  addFormats(plain);
-  const query: ValidateFunction = coercing.compile(objectSchema(f.queryParams, 'query'));
-  const body: ValidateFunction = plain.compile(objectSchema(f.requestBody, 'body'));
+  // Compiled on the function's first call, not at start-up (ajv's code generation is most of it).
+  let query: ValidateFunction | undefined;
+  let body: ValidateFunction | undefined;
+  const queryCheck = () => (query ??= validators().coercing.compile(objectSchema(f.queryParams, 'query')));
+  const bodyCheck = () => (body ??= validators().plain.compile(objectSchema(f.requestBody, 'body')));
   const toDetails = (errors: ErrorObject[] | null | undefined, part: 'query' | 'body', fields: TypedField[]): ErrorDetail[] => {
     const byName = new Map(fields.map((x) => [x.name, x]));
     const seen = new Map<string, ErrorDetail>();
@@ -102,12 +113,14 @@ export function compileFunctionInputs(f: FunctionDefinition): FunctionInputCheck
   return {
     hasBody: f.requestBody.length > 0,
     checkQuery(q) {
-      return query(q) ? [] : toDetails(query.errors, 'query', f.queryParams);
+      const check = queryCheck();
+      return check(q) ? [] : toDetails(check.errors, 'query', f.queryParams);
     },
     checkBody(b) {
       const value = b ?? {};
       if (typeof value !== 'object' || Array.isArray(value)) return [{ path: '/body', message: 'the body must be a JSON object' }];
-      return body(value) ? [] : toDetails(body.errors, 'body', f.requestBody);
+      const check = bodyCheck();
+      return check(value) ? [] : toDetails(check.errors, 'body', f.requestBody);
     },
   };
 }

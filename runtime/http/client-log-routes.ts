@@ -8,7 +8,7 @@
  * `lastKey`, `count`), with the user's id in `createdBy`.
  */
 import { Router } from 'express';
-import { Ajv } from 'ajv';
+import { Ajv, type ValidateFunction } from 'ajv';
 import { v7 as uuidv7 } from 'uuid';
 import type { AppManifest, Collection } from '../manifest.js';
 import type { Database } from '../data/database.js';
@@ -25,7 +25,10 @@ const MAX_EVENTS = 1000;
 const MAX_MESSAGE = 10_000;
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
 
-const validate = new Ajv({ allErrors: true }).compile({
+let compiled: ValidateFunction | undefined;
+/** The `_log` body check, compiled on the first `_log` post (not at start-up). */
+const validate = (body: unknown): boolean => (compiled ??= new Ajv({ allErrors: true }).compile(LOG_BODY))(body);
+const LOG_BODY = {
   type: 'array',
   minItems: 1,
   maxItems: MAX_EVENTS,
@@ -34,7 +37,7 @@ const validate = new Ajv({ allErrors: true }).compile({
     required: ['message'],
     properties: { message: { type: 'string', maxLength: MAX_MESSAGE }, severity: { type: 'integer', minimum: 0, maximum: 5 } },
   },
-});
+};
 
 /** The `_log` table seen as a collection, so the list machinery of SPEC §4.2 reads it. */
 const LOG_COLLECTION: Collection = {
@@ -63,7 +66,7 @@ export function clientLogRouter(db: Database, logger: Logger, manifest: AppManif
     if (caller.kind === 'anonymous') throw new HttpError('UNAUTHORIZED', '_log requires authentication');
     if (req.body === undefined) throw new HttpError('VALIDATION_FAILED', 'the body must be a JSON array of log events (Content-Type: application/json)');
     if (!validate(req.body)) {
-      const details: ErrorDetail[] = (validate.errors ?? []).map((e) => ({
+      const details: ErrorDetail[] = (compiled?.errors ?? []).map((e) => ({
         path: e.instancePath || '/',
         message: `${e.instancePath || 'body'} ${e.message ?? 'is invalid'}`,
       }));

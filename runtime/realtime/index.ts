@@ -8,7 +8,6 @@ import type { AuthService } from '../auth/auth-service.js';
 import type { Logger } from '../log.js';
 import type { AppManifest } from '../manifest.js';
 import { LocalBus, type RealtimeBus } from './bus.js';
-import { RedisBus, RedisReplayGuard } from './redis-bus.js';
 import { RealtimeService } from './service.js';
 import { MemoryReplayGuard, type ReplayGuard } from './tokens.js';
 import { serveWebPubSub } from './wps.js';
@@ -31,10 +30,12 @@ export interface RealtimeBackplane {
 
 /**
  * The bus of an instance: Redis pub/sub when `redisUrl` is set (env `REDIS_URL` or svc.json
- * `realtime.redis`), else in-process. Nothing connects until `startRealtime`.
+ * `realtime.redis`), else in-process. Nothing connects until `startRealtime`; the Redis client is
+ * loaded only when Redis is configured.
  */
-export function realtimeBackplane(apiName: string, logger: Logger, redisUrl: string | undefined): RealtimeBackplane {
+export async function realtimeBackplane(apiName: string, logger: Logger, redisUrl: string | undefined): Promise<RealtimeBackplane> {
   if (!redisUrl) return { bus: new LocalBus(), guard: new MemoryReplayGuard() };
+  const { RedisBus, RedisReplayGuard } = await import('./redis-bus.js');
   const bus = new RedisBus(redisUrl, apiName, logger);
   return { bus, guard: new RedisReplayGuard(bus.commands, `svc:${apiName}:rt-jti`, logger), redis: bus.commands };
 }
