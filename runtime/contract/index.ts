@@ -10,4 +10,6 @@ export * from './system-fields.js';
 export * from './limits.js';
 export * from './errors.js';
 export * from './property-schema.js';
+export * from './property-types.js';
+export * from './property-values.js';
 export * from './agent-tools.js';
