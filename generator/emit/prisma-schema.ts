@@ -42,14 +42,12 @@ function systemField(f: SystemField, pg: boolean): FieldView {
   return { name: f.name, type: type + (f.nullable ? '?' : ''), attributes: [SYSTEM_ATTRIBUTES[f.name], native].filter(Boolean).join(' ') };
 }
 
+/** A property's `@default(...)` ('' without one): the type's `prisma.default`, else the value as JSON. */
 function defaultAttribute(p: Property): string {
-  if (p.default === undefined || p.type === 'blob' || p.type === 'lookup') return '';
-  if (p.default === 'now()' && (p.type === 'date-time' || p.type === 'date')) return '@default(now())';
-  if (typeof p.default === 'string') {
-    if (p.type === 'date' || p.type === 'date-time') return `@default("${new Date(p.default).toISOString()}")`;
-    return `@default(${JSON.stringify(p.default)})`;
-  }
-  return `@default(${String(p.default)})`;
+  if (p.default === undefined) return '';
+  const own = typeBehaviour(p.type).prisma.default;
+  if (own) return own(p.default);
+  return typeof p.default === 'string' ? `@default(${JSON.stringify(p.default)})` : `@default(${String(p.default)})`;
 }
 
 function propertyFields(c: Collection, p: Property, pg: boolean): FieldView[] {

@@ -43,8 +43,11 @@ export interface PropertyTypeBehaviour {
   describe(p: PropertyFacts): string;
   /** A check of a string value JSON Schema cannot say (beyond NUL characters): why it is refused. */
   stringProblem?(p: PropertyFacts, value: string): string | undefined;
-  /** Prisma scalar and native attribute per database (DESIGN §3 type mapping). */
-  prisma: { type: string; sqlite: string; postgresql: string };
+  /**
+   * Prisma scalar and native attribute per database (DESIGN §3 type mapping); `default` spells a
+   * property's default as an attribute when the plain `@default(<JSON>)` does not fit ('' for none).
+   */
+  prisma: { type: string; sqlite: string; postgresql: string; default?: (v: string | number | boolean) => string };
   /** A checked, non-null body value (or default; `"now()"` for dates) → the value bound for its column. */
   encode(v: unknown, now: Date): unknown;
   /** A non-null stored value (either database) → its JSON form (SPEC §2). */
@@ -141,6 +144,10 @@ const describeDecimal = (p: PropertyFacts): string =>
   `a number${p.minimum !== undefined || p.maximum !== undefined ? ` between ${p.minimum ?? '…'} and ${p.maximum ?? '…'}` : ''} (or a decimal string) with at most ${DECIMAL_INTEGER_DIGITS} digits before the point`;
 
 const noDefault = (p: PropertyFacts): string => `is not allowed: a ${p.type} property has no default`;
+
+/** A date or date-time default in Prisma: `now()` stays a function, a fixed value is an ISO instant. */
+const prismaDateDefault = (v: string | number | boolean): string =>
+  v === 'now()' ? '@default(now())' : typeof v === 'string' ? `@default("${new Date(v).toISOString()}")` : `@default(${String(v)})`;
 
 /** String and text share everything but the enum, the describing and PostgreSQL's column type. */
 const TEXT_COMMON = {
@@ -270,7 +277,7 @@ export const PROPERTY_TYPE_TABLE = {
     schema: () => ({ type: 'string', format: 'date' }),
     describe: () => 'a date "YYYY-MM-DD" in the years 0001–9999',
     stringProblem: (_p, value) => (inYears(Number(value.slice(0, 4))) ? undefined : 'a date in the years 0001–9999'),
-    prisma: { type: 'DateTime', sqlite: '', postgresql: '@db.Date' },
+    prisma: { type: 'DateTime', sqlite: '', postgresql: '@db.Date', default: prismaDateDefault },
     encode: (v, now) => (v === 'now()' ? new Date(now.toISOString().slice(0, 10)) : new Date(`${v as string}T00:00:00Z`)),
     decode: (v) => toDate(v).toISOString().slice(0, 10),
     text: false,
@@ -307,7 +314,7 @@ export const PROPERTY_TYPE_TABLE = {
         ? 'a date-time in the years 0001–9999'
         : undefined;
     },
-    prisma: { type: 'DateTime', sqlite: '', postgresql: '@db.Timestamptz(3)' },
+    prisma: { type: 'DateTime', sqlite: '', postgresql: '@db.Timestamptz(3)', default: prismaDateDefault },
     encode: (v, now) => (v === 'now()' ? now : new Date(v as string)),
     decode: (v) => toDate(v).toISOString(),
     text: false,
@@ -363,7 +370,7 @@ export const PROPERTY_TYPE_TABLE = {
             additionalProperties: true,
           },
     describe: (p) => `an object { "id": "<GUID of a ${p.collection}>" }`,
-    prisma: { type: 'String', sqlite: '', postgresql: '@db.Uuid' },
+    prisma: { type: 'String', sqlite: '', postgresql: '@db.Uuid', default: () => '' },
     encode: (v) => (typeof v === 'string' ? v.toLowerCase() : (v as { id: string }).id.toLowerCase()),
     decode: (v) => ({ id: String(v) }),
     text: false,
@@ -383,7 +390,7 @@ export const PROPERTY_TYPE_TABLE = {
     defaultProblem: noDefault,
     schema: () => structuredClone(BLOB_METADATA_SCHEMA),
     describe: () => 'null (a blob is uploaded on its own path, POST /<collection>/<id>/<field>; null removes it)',
-    prisma: { type: 'String', sqlite: '', postgresql: '@db.Text' },
+    prisma: { type: 'String', sqlite: '', postgresql: '@db.Text', default: () => '' },
     encode: asIs,
     decode: publicMetadata,
     text: false,

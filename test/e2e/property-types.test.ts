@@ -2,7 +2,7 @@
  * Every property type of `PROPERTY_TYPE_TABLE` (runtime/contract/property-types.ts, issue 21 §4) walked
  * end to end on every backend: one app whose collection has one property of each type, a group query
  * per groupable type and a function taking each function-input type, generated from the table itself;
- * then write, read back, filter (eq, and gt where the type orders; refused where it does not), the
+ * then write, read back (and a default), filter (eq, and gt where the type orders; refused where it does not), the
  * OpenAPI document, the function input checker and the group key. A new table entry is covered
  * automatically: it gets a property, a query and a function field, and the test fails until
  * `EXAMPLES` gives it values.
@@ -58,15 +58,18 @@ const queryName = (t: string): string => `By_${t.replace(/-/g, '_')}`;
 const ANYONE = ['_ANONYMOUS_USER'];
 const INPUT_TYPES = PROPERTY_TYPES.filter((t) => typeBehaviour(t).functionInput);
 const GROUPABLE = PROPERTY_TYPES.filter((t) => typeBehaviour(t).filter !== null);
+const DEFAULTED = PROPERTY_TYPES.filter((t) => typeBehaviour(t).defaultProblem({ type: t }, EXAMPLES[t].values[1] as string | number | boolean) === null);
 
 /** The app folder, written from the table: collection `Typed`, queries `By_<type>`, function `takes`. */
 function writeSource(): string {
   const dir = mkdtempSync(join(tmpdir(), 'svc-types-src-'));
   for (const sub of ['collections', 'queries', 'functions']) mkdirSync(join(dir, sub));
   writeFileSync(join(dir, 'svc.json'), JSON.stringify({ name: 'types' }));
-  const properties = Object.fromEntries(
+  const properties: Record<string, object> = Object.fromEntries(
     PROPERTY_TYPES.map((t) => [field(t), { type: t, ...(typeBehaviour(t).keys.includes('collection') && { collection: 'Typed' }) }]),
   );
+  // Beside each type that takes a default, a property defaulting to its second value.
+  for (const t of DEFAULTED) properties[`d_${field(t)}`] = { type: t, default: EXAMPLES[t].values[1] };
   const access = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map((method) => ({ method, roleNames: ANYONE }));
   writeFileSync(join(dir, 'collections', 'Typed.json'), JSON.stringify({ name: 'Typed', properties, access }));
   for (const t of GROUPABLE) {
@@ -169,6 +172,7 @@ function typeWalk(backend: Backend): void {
         } else {
           expect([rows[0][name], rows[1][name]]).toEqual([expected(0), expected(1)]);
         }
+        if (DEFAULTED.includes(type)) expect(rows[0][`d_${name}`]).toEqual(expected(1));
       });
 
       it('refuses a wrong value with 400 naming the property', async () => {
