@@ -95,7 +95,7 @@ const DAY_MS = 86_400_000;
 const INT32 = 2147483648;
 const UUID: JsonSchema = { type: 'string', format: 'uuid' };
 
-/** A property's schema as read (the `BlobMetadata` component). */
+/** A blob property as rows read it (SPEC §4.5): the stored file's metadata, never its bytes (the `BlobMetadata` component). */
 export const BLOB_METADATA_SCHEMA: JsonSchema = {
   type: 'object',
   description: 'A stored file: GET its url (or /{collection}/{id}/{field}) for the bytes',
