@@ -9,6 +9,7 @@
  */
 import type { OpenApiBuilder, OperationObject, ParameterObject, SchemaObject } from 'openapi3-ts/oas31';
 import type { AppManifest, FunctionDefinition, JsonSchema, TypedField } from '../../runtime/index.js';
+import { behaviourOf } from '../../runtime/contract/index.js';
 import { errorResponses, json, LIST_PARAMETERS, ref, securityFor, type SvcOperationExtensions } from './openapi-shared.js';
 
 /** Methods per function type (DESIGN §3). */
@@ -20,30 +21,14 @@ const METHODS_OF = { 1: ['GET', 'POST'], 2: ['GET', 'POST', 'PUT', 'DELETE'] } a
  */
 export const FUNCTION_GET_PARAMETERS = ['filter', 'select', 'sortBy', 'pageNo', 'pageSize', 'count', 'include', 'lastKey'] as const;
 
-/** JSON Schema of a typed field (SPEC §2): scalar types, and for responses `object` and blob types. */
+/**
+ * JSON Schema of a typed field (SPEC §2): a property type's `functionField` (`runtime/contract/property-types.ts`),
+ * and for responses `object`; an unknown type reads as a string.
+ */
 export function typedFieldSchema(f: TypedField): SchemaObject {
-  const base: SchemaObject = (() => {
-    switch (f.type) {
-      case 'integer':
-        return { type: 'integer' };
-      case 'decimal':
-        return { type: 'number' };
-      case 'boolean':
-        return { type: 'boolean' };
-      case 'guid':
-        return { type: 'string', format: 'uuid' };
-      case 'date':
-        return { type: 'string', format: 'date' };
-      case 'date-time':
-        return { type: 'string', format: 'date-time' };
-      case 'object':
-        return { type: 'object', additionalProperties: true };
-      case 'blob':
-        return { type: 'object', description: 'Blob metadata', additionalProperties: true };
-      default:
-        return { type: 'string' };
-    }
-  })();
+  const base = (
+    f.type === 'object' ? { type: 'object', additionalProperties: true } : (behaviourOf(f.type)?.functionField ?? { type: 'string' })
+  ) as SchemaObject;
   return { ...base, ...(f.spec?.enum && { enum: structuredClone(f.spec.enum) }), ...(f.spec?.description && { description: f.spec.description }) };
 }
 

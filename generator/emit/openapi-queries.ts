@@ -6,33 +6,12 @@
  */
 import type { OpenApiBuilder, SchemaObject } from 'openapi3-ts/oas31';
 import type { AppManifest, Query, QueryField } from '../../runtime/index.js';
+import { typeBehaviour } from '../../runtime/contract/index.js';
 import { errorResponses as errors, json, LIST_PARAMETERS, listResponse, ref, securityFor, type SvcOperationExtensions } from './openapi-shared.js';
 
+/** The schema of one output field (the type's `queryField`, `runtime/contract/property-types.ts`). */
 function fieldSchema(f: QueryField): SchemaObject {
-  const nullable = (type: string, extra: SchemaObject = {}): SchemaObject => ({ type: [type, 'null'] as SchemaObject['type'], ...extra });
-  switch (f.type) {
-    case 'integer':
-      return nullable('integer');
-    case 'decimal':
-      return nullable('number');
-    case 'boolean':
-      return nullable('boolean');
-    case 'date':
-      return nullable('string', { format: 'date' });
-    case 'date-time':
-      return nullable('string', { format: 'date-time' });
-    case 'guid':
-      return nullable('string', { format: 'uuid' });
-    case 'lookup':
-      return {
-        type: ['object', 'null'] as SchemaObject['type'],
-        description: `The ${'collection' in f ? f.collection : ''} row's id`,
-        properties: { id: { type: 'string', format: 'uuid' } },
-        required: ['id'],
-      };
-    default:
-      return nullable('string');
-  }
+  return typeBehaviour(f.type).queryField('collection' in f ? f.collection : '') as SchemaObject;
 }
 
 function describeField(f: QueryField): string {

@@ -4,7 +4,7 @@
  * followed by the system models (users, service accounts, tokens, keys, `_log`) of `system-models.ts`.
  */
 import type { AppManifest, Collection, Property, SystemField, SystemFieldName } from '../../runtime/index.js';
-import { DECIMAL_PRECISION, DECIMAL_SCALE, SYSTEM_FIELDS } from '../../runtime/contract/index.js';
+import { SYSTEM_FIELDS, typeBehaviour } from '../../runtime/contract/index.js';
 import { renderTemplate } from '../render/render-template.js';
 import { SYSTEM_MODELS } from './system-models.js';
 
@@ -23,34 +23,15 @@ const backRelationName = (collection: string, property: string): string => `${co
 const relationName = (collection: string, property: string): string => `${collection}_${property}`;
 
 /** The columns full-text search covers: string and text properties, in declaration order (SPEC §4.2). */
-export const searchColumns = (c: Collection): string[] =>
-  c.search ? c.properties.filter((p) => p.type === 'string' || p.type === 'text').map((p) => p.name) : [];
+export const searchColumns = (c: Collection): string[] => (c.search ? c.properties.filter((p) => typeBehaviour(p.type).text).map((p) => p.name) : []);
 
 /** The Prisma delegate name the generated client exposes for a model (`OrderLine` → `orderLine`). */
 export const delegateName = (model: string): string => model[0].toLowerCase() + model.slice(1);
 
+/** The Prisma scalar and native attribute of a property's column (the type's `prisma`, DESIGN §3). */
 function scalarType(p: Property, pg: boolean): { type: string; native: string } {
-  switch (p.type) {
-    case 'string':
-      return { type: 'String', native: '' };
-    case 'text':
-      return { type: 'String', native: pg ? '@db.Text' : '' };
-    case 'integer':
-      return { type: 'Int', native: '' };
-    case 'decimal':
-      return { type: 'Decimal', native: pg ? `@db.Decimal(${DECIMAL_PRECISION}, ${DECIMAL_SCALE})` : '' };
-    case 'boolean':
-      return { type: 'Boolean', native: '' };
-    case 'date':
-      return { type: 'DateTime', native: pg ? '@db.Date' : '' };
-    case 'date-time':
-      return { type: 'DateTime', native: pg ? '@db.Timestamptz(3)' : '' };
-    case 'guid':
-    case 'lookup':
-      return { type: 'String', native: pg ? '@db.Uuid' : '' };
-    case 'blob':
-      return { type: 'String', native: pg ? '@db.Text' : '' };
-  }
+  const { type, sqlite, postgresql } = typeBehaviour(p.type).prisma;
+  return { type, native: pg ? postgresql : sqlite };
 }
 
 /** Prisma attributes of the system fields besides their native type. */
@@ -61,14 +42,12 @@ function systemField(f: SystemField, pg: boolean): FieldView {
   return { name: f.name, type: type + (f.nullable ? '?' : ''), attributes: [SYSTEM_ATTRIBUTES[f.name], native].filter(Boolean).join(' ') };
 }
 
+/** A property's `@default(...)` ('' without one): the type's `prisma.default`, else the value as JSON. */
 function defaultAttribute(p: Property): string {
-  if (p.default === undefined || p.type === 'blob' || p.type === 'lookup') return '';
-  if (p.default === 'now()' && (p.type === 'date-time' || p.type === 'date')) return '@default(now())';
-  if (typeof p.default === 'string') {
-    if (p.type === 'date' || p.type === 'date-time') return `@default("${new Date(p.default).toISOString()}")`;
-    return `@default(${JSON.stringify(p.default)})`;
-  }
-  return `@default(${String(p.default)})`;
+  if (p.default === undefined) return '';
+  const own = typeBehaviour(p.type).prisma.default;
+  if (own) return own(p.default);
+  return typeof p.default === 'string' ? `@default(${JSON.stringify(p.default)})` : `@default(${String(p.default)})`;
 }
 
 function propertyFields(c: Collection, p: Property, pg: boolean): FieldView[] {

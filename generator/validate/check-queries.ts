@@ -5,9 +5,12 @@
  */
 import type { PropertyType } from '../../runtime/index.js';
 import { splitQueryField, type RawQueryDefinition } from '../model/definitions.js';
-import { isSystemField, SYSTEM_FIELD_TYPES } from '../../runtime/contract/index.js';
+import { isSystemField, PROPERTY_TYPES, SYSTEM_FIELD_TYPES, typeBehaviour } from '../../runtime/contract/index.js';
 import { pointer, type Diagnostic } from './diagnostics.js';
 import { collectionRefProblem, type ModelIndex } from './model-index.js';
+
+/** Types sum and avg apply to (`integer`, `decimal`). */
+const NUMERIC_TYPES = PROPERTY_TYPES.filter((t) => typeBehaviour(t).numeric);
 
 /** Result of walking a dot path: the last segment's type (undefined when unknown), or a problem. */
 type PathResult = { type?: PropertyType; problem?: { code: string; message: string } };
@@ -70,8 +73,8 @@ export function checkQuery(index: ModelIndex, file: string, q: RawQueryDefinitio
       at(r.problem.code, r.problem.message, where);
       continue;
     }
-    if ((aggregate === 'sum' || aggregate === 'avg') && r.type && r.type !== 'integer' && r.type !== 'decimal') {
-      at('DEF_AGGREGATE_TYPE', `${aggregate} needs an integer or decimal path; "${path}" is ${r.type}`, where);
+    if ((aggregate === 'sum' || aggregate === 'avg') && r.type && !typeBehaviour(r.type).numeric) {
+      at('DEF_AGGREGATE_TYPE', `${aggregate} needs an ${NUMERIC_TYPES.join(' or ')} path; "${path}" is ${r.type}`, where);
     }
     if (groupBy.length && !aggregate && !groupBy.some((g) => path === g || path.startsWith(`${g}.`))) {
       at(

@@ -22,9 +22,10 @@ import { checkQuery } from './check-queries.js';
 import { RESERVED_COLLECTION_NAMES } from '../emit/system-models.js';
 import { pointer, type Diagnostic } from './diagnostics.js';
 import { buildModelIndex, collectionRefProblem, type ModelIndex } from './model-index.js';
+import { behaviourOf, FUNCTION_INPUT_TYPES } from '../../runtime/contract/index.js';
 
-/** Types a function may take as input (SPEC §2 "Function definition"). */
-export const SCALAR_INPUT_TYPES: readonly string[] = ['string', 'integer', 'decimal', 'guid', 'boolean', 'date', 'date-time', 'text'];
+/** Types a function may take as input (SPEC §2 "Function definition"): property types with a `functionInput`. */
+export const SCALAR_INPUT_TYPES: readonly string[] = FUNCTION_INPUT_TYPES;
 
 const FOLDER_OF = { collection: 'collections', view: 'views', query: 'queries', function: 'functions', external: 'external' };
 
@@ -192,7 +193,7 @@ function checkCollection(index: ModelIndex, file: string, c: RawCollectionDefini
       if (problem) out.push({ ...problem, file, path: pointer('properties', name, 'collection') });
     }
   }
-  if (c.search === true && !Object.values(c.properties).some((p) => p.type === 'string' || p.type === 'text')) {
+  if (c.search === true && !Object.values(c.properties).some((p) => behaviourOf(p.type)?.text)) {
     out.push({ code: 'DEF_SEARCH_WITHOUT_TEXT', file, path: '/search', message: 'search needs at least one string or text property to search in' });
   }
   return [...out, ...checkListen(file, c.access)];
@@ -203,18 +204,9 @@ function checkView(index: ModelIndex, file: string, v: RawViewDefinition): Diagn
   return [...(problem ? [{ ...problem, file, path: '/collection' }] : []), ...checkListen(file, v.access)];
 }
 
-/** Whether an enum value has the JSON type of an input field type (dates and GUIDs are strings). */
+/** Whether an enum value has the JSON type of an input field type (the type's `functionInput.fits`). */
 function fitsInputType(type: string, value: unknown): boolean {
-  switch (type) {
-    case 'integer':
-      return Number.isInteger(value);
-    case 'decimal':
-      return typeof value === 'number';
-    case 'boolean':
-      return typeof value === 'boolean';
-    default:
-      return typeof value === 'string';
-  }
+  return behaviourOf(type)?.functionInput?.fits(value) ?? typeof value === 'string';
 }
 
 function checkFunction(file: string, f: RawFunctionDefinition, codeFile: string | null): Diagnostic[] {

@@ -9,6 +9,7 @@ import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.
 import addFormatsModule from 'ajv-formats';
 import type { RawApp, RawFile } from '../load/load-app.js';
 import { pointerSegment, type Diagnostic } from './diagnostics.js';
+import { PROPERTY_TYPES, typeBehaviour } from '../../runtime/contract/index.js';
 
 /** The kinds of definition file, each with its schema (DESIGN §3). */
 export const SCHEMA_FILES = {
@@ -24,6 +25,24 @@ export type DefinitionKind = keyof typeof SCHEMA_FILES;
 // ajv-formats is CommonJS with `exports.default`; under NodeNext the default import is the module object.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv2020) => Ajv2020;
 
+type SchemaDocument = { $defs: Record<string, { properties: { type: Record<string, unknown> } }> };
+
+/** Names a function field may have besides the property types with a `functionField` (SPEC §2). */
+const FUNCTION_ONLY_TYPES = ['object'];
+
+/**
+ * Adds the type names of `PROPERTY_TYPE_TABLE` as the `enum` of a property's and a function field's
+ * `type` (the schema files say only "a string" there, so the table is the one list of types).
+ */
+function withTypeNames(kind: DefinitionKind, schema: SchemaDocument): SchemaDocument {
+  if (kind === 'collection') schema.$defs.property.properties.type.enum = [...PROPERTY_TYPES];
+  if (kind === 'function') {
+    const names = PROPERTY_TYPES.filter((t) => typeBehaviour(t).functionField !== undefined);
+    schema.$defs.typedField.properties.type.enum = [...names, ...FUNCTION_ONLY_TYPES];
+  }
+  return schema;
+}
+
 let validators: Record<DefinitionKind, ValidateFunction> | undefined;
 
 function getValidators(): Record<DefinitionKind, ValidateFunction> {
@@ -34,7 +53,7 @@ function getValidators(): Record<DefinitionKind, ValidateFunction> {
   const compiled = {} as Record<DefinitionKind, ValidateFunction>;
   for (const [kind, file] of Object.entries(SCHEMA_FILES) as [DefinitionKind, string][]) {
     const url = new URL(`../../schemas/${file}`, import.meta.url);
-    compiled[kind] = ajv.compile(JSON.parse(readFileSync(url, 'utf8')) as object);
+    compiled[kind] = ajv.compile(withTypeNames(kind, JSON.parse(readFileSync(url, 'utf8')) as SchemaDocument));
   }
   validators = compiled;
   return compiled;

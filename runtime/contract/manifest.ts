@@ -6,9 +6,10 @@
  */
 import type { AppSettings, ExternalConnection } from './settings.js';
 
-/** Property types of collections (DESIGN §3). */
-export const PROPERTY_TYPES = ['string', 'text', 'integer', 'decimal', 'boolean', 'date', 'date-time', 'guid', 'lookup', 'blob'] as const;
-export type PropertyType = (typeof PROPERTY_TYPES)[number];
+import type { PropertyType } from './property-types.js';
+
+/** Property types of collections (DESIGN §3): the keys of `PROPERTY_TYPE_TABLE` (`./property-types.ts`). */
+export { PROPERTY_TYPES, type PropertyType } from './property-types.js';
 
 /** Methods an access rule may name (DESIGN §3). */
 export const ACCESS_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'LISTEN'] as const;

@@ -10,82 +10,10 @@
  * (PostgreSQL refuses year 0), real instants (no `23:59:60`), finite numbers.
  */
 import type { Collection, JsonSchema, Property } from './manifest.js';
-import { DECIMAL_INTEGER_DIGITS, INT32_MAX, INT32_MIN, MAX_CHILDREN_PER_PARENT } from './limits.js';
-
-/** Decimal strings: an optional minus, 1–35 digits, optionally a point and digits (no exponent). */
-export const DECIMAL_STRING_PATTERN = `^-?\\d{1,${DECIMAL_INTEGER_DIGITS}}(\\.\\d+)?$`;
-/** Decimal numbers are below this in absolute value (35 integer digits, `numeric(65, 30)`). */
-const DECIMAL_LIMIT = 10 ** DECIMAL_INTEGER_DIGITS;
+import { MAX_CHILDREN_PER_PARENT } from './limits.js';
+import { typeBehaviour } from './property-types.js';
 
 const UUID: JsonSchema = { type: 'string', format: 'uuid' };
-
-/** Limits of a string or text property that are set. */
-function lengths(p: Property): JsonSchema {
-  return { ...(p.minLength !== undefined && { minLength: p.minLength }), ...(p.maxLength !== undefined && { maxLength: p.maxLength }) };
-}
-
-function bounds(p: Property): JsonSchema {
-  return { ...(p.minimum !== undefined && { minimum: p.minimum }), ...(p.maximum !== undefined && { maximum: p.maximum }) };
-}
-
-function baseSchema(p: Property, forInput: boolean): JsonSchema {
-  switch (p.type) {
-    case 'string':
-      return { type: 'string', ...lengths(p), ...(p.enum && { enum: [...p.enum] }) };
-    case 'text':
-      return { type: 'string', ...lengths(p) };
-    case 'integer':
-      return { type: 'integer', format: 'int32', minimum: p.minimum ?? INT32_MIN, maximum: p.maximum ?? INT32_MAX };
-    case 'decimal':
-      return forInput
-        ? {
-            anyOf: [
-              { type: 'number', exclusiveMinimum: -DECIMAL_LIMIT, exclusiveMaximum: DECIMAL_LIMIT, ...bounds(p) },
-              { type: 'string', pattern: DECIMAL_STRING_PATTERN, description: 'An exact decimal, e.g. "12.50"' },
-            ],
-          }
-        : { type: 'number', ...bounds(p) };
-    case 'boolean':
-      return { type: 'boolean' };
-    case 'date':
-      return { type: 'string', format: 'date' };
-    case 'date-time':
-      return { type: 'string', format: 'date-time' };
-    case 'guid':
-      return { ...UUID };
-    case 'lookup':
-      return forInput
-        ? {
-            anyOf: [
-              { type: 'object', properties: { id: { ...UUID } }, required: ['id'] },
-              { ...UUID, description: 'The id alone' },
-            ],
-          }
-        : {
-            type: 'object',
-            description: `A ${p.collection} row (lookups=full) or only its id (lookups=id)`,
-            properties: { id: { ...UUID } },
-            required: ['id'],
-            additionalProperties: true,
-          };
-    case 'blob':
-      return structuredClone(BLOB_METADATA_SCHEMA);
-  }
-}
-
-/** A blob property as rows read it (SPEC §4.5): the stored file's metadata, never its bytes. */
-export const BLOB_METADATA_SCHEMA: JsonSchema = {
-  type: 'object',
-  description: 'A stored file: GET its url (or /{collection}/{id}/{field}) for the bytes',
-  properties: {
-    name: { type: 'string', description: 'The file name the client sent' },
-    size: { type: 'integer', minimum: 0, description: 'Bytes' },
-    contentType: { type: 'string', description: 'The media type the client declared' },
-    sha256: { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'Hex SHA-256 of the bytes (the download ETag)' },
-    url: { type: 'string', description: 'Download path of this version, under the API origin' },
-  },
-  required: ['name', 'size', 'contentType', 'sha256', 'url'],
-};
 
 /** Adds `null` to a schema: to `type` (and to `enum`), or as another `anyOf` branch. */
 function nullable(s: JsonSchema): JsonSchema {
@@ -105,7 +33,7 @@ function nullable(s: JsonSchema): JsonSchema {
  * The property's `description` is carried over.
  */
 export function propertyJsonSchema(p: Property, options: { forInput: boolean }): JsonSchema {
-  const base = baseSchema(p, options.forInput);
+  const base = typeBehaviour(p.type).schema(p, options.forInput);
   const schema = p.required ? base : nullable(base);
   if (p.description) schema.description = p.description;
   return schema;
@@ -163,50 +91,18 @@ function childrenSchema(child: Collection, parentField: string): JsonSchema {
 
 /** Human description of what a property accepts, used in every message about it. */
 export function describeProperty(p: Property): string {
-  const len = `${p.maxLength !== undefined ? ` of at most ${p.maxLength} characters` : ''}${p.minLength !== undefined ? `${p.maxLength !== undefined ? ' and' : ' of'} at least ${p.minLength}` : ''}`;
-  switch (p.type) {
-    case 'string':
-      return p.enum ? `one of ${p.enum.map((e) => JSON.stringify(e)).join(', ')}` : `a string${len}`;
-    case 'text':
-      return `a string${len}`;
-    case 'integer':
-      return `an integer between ${p.minimum ?? INT32_MIN} and ${p.maximum ?? INT32_MAX}`;
-    case 'decimal':
-      return `a number${p.minimum !== undefined || p.maximum !== undefined ? ` between ${p.minimum ?? '…'} and ${p.maximum ?? '…'}` : ''} (or a decimal string) with at most ${DECIMAL_INTEGER_DIGITS} digits before the point`;
-    case 'boolean':
-      return 'true or false';
-    case 'date':
-      return 'a date "YYYY-MM-DD" in the years 0001–9999';
-    case 'date-time':
-      return 'a date-time in ISO 8601 with a time zone, e.g. "2024-01-31T10:00:00Z", in the years 0001–9999';
-    case 'guid':
-      return 'a GUID';
-    case 'lookup':
-      return `an object { "id": "<GUID of a ${p.collection}>" }`;
-    case 'blob':
-      return 'null (a blob is uploaded on its own path, POST /<collection>/<id>/<field>; null removes it)';
-  }
+  return typeBehaviour(p.type).describe(p);
 }
-
-const inYears = (year: number) => year >= 1 && year <= 9999;
 
 /**
  * The checks JSON Schema does not carry, for a value that passed `propertyJsonSchema(p, { forInput: true })`
- * (or any value: only the listed cases are looked at).
+ * (or any value: only the listed cases are looked at): finite numbers, no NUL in strings, then the
+ * type's own `stringProblem` (`./property-types.ts`).
  * @returns why the value is refused (completing "`<name>` must be …" is the caller's job), or undefined
  */
 export function propertyValueProblem(p: Property, value: unknown): string | undefined {
   if (typeof value === 'number' && !Number.isFinite(value)) return 'a finite number';
   if (typeof value !== 'string') return undefined;
   if (value.includes('\u0000')) return 'text without NUL characters (\\u0000)';
-  if (p.type === 'decimal' && (p.minimum !== undefined || p.maximum !== undefined)) {
-    const n = Number(value);
-    if ((p.minimum !== undefined && n < p.minimum) || (p.maximum !== undefined && n > p.maximum)) return describeProperty(p);
-  }
-  if (p.type === 'date' && !inYears(Number(value.slice(0, 4)))) return 'a date in the years 0001–9999';
-  if (p.type === 'date-time') {
-    const t = new Date(value);
-    if (Number.isNaN(t.getTime()) || !inYears(t.getUTCFullYear()) || !inYears(Number(value.slice(0, 4)))) return 'a date-time in the years 0001–9999';
-  }
-  return undefined;
+  return typeBehaviour(p.type).stringProblem?.(p, value);
 }

@@ -17,6 +17,7 @@ import type { AppManifest, Collection, DatabaseProvider, Property, PropertyType,
 import { compileFilter, resolvePath } from '../query/filter-compile.js';
 import { parseFilter } from '../query/filter-parser.js';
 import { andAll, ident, join, raw, sql, type Sql } from '../query/sql.js';
+import { typeBehaviour } from '../contract/property-types.js';
 
 /** Per-request inputs: conditions on the `from` rows (policies, alias `t0`), clock and caller. */
 export interface QueryOptions {
@@ -144,38 +145,17 @@ export function querySource(manifest: AppManifest, query: Query, provider: Datab
 /** `fn(expr)`, with the casts PostgreSQL needs (no min/max over uuid or boolean there). */
 function aggregate(provider: DatabaseProvider, fn: string, expr: Sql, type: PropertyType): Sql {
   const name = raw(fn.toUpperCase());
-  if (provider === 'postgresql' && (fn === 'min' || fn === 'max')) {
-    if (type === 'lookup' || type === 'guid') return sql`${name}(CAST(${expr} AS TEXT))`;
-    if (type === 'boolean') return fn === 'min' ? sql`BOOL_AND(${expr})` : sql`BOOL_OR(${expr})`;
-  }
+  const minMax = provider === 'postgresql' && (fn === 'min' || fn === 'max') ? typeBehaviour(type).postgresMinMax : undefined;
+  if (minMax === 'cast-text') return sql`${name}(CAST(${expr} AS TEXT))`;
+  if (minMax === 'bool-and-or') return fn === 'min' ? sql`BOOL_AND(${expr})` : sql`BOOL_OR(${expr})`;
   return sql`${name}(${expr})`;
 }
 
-/** A group key as canonical text (see the module comment); null stays null. */
+/** A group key as canonical text (see the module comment; the type's `groupKey`); null stays null. */
 function canonicalText(provider: DatabaseProvider, expr: Sql, type: PropertyType): Sql {
-  const pg = provider === 'postgresql';
-  switch (type) {
-    case 'string':
-    case 'text':
-      return expr;
-    case 'lookup':
-    case 'guid':
-    case 'integer':
-      return sql`CAST(${expr} AS TEXT)`;
-    case 'boolean':
-      return pg
-        ? sql`CASE WHEN ${expr} THEN 'true' WHEN NOT ${expr} THEN 'false' END`
-        : sql`CASE WHEN ${expr} = 1 THEN 'true' WHEN ${expr} = 0 THEN 'false' END`;
-    case 'decimal':
-      return pg
-        ? sql`CASE WHEN POSITION('.' IN CAST(${expr} AS TEXT)) > 0 THEN RTRIM(RTRIM(CAST(${expr} AS TEXT), '0'), '.') ELSE CAST(${expr} AS TEXT) END`
-        : sql`PRINTF('%.15g', ${expr})`;
-    // SQLite stores date-times as `YYYY-MM-DDTHH:MM:SS.mmm+00:00` text.
-    case 'date':
-      return pg ? sql`TO_CHAR(${expr}, 'YYYY-MM-DD')` : sql`SUBSTR(${expr}, 1, 10)`;
-    case 'date-time':
-      return pg ? sql`TO_CHAR(${expr} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')` : sql`SUBSTR(${expr}, 1, 23) || 'Z'`;
-    default:
-      return sql`CAST(${expr} AS TEXT)`;
-  }
+  const pieces = typeBehaviour(type).groupKey[provider].split('{}');
+  return join(
+    pieces.flatMap((text, i) => (i === 0 ? [raw(text)] : [expr, raw(text)])),
+    '',
+  );
 }

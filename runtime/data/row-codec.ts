@@ -5,36 +5,15 @@
  */
 import type { Collection, Property } from '../manifest.js';
 import { SYSTEM_COLUMN_NAMES } from '../contract/system-fields.js';
-import { publicMetadata } from '../blobs/metadata.js';
+import { PROPERTY_TYPE_TABLE } from '../contract/property-types.js';
 
 export type Item = Record<string, unknown>;
 export const SYSTEM_COLUMNS = SYSTEM_COLUMN_NAMES;
 
-function toDate(v: unknown): Date {
-  return v instanceof Date ? v : new Date(String(v));
-}
-
-/** One stored value → its JSON form for the property's type. */
+/** One stored value → its JSON form for the property's type (the type's `decode`, `contract/property-types.ts`). */
 export function decodeValue(p: Pick<Property, 'type'>, v: unknown): unknown {
   if (v === null || v === undefined) return null;
-  switch (p.type) {
-    case 'integer':
-      return Number(v);
-    case 'decimal':
-      return typeof v === 'number' ? v : Number(String(v));
-    case 'boolean':
-      return v === true || v === 1 || v === 1n || v === '1' || v === 't' || v === 'true';
-    case 'date':
-      return toDate(v).toISOString().slice(0, 10);
-    case 'date-time':
-      return toDate(v).toISOString();
-    case 'lookup':
-      return { id: String(v) };
-    case 'blob':
-      return publicMetadata(v);
-    default:
-      return String(v);
-  }
+  return PROPERTY_TYPE_TABLE[p.type].decode(v);
 }
 
 /**

@@ -6,29 +6,16 @@
 import type { Collection, Property } from '../manifest.js';
 import { ident, join, sql, type Sql } from '../query/sql.js';
 import type { WriteMode } from './input.js';
+import { PROPERTY_TYPE_TABLE } from '../contract/property-types.js';
 
 /** Column name → value (JS values; the database layer encodes them per provider). */
 export type Row = Record<string, unknown>;
 
 const writable = (c: Collection) => c.properties.filter((p) => p.type !== 'blob');
 
+/** A body value → the column's value (the type's `encode`, `contract/property-types.ts`). */
 function convert(p: Property, v: unknown, now: Date): unknown {
-  if (v === null) return null;
-  switch (p.type) {
-    case 'date':
-      return v === 'now()' ? new Date(now.toISOString().slice(0, 10)) : new Date(`${v as string}T00:00:00Z`);
-    case 'date-time':
-      return v === 'now()' ? now : new Date(v as string);
-    // Exact decimal text; SQLite's DECIMAL affinity stores it as a number either way.
-    case 'decimal':
-      return typeof v === 'number' ? v : String(v);
-    case 'lookup':
-      return typeof v === 'string' ? v.toLowerCase() : (v as { id: string }).id.toLowerCase();
-    case 'guid':
-      return (v as string).toLowerCase();
-    default:
-      return v;
-  }
+  return v === null ? null : PROPERTY_TYPE_TABLE[p.type].encode(v, now);
 }
 
 /**

@@ -9,50 +9,20 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FunctionDefinition, TypedField } from '../manifest.js';
 import { pointerSegment, type ErrorDetail } from '../errors.js';
+import { behaviourOf } from '../contract/property-types.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
-const DECIMAL_STRING = '^-?\\d+(\\.\\d+)?$';
 
 /** Human description of what a typed field accepts, used in every message about it. */
 function describe(f: TypedField): string {
   if (f.spec?.enum) return `one of ${f.spec.enum.map((e) => JSON.stringify(e)).join(', ')}`;
-  switch (f.type) {
-    case 'integer':
-      return 'an integer';
-    case 'decimal':
-      return 'a number';
-    case 'boolean':
-      return 'true or false';
-    case 'date':
-      return 'a date "YYYY-MM-DD"';
-    case 'date-time':
-      return 'a date-time in ISO 8601 with a time zone, e.g. "2024-01-31T10:00:00Z"';
-    case 'guid':
-      return 'a GUID';
-    default:
-      return 'a string';
-  }
+  return behaviourOf(f.type)?.functionInput?.describe ?? 'a string';
 }
 
-/** JSON Schema of one field; in a body a decimal may also be a decimal string (as in collections). */
+/** JSON Schema of one field (the type's `functionInput`, `contract/property-types.ts`); in a body a decimal may also be a decimal string. */
 function fieldSchema(f: TypedField, part: 'query' | 'body'): object {
   const enumOf = f.spec?.enum ? { enum: f.spec.enum } : {};
-  switch (f.type) {
-    case 'integer':
-      return { type: 'integer', ...enumOf };
-    case 'decimal':
-      return part === 'query' ? { type: 'number', ...enumOf } : { anyOf: [{ type: 'number' }, { type: 'string', pattern: DECIMAL_STRING }], ...enumOf };
-    case 'boolean':
-      return { type: 'boolean', ...enumOf };
-    case 'date':
-      return { type: 'string', format: 'date', ...enumOf };
-    case 'date-time':
-      return { type: 'string', format: 'date-time', ...enumOf };
-    case 'guid':
-      return { type: 'string', format: 'uuid', ...enumOf };
-    default:
-      return { type: 'string', ...enumOf };
-  }
+  return { ...(behaviourOf(f.type)?.functionInput?.schema(part) ?? { type: 'string' }), ...enumOf };
 }
 
 function objectSchema(fields: TypedField[], part: 'query' | 'body'): object {

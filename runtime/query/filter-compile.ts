@@ -10,6 +10,7 @@
 import type { AppManifest, Collection, PropertyType } from '../manifest.js';
 import { SYSTEM_FIELD_TYPES } from '../contract/system-fields.js';
 import { MAX_LOOKUP_HOPS } from '../contract/limits.js';
+import { typeBehaviour, type FilterConstant, type PropertyTypeBehaviour } from '../contract/property-types.js';
 import type { Comparison, ExpValue, FilterNode, FilterOperator, Literal } from './filter-ast.js';
 import { filterError, quoteSource } from './filter-lexer.js';
 import { evaluateExpression, type ExpContext } from './exp-eval.js';
@@ -106,43 +107,9 @@ export function resolvePath(scope: Pick<FilterScope, 'manifest' | 'collection' |
 
 /* ---------- literals (DESIGN §4 "Data details": dates are strings, all UTC) ---------- */
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?([Zz]|[+-]\d{2}:?\d{2})?)?$/;
-const INT32 = 2147483648;
-const EXPECTED: Record<FilterableType, string> = {
-  string: 'a string',
-  text: 'a string',
-  guid: 'a UUID string',
-  lookup: 'a UUID string (the row id)',
-  integer: `an integer between -${INT32} and ${INT32 - 1}`,
-  decimal: 'a number',
-  boolean: 'true or false',
-  date: 'a date string "YYYY-MM-DD"',
-  'date-time': 'an ISO 8601 date-time string like "2024-01-31T10:00:00Z"',
-};
-
-/**
- * Parses an ISO 8601 date or date-time (`2024-01-31`, `2024-01-31T10:00`, `...:00.123+02:00`) as a
- * UTC instant; no offset means UTC. `dateOnly` accepts `YYYY-MM-DD` only. Undefined when invalid.
- */
-export function parseFilterDate(text: string, dateOnly: boolean): Date | undefined {
-  const m = DATE_TIME.exec(text);
-  if (!m || (dateOnly && m[4] !== undefined)) return undefined;
-  const [year, month, day, hour, minute, second] = [1, 2, 3, 4, 5, 6].map((i) => Number(m[i] ?? '0'));
-  const ms = Number((m[7] ?? '0').slice(0, 3).padEnd(3, '0'));
-  const zone = (m[8] ?? 'Z').toUpperCase().replace(':', '');
-  const offset = zone === 'Z' ? 0 : (zone[0] === '-' ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(3)));
-  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return undefined;
-  if (zone !== 'Z' && (Number(zone.slice(1, 3)) > 23 || Number(zone.slice(3)) > 59)) return undefined;
-  const date = new Date(0);
-  date.setUTCFullYear(year, month - 1, day);
-  if (date.getUTCMonth() !== month - 1) return undefined; // e.g. 2023-02-30
-  date.setUTCHours(hour, minute, second, ms);
-  return new Date(date.getTime() - offset * 60_000);
-}
-
 /** A comparison's value after `exp()` evaluation: a literal, or a date-time that only `exp()` yields. */
 type Constant = Exclude<Literal, ExpValue> | { kind: 'date'; value: Date };
+type TypeFilter = NonNullable<PropertyTypeBehaviour['filter']>;
 
 /** Evaluates an `exp()` to the constant it stands for (SPEC §4.3 rules 4–6). */
 function expConstant(exp: ExpValue, ctx: ExpContext): Constant {
@@ -173,26 +140,14 @@ function describeValue(constant: Constant, exp: ExpValue | undefined): string {
  * A date-time from `exp()` compared with a `date` property is truncated to its UTC date
  * (`since ge exp('now() - 1D')` means "since yesterday's date").
  */
-function literalValue(literal: Constant, type: FilterableType, property: string, at: number, exp?: ExpValue): unknown {
-  let value: unknown;
-  if (literal.kind === 'date') {
-    const ms = literal.value.getTime();
-    value = type === 'date-time' ? literal.value : type === 'date' ? new Date(ms - (((ms % 86_400_000) + 86_400_000) % 86_400_000)) : undefined;
-  } else if (type === 'string' || type === 'text') value = literal.kind === 'string' ? literal.value : undefined;
-  else if (type === 'guid' || type === 'lookup') {
-    value = literal.kind === 'string' && UUID.test(literal.value) ? literal.value.toLowerCase() : undefined;
-  } else if (type === 'integer') {
-    const ok = literal.kind === 'number' && Number.isInteger(literal.value) && literal.value >= -INT32 && literal.value < INT32;
-    value = ok ? literal.value : undefined;
-  } else if (type === 'decimal') value = literal.kind === 'number' ? literal.value : undefined;
-  else if (type === 'boolean') value = literal.kind === 'boolean' ? literal.value : undefined;
-  else value = literal.kind === 'string' ? parseFilterDate(literal.value, type === 'date') : undefined;
+function literalValue(literal: Constant, type: PropertyType, filter: TypeFilter, property: string, at: number, exp?: ExpValue): unknown {
+  const value = filter.convert(literal as FilterConstant);
   // Stored dates lie in the years 0001–9999 (the input rule); PostgreSQL cannot even bind year 0.
   if (value instanceof Date && !(value.getUTCFullYear() >= 1 && value.getUTCFullYear() <= 9999)) {
     throw filterError(`property "${property}" (${type}) expects a value in the years 0001–9999, found ${describeValue(literal, exp)} at position ${at}`);
   }
   if (value !== undefined) return value;
-  throw filterError(`property "${property}" (${type}) expects ${EXPECTED[type]}, found ${describeValue(literal, exp)} at position ${at}`);
+  throw filterError(`property "${property}" (${type}) expects ${filter.expects}, found ${describeValue(literal, exp)} at position ${at}`);
 }
 
 /* ---------- SQL ---------- */
@@ -211,7 +166,8 @@ function predicate(op: FilterOperator, column: Sql, value: unknown, type: Proper
   if (value === null) return op === 'eq' ? sql`${column} IS NULL` : sql`${column} IS NOT NULL`;
   const pg = provider === 'postgresql';
   let col = column;
-  if (caseInsensitive && typeof value === 'string' && (type === 'string' || type === 'text')) {
+  const text = typeBehaviour(type).text;
+  if (caseInsensitive && typeof value === 'string' && text) {
     col = pg ? sql`lower(${column} COLLATE "und-x-icu")` : sql`svc_lower(${column})`;
     value = value.toLowerCase();
   }
@@ -225,7 +181,7 @@ function predicate(op: FilterOperator, column: Sql, value: unknown, type: Proper
     case 'ge':
     case 'lt':
     case 'le': {
-      const left = pg && (type === 'string' || type === 'text') ? sql`${col} COLLATE "C"` : col;
+      const left = pg && text ? sql`${col} COLLATE "C"` : col;
       return sql`${left} ${raw(ORDER_OPS[op])} ${value}`;
     }
     // SQLite's LIKE ignores ASCII case and both treat % and _ specially, so no LIKE here.
@@ -248,7 +204,8 @@ interface Context {
 
 /** Types `~` applies to: strings, and (eq~/ne~ only, same as eq/ne) the already case-free UUIDs. */
 function allowsCaseInsensitive(op: FilterOperator, type: PropertyType): boolean {
-  return type === 'string' || type === 'text' || ((type === 'guid' || type === 'lookup') && (op === 'eq' || op === 'ne'));
+  const rule = typeBehaviour(type).filter?.caseInsensitive;
+  return rule === 'all' || (rule === 'equality' && (op === 'eq' || op === 'ne'));
 }
 
 function compileComparison(node: Comparison, ctx: Context): Sql {
@@ -257,9 +214,10 @@ function compileComparison(node: Comparison, ctx: Context): Sql {
   const name = node.path.join('.');
   const resolved = resolvePath(scope, node.path, at);
   const { type } = resolved;
-  if (type === 'blob') throw filterError(`property "${name}" is a blob and cannot be filtered at position ${at}`);
+  const behaviour = typeBehaviour(type);
+  if (behaviour.filter === null) throw filterError(`property "${name}" is a ${type} and cannot be filtered at position ${at}`);
   if (node.caseInsensitive && !allowsCaseInsensitive(node.op, type)) {
-    const ids = type === 'guid' || type === 'lookup' ? ' (ids and lookups take only eq~ and ne~)' : '';
+    const ids = behaviour.filter.caseInsensitive === 'equality' ? ' (ids and lookups take only eq~ and ne~)' : '';
     throw filterError(`case-insensitive operator ${node.op}~ needs a string or text property; "${name}" is ${type}${ids} at position ${at}`);
   }
   const exp = node.value.kind === 'exp' ? node.value : undefined;
@@ -268,13 +226,13 @@ function compileComparison(node: Comparison, ctx: Context): Sql {
     const from = exp === undefined ? '' : ` (${describeValue(literal, exp)})`;
     throw filterError(`null${from} can only be compared with eq or ne, not ${node.op} (property "${name}") at position ${at}`);
   }
-  if (STRING_OPS.includes(node.op) && type !== 'string' && type !== 'text') {
+  if (STRING_OPS.includes(node.op) && !behaviour.text) {
     throw filterError(`operator ${node.op} needs a string or text property; "${name}" is ${type} at position ${at}`);
   }
-  if (type === 'boolean' && node.op !== 'eq' && node.op !== 'ne') {
-    throw filterError(`operator ${node.op} cannot compare boolean property "${name}" at position ${at}`);
+  if (!behaviour.filter.ordered && node.op !== 'eq' && node.op !== 'ne') {
+    throw filterError(`operator ${node.op} cannot compare ${type} property "${name}" at position ${at}`);
   }
-  const value = literal.kind === 'null' ? null : literalValue(literal, type, name, at, exp);
+  const value = literal.kind === 'null' ? null : literalValue(literal, type, behaviour.filter, name, at, exp);
   const aliases = [scope.alias, ...resolved.hops.map(() => `${scope.alias}_f${++ctx.aliases}`)];
   const column = ident(aliases[aliases.length - 1], resolved.column);
   let condition = predicate(node.op, column, value, type, scope.provider, node.caseInsensitive);

@@ -271,7 +271,7 @@ describe('an app with many problems', () => {
       'collections/Order.json: /access/1/roleNames/0: _CREATOR may not be granted LISTEN: a subscription does not narrow to own rows and would deliver the whole collection stream',
       'collections/Product.json: /properties/price/type: unknown property type "money"; allowed types: string, text, integer, decimal, boolean, date, date-time, guid, lookup, blob',
       'functions/sendMail.json: /endpoint: endpoint must be "/sendMail" (the function is served at /api/sendMail); got "/send"',
-      'functions/sendMail.json: /requestBody/0/type: requestBody field "payload" has type "object"; inputs must be scalar (string, integer, decimal, guid, boolean, date, date-time, text)',
+      'functions/sendMail.json: /requestBody/0/type: requestBody field "payload" has type "object"; inputs must be scalar (string, text, integer, decimal, boolean, date, date-time, guid)',
       'svc.json: /colour: unknown key "colour"; allowed keys: name, database, port, generate, auth, realtime, functions, agent, credits, storage',
       'views/Customer.json: /name: name "Customer" is already used by collections/Customer.json',
     ]);
@@ -468,7 +468,7 @@ describe('single problems', () => {
           'functions/f.ts': 'export default () => 1;',
         },
         want: [
-          'functions/f.json: /queryParams/0/type: queryParams field "file" has type "blob"; inputs must be scalar (string, integer, decimal, guid, boolean, date, date-time, text)',
+          'functions/f.json: /queryParams/0/type: queryParams field "file" has type "blob"; inputs must be scalar (string, text, integer, decimal, boolean, date, date-time, guid)',
         ],
       },
     ],
