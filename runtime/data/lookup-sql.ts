@@ -11,81 +11,84 @@
 import type { Collection, DatabaseProvider, Property } from '../manifest.js';
 import type { Selection } from '../query/select.js';
 import { andAll, ident, join, raw, sql, type Sql } from '../query/sql.js';
-import { columnsOf, rowDecoder, type Item, type RowDecoder } from './row-codec.js';
+import { columnDecoder, columnsOf, decoderOf, type ColumnDecoder, type RowDecoder } from './row-codec.js';
 import type { ReadScope } from './read.js';
 
 /** At most this many properties per JSON object (PostgreSQL functions take at most 100 arguments). */
 const MAX_PAIRS = 50;
 
-/** One lookup expanded in SQL: the row key of its JSON column and how to decode the object. */
-interface SqlLookup {
-  property: string;
-  column: string;
+/** The lookups of a read expanded in its own statement, and how to decode its rows. */
+export interface SqlLookups {
+  /** Select-list entry of each expanded lookup column, by property name (aliased with that name). */
+  columns: Map<string, Sql>;
+  /** True when every subselect is unconditioned (no read rules on the target): still a point read. */
+  plain: boolean;
+  /** Decodes a row of the read (`columns` of the collection, expanded lookups included), in place. */
   decode: RowDecoder;
 }
 
-/** The extra select-list columns of a read, and what to do with them once the rows are back. */
-export interface SqlLookups {
-  /** Select-list entries to append (each `(SELECT ...) AS "<property>.row"`). */
-  columns: Sql[];
-  /** Names of the lookup properties expanded here (the others, if any, are left to `expandLookups`). */
-  expanded: Set<string>;
-  /** True when every subselect is unconditioned (no read rules on the target): still a point read. */
-  plain: boolean;
-  /** Replaces each expanded lookup `{ id }` of the decoded `items` with its row, from the raw `rows`. */
-  apply(rows: readonly Record<string, unknown>[], items: Item[]): void;
-}
-
-/** The JSON value of one stored column: SQLite REALs as 17 significant digits (its JSON keeps only 15). */
+/**
+ * The JSON value of one stored column: PostgreSQL date-times as ISO 8601 UTC text, SQLite REALs as 17
+ * significant digits (its JSON keeps only 15); the rest as stored (decoded by the row codec).
+ */
 function jsonValue(provider: DatabaseProvider, target: Collection, alias: string, column: string): Sql {
   const ref = ident(alias, column);
-  const p = target.properties.find((q) => q.name === column);
-  if (provider === 'sqlite' && p?.type === 'decimal') return sql`CASE WHEN typeof(${ref}) = 'real' THEN printf('%.17g', ${ref}) ELSE ${ref} END`;
+  const type = target.properties.find((q) => q.name === column)?.type ?? (column === 'createdAt' || column === 'updatedAt' ? 'date-time' : 'string');
+  if (provider === 'postgresql' && type === 'date-time') return sql`to_char(${ref} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+  if (provider === 'sqlite' && type === 'decimal') return sql`CASE WHEN typeof(${ref}) = 'real' THEN printf('%.17g', ${ref}) ELSE ${ref} END`;
   return ref;
 }
 
+const objectFunction = (provider: DatabaseProvider) => raw(provider === 'postgresql' ? 'json_build_object' : 'json_object');
+
 function jsonObject(provider: DatabaseProvider, target: Collection, alias: string, columns: readonly string[]): Sql {
   const pairs = columns.map((c) => sql`'${raw(c)}', ${jsonValue(provider, target, alias, c)}`);
-  return sql`${raw(provider === 'postgresql' ? 'json_build_object' : 'json_object')}(${join(pairs, ', ')})`;
+  return sql`${objectFunction(provider)}(${join(pairs, ', ')})`;
 }
 
 /**
- * The lookups of `scope.collection` to expand in the read's statement (row alias `t0`): those read
- * (`selection`, when given, names them) whose target the caller may read. A target with more than 50
- * selected columns is left to `expandLookups`.
+ * The decoder of an expanded lookup column: the JSON object (parsed by pg; text from SQLite) decoded
+ * in place by the target's row codec, or `{ id }` when the subselect found no row it may show.
  */
-export function sqlLookups(scope: ReadScope, selection: Selection | undefined): SqlLookups {
-  const columns: Sql[] = [];
-  const lookups: SqlLookup[] = [];
+function expandedDecoder(target: Collection, columns: readonly string[]): ColumnDecoder {
+  const decode = decoderOf(
+    columns,
+    columns.map((c) => columnDecoder(target, c)),
+  );
+  // The full object always has every selected key; the `{ id }` fallback has only `id`.
+  const probe = columns.find((c) => c !== 'id');
+  return (v) => {
+    if (v === null) return null;
+    const o = (typeof v === 'string' ? JSON.parse(v) : v) as Record<string, unknown>;
+    return probe === undefined || probe in o ? decode(o) : { id: String(o.id) };
+  };
+}
+
+/**
+ * The lookups of `scope.collection` among `columns` (row alias `t0`) to expand in the read's statement:
+ * each one whose target the caller may read (a target with more than 50 selected columns is left to
+ * `expandLookups`). Each becomes `COALESCE((SELECT <object> FROM <target> WHERE id = t0.<lookup> AND
+ * <read conditions>), <{ id }>)`, aliased with the lookup's name.
+ */
+export function sqlLookups(scope: ReadScope, columns: readonly string[], selection: Selection | undefined): SqlLookups {
+  const { provider } = scope.db;
+  const expressions = new Map<string, Sql>();
+  const steps = columns.map((c) => columnDecoder(scope.collection, c));
   let plain = true;
-  const lookupProperties = scope.rows ? [] : scope.collection.properties.filter((p: Property) => p.type === 'lookup');
+  const lookupProperties = scope.rows ? [] : scope.collection.properties.filter((p: Property) => p.type === 'lookup' && columns.includes(p.name));
   for (const p of lookupProperties) {
-    if (selection && !selection.fields.has(p.name)) continue;
     const target = scope.manifest.collections.find((c) => c.name === p.collection)!;
     const targetColumns = columnsOf(target, selection?.nested.get(p.name));
     if (targetColumns.length > MAX_PAIRS) continue;
-    const alias = `t0_lk${lookups.length + 1}`;
+    const alias = `t0_lk${expressions.size + 1}`;
     const readable = scope.readableOf ? scope.readableOf(target.name, alias) : [];
     if (readable === null) continue; // the caller may not read the target: lookups stay { id }
     if (readable.length > 0) plain = false;
-    const column = `${p.name}.row`;
-    columns.push(
-      sql`(SELECT ${jsonObject(scope.db.provider, target, alias, targetColumns)} FROM ${ident(target.name)} AS ${ident(alias)} WHERE ${ident(alias, 'id')} = ${ident('t0', p.name)}${andAll(readable)}) AS ${raw(`"${column}"`)}`,
-    );
-    lookups.push({ property: p.name, column, decode: rowDecoder(target, targetColumns) });
+    const key = ident('t0', p.name);
+    const row = sql`(SELECT ${jsonObject(provider, target, alias, targetColumns)} FROM ${ident(target.name)} AS ${ident(alias)} WHERE ${ident(alias, 'id')} = ${key}${andAll(readable)})`;
+    const bare = sql`CASE WHEN ${key} IS NULL THEN NULL ELSE ${objectFunction(provider)}('id', ${key}) END`;
+    expressions.set(p.name, sql`COALESCE(${row}, ${bare}) AS ${ident(p.name)}`);
+    steps[columns.indexOf(p.name)] = expandedDecoder(target, targetColumns);
   }
-  return {
-    columns,
-    expanded: new Set(lookups.map((l) => l.property)),
-    plain,
-    apply(rows, items) {
-      for (let i = 0; i < rows.length; i++) {
-        for (const l of lookups) {
-          const value = rows[i][l.column];
-          if (value === null || value === undefined) continue; // no row, or hidden: stays { id }
-          items[i][l.property] = l.decode((typeof value === 'string' ? JSON.parse(value) : value) as Record<string, unknown>);
-        }
-      }
-    },
-  };
+  return { columns: expressions, plain, decode: decoderOf(columns, steps) };
 }

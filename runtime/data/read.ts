@@ -113,9 +113,11 @@ function orderBy(scope: ReadScope, sort: SortSpec | undefined): Sql {
   return sql`(${column} IS NULL)${dir}, ${column}${collate}${dir}, ${ID}`;
 }
 
-function selectList(columns: string[], scope?: ReadScope): Sql {
+function selectList(columns: string[], scope?: ReadScope, replaced?: ReadonlyMap<string, Sql>): Sql {
   return join(
     columns.map((c) => {
+      const entry = replaced?.get(c);
+      if (entry) return entry;
       // SQLite gives computed query columns (sum, avg, max of decimals) no declared type; the driver
       // would then type the column by its first value and truncate later ones if that was whole.
       // As text, each value keeps its digits (decoded to a number by the row codec).
@@ -131,7 +133,7 @@ function selectList(columns: string[], scope?: ReadScope): Sql {
  * The looked-up row's own lookups stay `{ id }`. `done`: lookups already expanded in the read's own
  * statement (`lookup-sql.ts`). Source: SPEC §4.2 `lookups`.
  */
-export async function expandLookups(scope: ReadScope, items: Item[], selection?: Selection, done?: ReadonlySet<string>): Promise<void> {
+export async function expandLookups(scope: ReadScope, items: Item[], selection?: Selection, done?: ReadonlyMap<string, unknown>): Promise<void> {
   for (const p of scope.collection.properties) {
     if (p.type !== 'lookup' || (selection && !selection.fields.has(p.name)) || done?.has(p.name)) continue;
     const ids = [...new Set(items.map((i) => (i[p.name] as { id: string } | null)?.id).filter((id): id is string => !!id))];
@@ -205,8 +207,8 @@ export async function listItems(scope: ReadScope, params: ListParams): Promise<{
     if (params.count === 'only') return { data: [], count };
   }
   const columns = columnsOf(scope.collection, params.selection?.fields, !scope.rows);
-  const lookups = params.lookups === 'full' ? sqlLookups(scope, params.selection) : null;
-  const select = lookups?.columns.length ? sql`${selectList(columns, scope)}, ${join(lookups.columns, ', ')}` : selectList(columns, scope);
+  const lookups = params.lookups === 'full' ? sqlLookups(scope, columns, params.selection) : null;
+  const select = selectList(columns, scope, lookups?.columns);
   let statement: Sql;
   if (params.lastKey !== undefined) {
     // Keyset paging: ordered by id, exclusive cursor, sortBy and pageNo ignored (SPEC §4.2).
@@ -216,12 +218,8 @@ export async function listItems(scope: ReadScope, params: ListParams): Promise<{
     statement = sql`SELECT ${select} ${from} ORDER BY ${orderBy(scope, params.sort)} LIMIT ${params.pageSize} OFFSET ${offset}`;
   }
   const rows = await scope.db.query(statement, scope.tx, { timesAsText: true });
-  const decode = rowDecoder(scope.collection, columns);
-  const data = rows.map(decode);
-  if (lookups) {
-    lookups.apply(rows, data);
-    await expandLookups(scope, data, params.selection, lookups.expanded);
-  }
+  const data = rows.map(lookups ? lookups.decode : rowDecoder(scope.collection, columns));
+  if (lookups) await expandLookups(scope, data, params.selection, lookups.columns);
   await includeChildren(scope, data, params.include);
   return { data, count };
 }
@@ -235,8 +233,8 @@ export async function findItem(scope: ReadScope, id: string, options: ItemOption
   const where = whereClause(scope, { withOwner: false });
   const columns = columnsOf(scope.collection, options.selection?.fields, !scope.rows);
   const from = sql`FROM ${source(scope)} WHERE ${where} AND ${ID} = ${id}`;
-  const lookups = options.lookups === 'full' ? sqlLookups(scope, options.selection) : null;
-  const select = lookups?.columns.length ? sql`${selectList(columns, scope)}, ${join(lookups.columns, ', ')}` : selectList(columns, scope);
+  const lookups = options.lookups === 'full' ? sqlLookups(scope, columns, options.selection) : null;
+  const select = selectList(columns, scope, lookups?.columns);
   // By primary key: a point read, unless conditions (policies, a view, a query's joins) may scan.
   const point = !scope.rows && !scope.conditions?.length && (lookups?.plain ?? true);
   const rows = await scope.db.query(sql`SELECT ${select} ${from}`, scope.tx, { point, timesAsText: true });
@@ -244,11 +242,8 @@ export async function findItem(scope: ReadScope, id: string, options: ItemOption
   if (scope.owner && (await scope.db.query(sql`SELECT ${ID} ${from} AND ${scope.owner}`, scope.tx)).length === 0) {
     throw new HttpError('FORBIDDEN', `${scope.collection.name} ${JSON.stringify(id)} belongs to another caller`);
   }
-  const item = rowDecoder(scope.collection, columns)(rows[0]);
-  if (lookups) {
-    lookups.apply(rows, [item]);
-    await expandLookups(scope, [item], options.selection, lookups.expanded);
-  }
+  const item = (lookups ? lookups.decode : rowDecoder(scope.collection, columns))(rows[0]);
+  if (lookups) await expandLookups(scope, [item], options.selection, lookups.columns);
   await includeChildren(scope, [item], options.include ?? []);
   return item;
 }

@@ -65,14 +65,15 @@ export function columnsOf(c: Collection, fields?: ReadonlySet<string>, system = 
 }
 
 /** How one column of a row becomes a value of the item. */
-type ColumnDecoder = (v: unknown) => unknown;
+export type ColumnDecoder = (v: unknown) => unknown;
 /** A raw row → an item; see `rowDecoder`. */
 export type RowDecoder = (row: Record<string, unknown>) => Item;
 
 const idJson: ColumnDecoder = (v) => (v === null || v === undefined ? null : String(v));
 const dateTimeColumn: ColumnDecoder = (v) => (v === null || v === undefined ? null : dateTimeJson(v));
 
-function columnDecoder(c: Collection, name: string): ColumnDecoder {
+/** The decoder of one column of `c` (a property or a system field). @throws Error when `c` has no such column */
+export function columnDecoder(c: Collection, name: string): ColumnDecoder {
   if (name === 'id' || name === 'createdBy') return idJson;
   if (name === 'createdAt' || name === 'updatedAt') return dateTimeColumn;
   const p = c.properties.find((q) => q.name === name);
@@ -80,12 +81,28 @@ function columnDecoder(c: Collection, name: string): ColumnDecoder {
   return (v) => decodeValue(p, v);
 }
 
+/**
+ * Builds a decoder of rows holding exactly `columns` (in `columnsOf` order, each with its decoder
+ * `steps[i]`). The row object itself becomes the item: its keys are already the columns in item order,
+ * so each value is replaced in place (no second object per row). A column missing from a row reads as null.
+ */
+export function decoderOf(columns: readonly string[], steps: readonly ColumnDecoder[]): RowDecoder {
+  const names = [...columns];
+  return (row) => {
+    for (let i = 0; i < names.length; i++) {
+      const v = row[names[i]];
+      row[names[i]] = steps[i](v === undefined ? null : v);
+    }
+    return row;
+  };
+}
+
 const decoders = new WeakMap<Collection, Map<string, RowDecoder>>();
 
 /**
- * The decoder of rows holding exactly `columns` of `c` (in `columnsOf` order): the same item as
- * `decodeRow`, with the per-column work chosen once. A column missing from a row reads as null.
- * Built once per collection and column list, then cached. @throws Error for a column `c` does not have
+ * The decoder of rows of `c` holding exactly `columns` (see `decoderOf`): the same item as `decodeRow`,
+ * with the per-column work chosen once per collection and column list, then cached.
+ * @throws Error for a column `c` does not have
  */
 export function rowDecoder(c: Collection, columns: readonly string[]): RowDecoder {
   let byColumns = decoders.get(c);
@@ -93,13 +110,10 @@ export function rowDecoder(c: Collection, columns: readonly string[]): RowDecode
   const key = columns.join(',');
   let decode = byColumns.get(key);
   if (!decode) {
-    const names = [...columns];
-    const steps = names.map((n) => columnDecoder(c, n));
-    decode = (row) => {
-      const item: Item = {};
-      for (let i = 0; i < names.length; i++) item[names[i]] = steps[i](row[names[i]]);
-      return item;
-    };
+    decode = decoderOf(
+      columns,
+      columns.map((n) => columnDecoder(c, n)),
+    );
     byColumns.set(key, decode);
   }
   return decode;
