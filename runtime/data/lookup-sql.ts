@@ -41,9 +41,26 @@ function jsonValue(provider: DatabaseProvider, target: Collection, alias: string
 
 const objectFunction = (provider: DatabaseProvider) => raw(provider === 'postgresql' ? 'json_build_object' : 'json_object');
 
-function jsonObject(provider: DatabaseProvider, target: Collection, alias: string, columns: readonly string[]): Sql {
-  const pairs = columns.map((c) => sql`'${raw(c)}', ${jsonValue(provider, target, alias, c)}`);
-  return sql`${objectFunction(provider)}(${join(pairs, ', ')})`;
+/** What a lookup's expansion needs that does not depend on the caller: built once per target and columns. */
+interface Expansion {
+  /** `json_build_object(...)`/`json_object(...)` of the target's row under `alias`. */
+  object: Sql;
+  decode: ColumnDecoder;
+}
+
+const expansions = new WeakMap<Collection, Map<string, Expansion>>();
+
+function expansionOf(provider: DatabaseProvider, target: Collection, alias: string, columns: readonly string[]): Expansion {
+  let byKey = expansions.get(target);
+  if (!byKey) expansions.set(target, (byKey = new Map()));
+  const key = `${provider} ${alias} ${columns.join(',')}`;
+  let expansion = byKey.get(key);
+  if (!expansion) {
+    const pairs = columns.map((c) => sql`'${raw(c)}', ${jsonValue(provider, target, alias, c)}`);
+    expansion = { object: sql`${objectFunction(provider)}(${join(pairs, ', ')})`, decode: expandedDecoder(target, columns) };
+    byKey.set(key, expansion);
+  }
+  return expansion;
 }
 
 /**
@@ -85,10 +102,11 @@ export function sqlLookups(scope: ReadScope, columns: readonly string[], selecti
     if (readable === null) continue; // the caller may not read the target: lookups stay { id }
     if (readable.length > 0) plain = false;
     const key = ident('t0', p.name);
-    const row = sql`(SELECT ${jsonObject(provider, target, alias, targetColumns)} FROM ${ident(target.name)} AS ${ident(alias)} WHERE ${ident(alias, 'id')} = ${key}${andAll(readable)})`;
+    const expansion = expansionOf(provider, target, alias, targetColumns);
+    const row = sql`(SELECT ${expansion.object} FROM ${ident(target.name)} AS ${ident(alias)} WHERE ${ident(alias, 'id')} = ${key}${andAll(readable)})`;
     const bare = sql`CASE WHEN ${key} IS NULL THEN NULL ELSE ${objectFunction(provider)}('id', ${key}) END`;
     expressions.set(p.name, sql`COALESCE(${row}, ${bare}) AS ${ident(p.name)}`);
-    steps[columns.indexOf(p.name)] = expandedDecoder(target, targetColumns);
+    steps[columns.indexOf(p.name)] = expansion.decode;
   }
   return { columns: expressions, plain, decode: decoderOf(columns, steps) };
 }

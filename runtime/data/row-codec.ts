@@ -72,13 +72,22 @@ export type RowDecoder = (row: Record<string, unknown>) => Item;
 const idJson: ColumnDecoder = (v) => (v === null || v === undefined ? null : String(v));
 const dateTimeColumn: ColumnDecoder = (v) => (v === null || v === undefined ? null : dateTimeJson(v));
 
+const propertyDecoders = new WeakMap<Collection, Map<string, ColumnDecoder>>();
+
 /** The decoder of one column of `c` (a property or a system field). @throws Error when `c` has no such column */
 export function columnDecoder(c: Collection, name: string): ColumnDecoder {
   if (name === 'id' || name === 'createdBy') return idJson;
   if (name === 'createdAt' || name === 'updatedAt') return dateTimeColumn;
-  const p = c.properties.find((q) => q.name === name);
-  if (!p) throw new Error(`${c.name} has no column ${name}`);
-  return (v) => decodeValue(p, v);
+  let byName = propertyDecoders.get(c);
+  if (!byName) propertyDecoders.set(c, (byName = new Map()));
+  let decode = byName.get(name);
+  if (!decode) {
+    const p = c.properties.find((q) => q.name === name);
+    if (!p) throw new Error(`${c.name} has no column ${name}`);
+    decode = (v) => decodeValue(p, v);
+    byName.set(name, decode);
+  }
+  return decode;
 }
 
 /**
