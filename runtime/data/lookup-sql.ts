@@ -35,7 +35,7 @@ function jsonValue(provider: DatabaseProvider, target: Collection, alias: string
   const ref = ident(alias, column);
   const type = target.properties.find((q) => q.name === column)?.type ?? (column === 'createdAt' || column === 'updatedAt' ? 'date-time' : 'string');
   if (provider === 'postgresql' && type === 'date-time') return sql`to_char(${ref} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-  if (provider === 'sqlite' && type === 'decimal') return sql`CASE WHEN typeof(${ref}) = 'real' THEN printf('%.17g', ${ref}) ELSE ${ref} END`;
+  if (provider === 'sqlite' && type === 'decimal') return sql`CASE WHEN typeof(${ref}) = 'real' THEN printf('%!.17g', ${ref}) ELSE ${ref} END`;
   return ref;
 }
 
