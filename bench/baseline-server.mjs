@@ -4,10 +4,11 @@
  * of bench/app on `node:http` and plain `pg`. The database work is bench/baseline-db.mjs, shared with
  * the Express baseline, so this file is only the HTTP layer: URL split, query string, JSON body.
  *
- *   GET  /api/Order?filter=...&pageSize=N[&count=only][&search=...]
- *   GET  /api/Order/:id
+ *   GET  /api/Order?filter=...&pageSize=N[&count=only][&search=...][&lookups=id|full]
+ *   GET  /api/Order/:id      (customer joined in)
  *   POST /api/Order          (one object)
  *   GET  /api/CustomerStats?sortBy=orders-&pageSize=N
+ *   GET  /api/ping           ({ "pong": true }; svc's trivial function)
  *
  * Env: DATABASE_URL (required), PORT (default 0 = any free port), HOST (default 127.0.0.1).
  * Prints `baseline: listening at http://<host>:<port>/api` once ready; SIGTERM/SIGINT stop it.
@@ -49,6 +50,8 @@ async function route(req, res) {
       }
       return send(res, await store.create(body));
     }
+  } else if (path === '/api/ping' && req.method === 'GET') {
+    return send(res, store.ping());
   } else if (path === '/api/CustomerStats' && req.method === 'GET') {
     return send(res, await store.stats(query));
   } else if (path.startsWith('/api/Order/') && req.method === 'GET') {

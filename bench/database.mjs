@@ -93,7 +93,7 @@ export async function seed(url, { customers, orders }) {
   });
 }
 
-/** EXPLAIN (ANALYZE, BUFFERS) of the list, count and search statements svc sends (same text, same values). */
+/** EXPLAIN (ANALYZE, BUFFERS) of the baselines' list (customer joined in), count and search statements. */
 export async function explain(url, searchQuery) {
   return withClient(url, async (client) => {
     const plan = async (text, values) => (await client.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${text}`, values)).rows.map((r) => r['QUERY PLAN']);

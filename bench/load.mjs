@@ -12,21 +12,22 @@ export const PAGE_SIZE = 50;
 export const STATS_PAGE = 20;
 const q = encodeURIComponent;
 
+/** The GET paths of the read endpoints, by endpoint key (under `/api`). */
+const PATHS = {
+  list: `/Order?filter=${q(BENCH.listFilter)}&pageSize=${PAGE_SIZE}`,
+  listIds: `/Order?filter=${q(BENCH.listFilter)}&pageSize=${PAGE_SIZE}&lookups=id`,
+  count: `/Order?filter=${q(BENCH.countFilter)}&count=only`,
+  search: `/Order?filter=${q(BENCH.listFilter)}&search=${q(BENCH.search)}&pageSize=${PAGE_SIZE}`,
+  aggregate: `/CustomerStats?sortBy=${q(BENCH.statsSort)}&pageSize=${STATS_PAGE}`,
+  function: '/ping',
+};
+
 /** GET paths whose bodies must be the same on every server (checked before the runs). */
 export function comparablePaths(orderId) {
-  return [
-    `/Order/${orderId}`,
-    `/Order?filter=${q(BENCH.listFilter)}&pageSize=${PAGE_SIZE}`,
-    `/Order?filter=${q(BENCH.countFilter)}&count=only`,
-    `/Order?filter=${q(BENCH.listFilter)}&search=${q(BENCH.search)}&pageSize=${PAGE_SIZE}`,
-    `/CustomerStats?sortBy=${q(BENCH.statsSort)}&pageSize=${STATS_PAGE}`,
-  ];
+  return [`/Order/${orderId}`, ...Object.values(PATHS)];
 }
 
-/**
- * The benchmarked endpoints, in run order (reads first, POST last, so every read sees the same table).
- * `svcOnly` endpoints run on svc alone and are compared with svc's endpoint `relativeTo`.
- */
+/** The benchmarked endpoints, in run order (reads first, POST last, so every read sees the same table). */
 export function endpoints(orderIds, customerIds) {
   const get = (path) => () => [{ method: 'GET', path }];
   return [
@@ -35,11 +36,12 @@ export function endpoints(orderIds, customerIds) {
       label: 'GET one by id',
       requests: () => [{ method: 'GET', path: '/api/Order/x', setupRequest: (req) => ({ ...req, path: `/api/Order/${pick(orderIds)}` }) }],
     },
-    { key: 'list', label: `GET ${PAGE_SIZE} unpaid + customer`, requests: get(`/api${comparablePaths('')[1]}`) },
-    { key: 'count', label: 'GET count=only (filter)', requests: get(`/api${comparablePaths('')[2]}`) },
-    { key: 'search', label: `GET filter + search "${BENCH.search}"`, requests: get(`/api${comparablePaths('')[3]}`) },
-    { key: 'aggregate', label: `GET aggregate query (top ${STATS_PAGE})`, requests: get(`/api${comparablePaths('')[4]}`) },
-    { key: 'function', label: 'GET trivial function', svcOnly: true, relativeTo: 'one', requests: get('/api/ping') },
+    { key: 'list', label: `GET ${PAGE_SIZE} unpaid + customer`, requests: get(`/api${PATHS.list}`) },
+    { key: 'listIds', label: `GET ${PAGE_SIZE} unpaid, lookups=id`, requests: get(`/api${PATHS.listIds}`) },
+    { key: 'count', label: 'GET count=only (filter)', requests: get(`/api${PATHS.count}`) },
+    { key: 'search', label: `GET filter + search "${BENCH.search}"`, requests: get(`/api${PATHS.search}`) },
+    { key: 'aggregate', label: `GET aggregate query (top ${STATS_PAGE})`, requests: get(`/api${PATHS.aggregate}`) },
+    { key: 'function', label: 'GET ping (svc: a function)', requests: get(`/api${PATHS.function}`) },
     {
       key: 'post',
       label: 'POST one row',

@@ -7,8 +7,6 @@
  *   svcPerNode     = svc req/s ÷ node:http baseline req/s   (1.00 = as fast as hand-written node:http + pg)
  *   svcPerExpress  = svc req/s ÷ Express baseline req/s
  *   cpuSvcPerExpress = svc CPU µs/request ÷ Express CPU µs/request (lower is better; 1.00 = same cost)
- * For a svc-only endpoint (the trivial function) the ratios are to svc's own `relativeTo` endpoint
- * at the same connection count: `svcPerSvcOne` (req/s) and `cpuPerSvcOne`.
  */
 
 const ratio = (a, b) => (a == null || b == null || b === 0 ? null : Math.round((a / b) * 100) / 100);
@@ -20,22 +18,12 @@ export function buildRows(endpoints, connectionLevels, results) {
     for (const c of connectionLevels) {
       const r = results[e.key]?.[c];
       if (!r) continue;
-      const row = { endpoint: e.key, label: e.label, connections: c, svc: r.svc, node: r.node ?? null, express: r.express ?? null };
-      if (e.svcOnly) {
-        const ref = results[e.relativeTo]?.[c]?.svc;
-        row.ratios = {
-          relativeTo: e.relativeTo,
-          svcPerSvcOne: ratio(r.svc.reqPerSec, ref?.reqPerSec),
-          cpuPerSvcOne: ratio(r.svc.cpuUsPerReq, ref?.cpuUsPerReq),
-        };
-      } else {
-        row.ratios = {
-          svcPerNode: ratio(r.svc.reqPerSec, r.node.reqPerSec),
-          svcPerExpress: ratio(r.svc.reqPerSec, r.express.reqPerSec),
-          cpuSvcPerExpress: ratio(r.svc.cpuUsPerReq, r.express.cpuUsPerReq),
-        };
-      }
-      rows.push(row);
+      const ratios = {
+        svcPerNode: ratio(r.svc.reqPerSec, r.node.reqPerSec),
+        svcPerExpress: ratio(r.svc.reqPerSec, r.express.reqPerSec),
+        cpuSvcPerExpress: ratio(r.svc.cpuUsPerReq, r.express.cpuUsPerReq),
+      };
+      rows.push({ endpoint: e.key, label: e.label, connections: c, svc: r.svc, node: r.node, express: r.express, ratios });
     }
   }
   return rows;
@@ -62,25 +50,22 @@ export function table(rows) {
     'express CPU',
     'CPU svc÷express',
   ];
-  const body = rows.map((r) => {
-    const svcOnly = r.ratios.relativeTo !== undefined;
-    return [
-      svcOnly ? `${r.label} (vs svc GET one)` : r.label,
-      String(r.connections),
-      rate(r.svc),
-      rate(r.node),
-      rate(r.express),
-      svcOnly ? `${fmt(r.ratios.svcPerSvcOne, 2)}*` : fmt(r.ratios.svcPerNode, 2),
-      svcOnly ? '' : fmt(r.ratios.svcPerExpress, 2),
-      fmt(r.svc.p99Ms),
-      fmt(r.node?.p99Ms),
-      fmt(r.express?.p99Ms),
-      fmt(r.svc.cpuUsPerReq),
-      fmt(r.node?.cpuUsPerReq),
-      fmt(r.express?.cpuUsPerReq),
-      svcOnly ? `${fmt(r.ratios.cpuPerSvcOne, 2)}*` : fmt(r.ratios.cpuSvcPerExpress, 2),
-    ];
-  });
+  const body = rows.map((r) => [
+    r.label,
+    String(r.connections),
+    rate(r.svc),
+    rate(r.node),
+    rate(r.express),
+    fmt(r.ratios.svcPerNode, 2),
+    fmt(r.ratios.svcPerExpress, 2),
+    fmt(r.svc.p99Ms),
+    fmt(r.node.p99Ms),
+    fmt(r.express.p99Ms),
+    fmt(r.svc.cpuUsPerReq),
+    fmt(r.node.cpuUsPerReq),
+    fmt(r.express.cpuUsPerReq),
+    fmt(r.ratios.cpuSvcPerExpress, 2),
+  ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
   const line = (cells) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' | ')} |`;
   const rule = `|${widths.map((w, i) => (i === 0 ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`;
@@ -93,5 +78,4 @@ export const LEGEND = [
   'CPU µs/req = server process CPU time (user + system, all threads, /proc/<pid>/stat) over the measured run ÷ requests',
   "CPU svc÷express = svc CPU per request ÷ the Express baseline's (lower is better)",
   "! more than 1% of that run's requests failed (non-2xx or errors): its figures mean nothing",
-  "* trivial function row: ratios are to svc's own GET one by id at the same connections (req/s; CPU per request)",
 ].join('\n');

@@ -117,17 +117,16 @@ async function main() {
 
   const idleCheck = { busyBefore: await otherCpuBusy() };
   noteBusy('before the runs', idleCheck.busyBefore);
-  // BENCH_ONLY picks endpoints (plus the svc endpoint a svc-only one is compared with).
+  // BENCH_ONLY picks endpoints.
   const every = endpoints(orderIds, customerIds);
-  const wanted = new Set(ONLY.length === 0 ? every.map((e) => e.key) : ONLY.flatMap((k) => [k, every.find((e) => e.key === k)?.relativeTo]));
-  const all = every.filter((e) => wanted.has(e.key));
+  const all = ONLY.length === 0 ? every : every.filter((e) => ONLY.includes(e.key));
   const results = {};
   const failures = [];
   for (const endpoint of all) {
     results[endpoint.key] = {};
     for (const connections of CONNECTIONS) {
       results[endpoint.key][connections] = {};
-      for (const server of endpoint.svcOnly ? [svc] : servers) {
+      for (const server of servers) {
         log(`${endpoint.label} @ ${server.name}, ${connections} connections: warm-up ${WARMUP_S} s, measure ${DURATION_S} s`);
         await load(server, endpoint, WARMUP_S, connections);
         const summary = await measure(server, endpoint, DURATION_S, connections);

@@ -124,6 +124,24 @@ const nullable = (type: string, extra: JsonSchema = {}): JsonSchema => ({ type: 
 const asIs = (v: unknown): unknown => v;
 const asString = (v: unknown): unknown => String(v);
 const toDate = (v: unknown): Date => (v instanceof Date ? v : new Date(String(v)));
+
+/**
+ * The UTC date-time texts the databases give (PostgreSQL's `2024-01-31 10:00:00.5+00`, its JSON form
+ * `2024-01-31T10:00:00.5+00:00`, SQLite's stored `2024-01-31T10:00:00.500+00:00`, and ISO 8601 with `Z`):
+ * date, time, milliseconds (1–6 digits; beyond 3 cut, as `Date` does).
+ */
+const UTC_TEXT = /^(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?(?:Z|\+00(?::?00)?)$/;
+const DATE_TEXT = /^\d{4}-\d\d-\d\d$/;
+
+/** A date-time value → ISO 8601 UTC with milliseconds; UTC text is rewritten without building a `Date`. */
+function dateTimeJson(v: unknown): string {
+  if (typeof v === 'string') {
+    if (v.length === 24 && v.charCodeAt(23) === 90 /* Z */ && v.charCodeAt(10) === 84 /* T */ && v.charCodeAt(19) === 46 /* . */) return v;
+    const m = UTC_TEXT.exec(v);
+    if (m) return `${m[1]}T${m[2]}.${m[3] === undefined ? '000' : m[3].length >= 3 ? m[3].slice(0, 3) : m[3].padEnd(3, '0')}Z`;
+  }
+  return toDate(v).toISOString();
+}
 const isString = (v: unknown): boolean => typeof v === 'string';
 
 function rangeProblem(p: PropertyFacts, n: number): string | null {
@@ -279,7 +297,7 @@ export const PROPERTY_TYPE_TABLE = {
     stringProblem: (_p, value) => (inYears(Number(value.slice(0, 4))) ? undefined : 'a date in the years 0001–9999'),
     prisma: { type: 'DateTime', sqlite: '', postgresql: '@db.Date', default: prismaDateDefault },
     encode: (v, now) => (v === 'now()' ? new Date(now.toISOString().slice(0, 10)) : new Date(`${v as string}T00:00:00Z`)),
-    decode: (v) => toDate(v).toISOString().slice(0, 10),
+    decode: (v) => (typeof v === 'string' && DATE_TEXT.test(v) ? v : toDate(v).toISOString().slice(0, 10)),
     text: false,
     numeric: false,
     filter: {
@@ -316,7 +334,7 @@ export const PROPERTY_TYPE_TABLE = {
     },
     prisma: { type: 'DateTime', sqlite: '', postgresql: '@db.Timestamptz(3)', default: prismaDateDefault },
     encode: (v, now) => (v === 'now()' ? now : new Date(v as string)),
-    decode: (v) => toDate(v).toISOString(),
+    decode: dateTimeJson,
     text: false,
     numeric: false,
     filter: {

@@ -21,6 +21,11 @@ export interface SqlTransaction {
 /** Options of `SqlDriver.query`. */
 export interface QueryOptions {
   point?: boolean;
+  /**
+   * Date-time (`timestamptz`) columns may come back as the database's UTC text instead of a `Date`
+   * (PostgreSQL; SQLite always answers text): for reads whose rows go through the row codec only.
+   */
+  timesAsText?: boolean;
 }
 
 /** Options of `SqlDriver.transaction`. */

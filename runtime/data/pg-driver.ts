@@ -28,7 +28,7 @@ export interface PgDriverOptions {
   onConnectionError?: (err: Error) => void;
 }
 
-const OID = { int8: 20, date: 1082, numeric: 1700 } as const;
+const OID = { int8: 20, date: 1082, numeric: 1700, timestamptz: 1184 } as const;
 const SQLSTATE_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300']);
 const ERRNO_UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 const MESSAGE_UNAVAILABLE =
@@ -49,16 +49,20 @@ function classify(err: unknown): unknown {
   return isConnectionError(err) ? unavailable(err) : err;
 }
 
-/** The per-pool type parsers (see the module comment); everything else as pg parses it by default. */
-function typeParsers(): pg.CustomTypesConfig {
+/**
+ * The per-pool type parsers (see the module comment); everything else as pg parses it by default.
+ * `timesAsText`: `timestamptz` stays its text too (`2024-01-31 10:00:00.5+00`), for the row codec.
+ */
+function typeParsers(timesAsText = false): pg.CustomTypesConfig {
   const keep = (value: string) => value;
   return {
     getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
-      if (oid === OID.date || oid === OID.numeric || oid === OID.int8) return keep;
+      if (oid === OID.date || oid === OID.numeric || oid === OID.int8 || (timesAsText && oid === OID.timestamptz)) return keep;
       return pg.types.getTypeParser(oid, format ?? 'text');
     }) as pg.CustomTypesConfig['getTypeParser'],
   };
 }
+const TIMES_AS_TEXT = typeParsers(true);
 
 /**
  * Opens a pool on `url` (`postgres://` or `postgresql://`). The pool connects lazily: creating the
@@ -98,9 +102,9 @@ export function createPgDriver(url: string, options: PgDriverOptions = {}): SqlD
   };
 
   /** Runs one statement on `client`; a connection failure marks the client broken (discarded on release). */
-  const run = async (client: pg.PoolClient, text: string, values?: readonly unknown[]): Promise<SqlRow[]> => {
+  const run = async (client: pg.PoolClient, text: string, values?: readonly unknown[], timesAsText = false): Promise<SqlRow[]> => {
     try {
-      const result = await client.query<SqlRow>({ text, values: values as unknown[] | undefined });
+      const result = await client.query<SqlRow>({ text, values: values as unknown[] | undefined, ...(timesAsText && { types: TIMES_AS_TEXT }) });
       return result.rows;
     } catch (err) {
       if (isConnectionError(err)) broken.add(client);
@@ -118,10 +122,10 @@ export function createPgDriver(url: string, options: PgDriverOptions = {}): SqlD
     provider: 'postgresql',
     pool,
 
-    async query(text, values) {
+    async query(text, values, opts) {
       const client = await checkout();
       try {
-        return await run(client, text, values);
+        return await run(client, text, values, opts?.timesAsText);
       } finally {
         release(client);
       }

@@ -11,7 +11,8 @@ import type { ListParams, SortSpec } from '../query/list-params.js';
 import type { Selection } from '../query/select.js';
 import { andAll, ident, join, raw, sql, type Sql } from '../query/sql.js';
 import type { Database, Tx } from './database.js';
-import { columnsOf, decodeRow, type Item } from './row-codec.js';
+import { sqlLookups } from './lookup-sql.js';
+import { columnsOf, decodeRow, rowDecoder, type Item } from './row-codec.js';
 import { searchCondition } from './search.js';
 
 /** What every read needs: the model, the database and the collection read. */
@@ -112,9 +113,11 @@ function orderBy(scope: ReadScope, sort: SortSpec | undefined): Sql {
   return sql`(${column} IS NULL)${dir}, ${column}${collate}${dir}, ${ID}`;
 }
 
-function selectList(columns: string[], scope?: ReadScope): Sql {
+function selectList(columns: string[], scope?: ReadScope, replaced?: ReadonlyMap<string, Sql>): Sql {
   return join(
     columns.map((c) => {
+      const entry = replaced?.get(c);
+      if (entry) return entry;
       // SQLite gives computed query columns (sum, avg, max of decimals) no declared type; the driver
       // would then type the column by its first value and truncate later ones if that was whole.
       // As text, each value keeps its digits (decoded to a number by the row codec).
@@ -127,11 +130,12 @@ function selectList(columns: string[], scope?: ReadScope): Sql {
 
 /**
  * Replaces each lookup `{ id }` of `items` with the looked-up row (or the selected part of it).
- * The looked-up row's own lookups stay `{ id }`. Source: SPEC §4.2 `lookups`.
+ * The looked-up row's own lookups stay `{ id }`. `done`: lookups already expanded in the read's own
+ * statement (`lookup-sql.ts`). Source: SPEC §4.2 `lookups`.
  */
-export async function expandLookups(scope: ReadScope, items: Item[], selection?: Selection): Promise<void> {
+export async function expandLookups(scope: ReadScope, items: Item[], selection?: Selection, done?: ReadonlyMap<string, unknown>): Promise<void> {
   for (const p of scope.collection.properties) {
-    if (p.type !== 'lookup' || (selection && !selection.fields.has(p.name))) continue;
+    if (p.type !== 'lookup' || (selection && !selection.fields.has(p.name)) || done?.has(p.name)) continue;
     const ids = [...new Set(items.map((i) => (i[p.name] as { id: string } | null)?.id).filter((id): id is string => !!id))];
     if (ids.length === 0) continue;
     const target = collectionNamed(scope.manifest, p.collection!);
@@ -203,17 +207,19 @@ export async function listItems(scope: ReadScope, params: ListParams): Promise<{
     if (params.count === 'only') return { data: [], count };
   }
   const columns = columnsOf(scope.collection, params.selection?.fields, !scope.rows);
+  const lookups = params.lookups === 'full' ? sqlLookups(scope, columns, params.selection) : null;
+  const select = selectList(columns, scope, lookups?.columns);
   let statement: Sql;
   if (params.lastKey !== undefined) {
     // Keyset paging: ordered by id, exclusive cursor, sortBy and pageNo ignored (SPEC §4.2).
-    statement = sql`SELECT ${selectList(columns, scope)} ${from} AND ${ID} > ${params.lastKey} ORDER BY ${ID} LIMIT ${params.pageSize}`;
+    statement = sql`SELECT ${select} ${from} AND ${ID} > ${params.lastKey} ORDER BY ${ID} LIMIT ${params.pageSize}`;
   } else {
     const offset = (params.pageNo - 1) * params.pageSize;
-    statement = sql`SELECT ${selectList(columns, scope)} ${from} ORDER BY ${orderBy(scope, params.sort)} LIMIT ${params.pageSize} OFFSET ${offset}`;
+    statement = sql`SELECT ${select} ${from} ORDER BY ${orderBy(scope, params.sort)} LIMIT ${params.pageSize} OFFSET ${offset}`;
   }
-  const rows = await scope.db.query(statement, scope.tx);
-  const data = rows.map((r) => decodeRow(scope.collection, r));
-  if (params.lookups === 'full') await expandLookups(scope, data, params.selection);
+  const rows = await scope.db.query(statement, scope.tx, { timesAsText: true });
+  const data = rows.map(lookups ? lookups.decode : rowDecoder(scope.collection, columns));
+  if (lookups) await expandLookups(scope, data, params.selection, lookups.columns);
   await includeChildren(scope, data, params.include);
   return { data, count };
 }
@@ -227,15 +233,17 @@ export async function findItem(scope: ReadScope, id: string, options: ItemOption
   const where = whereClause(scope, { withOwner: false });
   const columns = columnsOf(scope.collection, options.selection?.fields, !scope.rows);
   const from = sql`FROM ${source(scope)} WHERE ${where} AND ${ID} = ${id}`;
+  const lookups = options.lookups === 'full' ? sqlLookups(scope, columns, options.selection) : null;
+  const select = selectList(columns, scope, lookups?.columns);
   // By primary key: a point read, unless conditions (policies, a view, a query's joins) may scan.
-  const point = !scope.rows && !scope.conditions?.length;
-  const rows = await scope.db.query(sql`SELECT ${selectList(columns, scope)} ${from}`, scope.tx, { point });
+  const point = !scope.rows && !scope.conditions?.length && (lookups?.plain ?? true);
+  const rows = await scope.db.query(sql`SELECT ${select} ${from}`, scope.tx, { point, timesAsText: true });
   if (rows.length === 0) return null;
   if (scope.owner && (await scope.db.query(sql`SELECT ${ID} ${from} AND ${scope.owner}`, scope.tx)).length === 0) {
     throw new HttpError('FORBIDDEN', `${scope.collection.name} ${JSON.stringify(id)} belongs to another caller`);
   }
-  const item = decodeRow(scope.collection, rows[0]);
-  if (options.lookups === 'full') await expandLookups(scope, [item], options.selection);
+  const item = (lookups ? lookups.decode : rowDecoder(scope.collection, columns))(rows[0]);
+  if (lookups) await expandLookups(scope, [item], options.selection, lookups.columns);
   await includeChildren(scope, [item], options.include ?? []);
   return item;
 }

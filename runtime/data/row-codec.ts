@@ -25,6 +25,72 @@ export function columnsOf(c: Collection, fields?: ReadonlySet<string>, system = 
   return fields ? all.filter((name) => fields.has(name)) : all;
 }
 
+/** How one column of a row becomes a value of the item. */
+export type ColumnDecoder = (v: unknown) => unknown;
+/** A raw row → an item; see `rowDecoder`. */
+export type RowDecoder = (row: Record<string, unknown>) => Item;
+
+const idJson: ColumnDecoder = (v) => (v === null || v === undefined ? null : String(v));
+const decodeDateTime = PROPERTY_TYPE_TABLE['date-time'].decode;
+const dateTimeColumn: ColumnDecoder = (v) => (v === null || v === undefined ? null : decodeDateTime(v));
+
+const propertyDecoders = new WeakMap<Collection, Map<string, ColumnDecoder>>();
+
+/** The decoder of one column of `c` (a property or a system field). @throws Error when `c` has no such column */
+export function columnDecoder(c: Collection, name: string): ColumnDecoder {
+  if (name === 'id' || name === 'createdBy') return idJson;
+  if (name === 'createdAt' || name === 'updatedAt') return dateTimeColumn;
+  let byName = propertyDecoders.get(c);
+  if (!byName) propertyDecoders.set(c, (byName = new Map()));
+  let decode = byName.get(name);
+  if (!decode) {
+    const p = c.properties.find((q) => q.name === name);
+    if (!p) throw new Error(`${c.name} has no column ${name}`);
+    const typed = PROPERTY_TYPE_TABLE[p.type].decode;
+    decode = (v) => (v === null || v === undefined ? null : typed(v));
+    byName.set(name, decode);
+  }
+  return decode;
+}
+
+/**
+ * Builds a decoder of rows holding exactly `columns` (in `columnsOf` order, each with its decoder
+ * `steps[i]`). The row object itself becomes the item: its keys are already the columns in item order,
+ * so each value is replaced in place (no second object per row). A column missing from a row reads as null.
+ */
+export function decoderOf(columns: readonly string[], steps: readonly ColumnDecoder[]): RowDecoder {
+  const names = [...columns];
+  return (row) => {
+    for (let i = 0; i < names.length; i++) {
+      const v = row[names[i]];
+      row[names[i]] = steps[i](v === undefined ? null : v);
+    }
+    return row;
+  };
+}
+
+const decoders = new WeakMap<Collection, Map<string, RowDecoder>>();
+
+/**
+ * The decoder of rows of `c` holding exactly `columns` (see `decoderOf`): the same item as `decodeRow`,
+ * with the per-column work chosen once per collection and column list, then cached.
+ * @throws Error for a column `c` does not have
+ */
+export function rowDecoder(c: Collection, columns: readonly string[]): RowDecoder {
+  let byColumns = decoders.get(c);
+  if (!byColumns) decoders.set(c, (byColumns = new Map()));
+  const key = columns.join(',');
+  let decode = byColumns.get(key);
+  if (!decode) {
+    decode = decoderOf(
+      columns,
+      columns.map((n) => columnDecoder(c, n)),
+    );
+    byColumns.set(key, decode);
+  }
+  return decode;
+}
+
 /** A raw row (only the columns read) → an item with normalised values. */
 export function decodeRow(c: Collection, row: Record<string, unknown>): Item {
   // A query group whose key is null has a null id; every table row has one.

@@ -56,7 +56,8 @@ interface Invocation {
   id: number;
   job: FunctionJob;
   options: InvocationOptions;
-  controller: AbortController;
+  /** Aborts the call's API calls when it ends; made by its first API call (most calls make none). */
+  controller?: AbortController;
   thread?: Thread;
   ended: boolean;
   finish(result: FunctionOutcome | HttpError): void;
@@ -114,13 +115,12 @@ export class WorkerPool {
         id: ++this.seq,
         job,
         options,
-        controller: new AbortController(),
         ended: false,
         finish: (result) => {
           if (inv.ended) return;
           inv.ended = true;
           clearTimeout(timer);
-          inv.controller.abort();
+          inv.controller?.abort();
           const queued = this.queue.indexOf(inv);
           if (queued >= 0) this.queue.splice(queued, 1);
           if (result instanceof Error) fail(result);
@@ -206,7 +206,7 @@ export class WorkerPool {
           return;
         }
         (m.type === 'api'
-          ? inv.options.callApi(m.request, inv.controller.signal)
+          ? inv.options.callApi(m.request, (inv.controller ??= new AbortController()).signal)
           : m.type === 'rt'
             ? inv.options.callRealtime(m.request)
             : (inv.options.callAgent?.(m.request) ?? Promise.resolve(NO_AGENT))

@@ -28,12 +28,14 @@ const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' };
  * @returns the request id
  */
 export function trackRequest(logger: Logger, req: IncomingMessage, res: ServerResponse): string {
-  const started = process.hrtime.bigint();
-  // Read now: routers rewrite `req.url` while they route.
-  const { method, url } = req;
   const given = req.headers['x-request-id'];
   const reqId = (typeof given === 'string' && given.slice(0, 64)) || randomUUID();
   res.setHeader('x-request-id', reqId);
+  // Below level info the line would be dropped: no timing, no listener.
+  if (!logger.isLevelEnabled('info')) return reqId;
+  const started = process.hrtime.bigint();
+  // Read now: routers rewrite `req.url` while they route.
+  const { method, url } = req;
   res.on('finish', () => {
     const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
     logger.info({ reqId, method, url, status: res.statusCode, durationMs: Math.round(durationMs * 10) / 10 }, 'request');

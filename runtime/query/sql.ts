@@ -24,12 +24,20 @@ export function param(value: unknown): Sql {
   return { text: '?', values: [value] };
 }
 
+/** Names already checked against `IDENTIFIER` (the manifest's names: a bounded set). */
+const checked = new Set<string>();
+
 /** A quoted identifier (`"name"`), or `"alias"."name"` when two parts are given. */
 export function ident(...parts: string[]): Sql {
+  let text = '';
   for (const p of parts) {
-    if (!IDENTIFIER.test(p)) throw new TypeError(`invalid SQL identifier ${JSON.stringify(p)}`);
+    if (!checked.has(p)) {
+      if (!IDENTIFIER.test(p)) throw new TypeError(`invalid SQL identifier ${JSON.stringify(p)}`);
+      if (checked.size < 10_000) checked.add(p);
+    }
+    text = text === '' ? `"${p}"` : `${text}."${p}"`;
   }
-  return raw(parts.map((p) => `"${p}"`).join('.'));
+  return raw(text);
 }
 
 /** Tagged template: interpolated `Sql` fragments are inlined, anything else is bound as a value. */

@@ -208,6 +208,32 @@ function accessSuite(backend: Backend): void {
       expect((await as('alice', 'GET', `/Comment/${ce}`)).json.note).toMatchObject({ id: n.a2, title: expect.any(String) });
     });
 
+    it("lists expand each row's lookup under the target's policies: hidden notes stay { id }, with select and keyset pages too", async () => {
+      const a4 = await created('alice', '/Note', { title: 'alice shared for good', shared: true });
+      const a3 = await created('alice', '/Note', { title: 'alice shared, then not', shared: true });
+      const onA4 = await created('bob', '/Comment', { note: { id: a4 }, text: 'page a4' });
+      const onA3 = await created('bob', '/Comment', { note: { id: a3 }, text: 'page a3' });
+      expect((await as('alice', 'PATCH', `/Note/${a3}`, { shared: false })).status).toBe(200);
+      const filter = encodeURIComponent('text sw "page "');
+      const notes = (r: Reply) => Object.fromEntries(r.json.data.map((c: { id: string; note: unknown }) => [c.id, c.note]));
+      const bob = await as('bob', 'GET', `/Comment?filter=${filter}`);
+      expect(bob.status, bob.text).toBe(200);
+      expect(notes(bob)).toEqual({ [onA4]: expect.objectContaining({ id: a4, title: 'alice shared for good' }), [onA3]: { id: a3 } });
+      // The note's author sees both comments (policy: note.createdBy) and both notes in full.
+      expect(notes(await as('alice', 'GET', `/Comment?filter=${filter}`))).toEqual({
+        [onA4]: expect.objectContaining({ id: a4, title: 'alice shared for good' }),
+        [onA3]: expect.objectContaining({ id: a3, title: 'alice shared, then not', shared: false }),
+      });
+      expect(notes(await as('bob', 'GET', `/Comment?filter=${filter}&select=note.title`))).toEqual({
+        [onA4]: { id: a4, title: 'alice shared for good' },
+        [onA3]: { id: a3 },
+      });
+      const [first, second] = [onA4, onA3].sort();
+      const page = await as('bob', 'GET', `/Comment?filter=${filter}&lastKey=${first}&pageSize=5`);
+      expect(page.json.data.map((c: { id: string }) => c.id)).toEqual([second]);
+      expect(page.json.data[0].note).toEqual(second === onA3 ? { id: a3 } : expect.objectContaining({ title: 'alice shared for good' }));
+    });
+
     it('treats SQL-looking input in filters and bodies as data', async () => {
       const nasty = `x'); DROP TABLE "Note"; -- " OR 1=1`;
       const row = await created('alice', '/Note', { title: nasty, body: `' OR '1'='1` });
