@@ -64,6 +64,8 @@ interface Invocation {
 
 interface Thread {
   worker: Worker;
+  /** The pool's `generation` when the thread booted: an older thread is retired after its call. */
+  generation: number;
   invocation?: Invocation;
   lastReport: number;
   idleSince: number;
@@ -80,6 +82,7 @@ export class WorkerPool {
   private readonly threads: Thread[] = [];
   private readonly queue: Invocation[] = [];
   private seq = 0;
+  private generation = 0;
   private closed = false;
   private guard?: NodeJS.Timeout;
   private baselineRss = 0;
@@ -150,6 +153,17 @@ export class WorkerPool {
     );
   }
 
+  /**
+   * Replaces every thread, so the next calls import the compiled modules afresh (`svc dev`, DESIGN §10:
+   * function code changed): idle threads stop now, busy ones when their call ends (on the old code), and
+   * the spare threads boot again.
+   */
+  recycle(): void {
+    this.generation += 1;
+    for (const t of this.threads.filter((x) => !x.invocation)) this.retire(t);
+    this.refill();
+  }
+
   /** Starts queued calls on idle threads, booting new threads up to `maxThreads`. */
   private pump(): void {
     while (!this.closed && this.queue.length > 0) {
@@ -173,7 +187,7 @@ export class WorkerPool {
 
   private spawn(): Thread {
     const worker = new Worker(WORKER_URL, { workerData: this.settings, resourceLimits: { maxOldGenerationSizeMb: this.maxMemoryMb } });
-    const thread: Thread = { worker, lastReport: Date.now(), idleSince: Date.now() };
+    const thread: Thread = { worker, generation: this.generation, lastReport: Date.now(), idleSince: Date.now() };
     this.threads.push(thread);
     // An idle thread must not keep the process alive.
     worker.unref();
@@ -231,7 +245,7 @@ export class WorkerPool {
         if (!mine) return;
         thread.invocation = undefined;
         inv.finish(m.outcome);
-        if (m.clean && !this.closed && m.bytes <= (this.maxMemoryMb * MiB) / 2) {
+        if (m.clean && !this.closed && thread.generation === this.generation && m.bytes <= (this.maxMemoryMb * MiB) / 2) {
           thread.idleSince = Date.now();
           thread.worker.unref();
         } else {
