@@ -42,7 +42,8 @@ export async function judgeDataLoss(options: {
   const holding = await server.holdsData(drops);
   const losing = drops.filter((_, i) => holding[i]);
   if (losing.length > 0 && !options.acceptDataLoss) {
-    for (const d of losing) options.print(`${options.format(d)}\n`);
+    // Without `svc generate`'s own hint: the verdict below says what to do in `svc dev`.
+    for (const d of losing) options.print(`${options.format({ ...d, message: d.message.replace(/; run svc generate --accept-data-loss.*$/, '') })}\n`);
     const interactive = process.stdin.isTTY === true && process.stdout.isTTY === true;
     if (!interactive || !(await confirm(`svc dev: this edit drops data (${losing.length} ${losing.length === 1 ? 'column or table' : 'columns or tables'}); apply it? y/N `))) {
       return {

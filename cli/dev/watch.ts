@@ -4,9 +4,12 @@
  * Node 20 supports on Linux); the app folder itself is watched for `svc.json` and for a watched folder
  * that appears, goes away or is replaced. Changes are gathered until the app has been quiet for
  * `quietMs` (rapid saves and an editor's write-then-rename coalesce), then handed over as one batch of
- * paths relative to the app folder. Editors' scratch files (`x~`, `.x.swp`, `4913`, `.#x`) are ignored.
+ * paths relative to the app folder. Editors' scratch files (`x~`, `.x.swp`, `4913`, `.#x`) are ignored,
+ * and so are events that changed no content: reading a file updates its access time, which inotify
+ * reports as a change (`svc generate` reads every definition), so a path counts only when its size,
+ * modification time or inode moved since last seen (or it is gone, or new since the watch began).
  */
-import { existsSync, watch, type FSWatcher } from 'node:fs';
+import { existsSync, statSync, watch, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 
 /** The folders of an app that `svc dev` watches. */
@@ -30,8 +33,24 @@ export function watchApp(appDir: string, onBatch: (paths: string[]) => void, qui
   const pending = new Set<string>();
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
+  const seen = new Map<string, string>();
+  const startedAt = Date.now();
+  const moved = (path: string): boolean => {
+    let signature: string;
+    let modifiedAt: number;
+    try {
+      const s = statSync(join(appDir, path));
+      signature = `${s.size}:${s.mtimeMs}:${s.ino}`;
+      modifiedAt = s.mtimeMs;
+    } catch {
+      return seen.delete(path) || true; // gone
+    }
+    const before = seen.get(path);
+    seen.set(path, signature);
+    return before === undefined ? modifiedAt >= startedAt - 1000 : before !== signature;
+  };
   const note = (path: string) => {
-    if (closed || SCRATCH.test(path)) return;
+    if (closed || SCRATCH.test(path) || !moved(path)) return;
     pending.add(path);
     clearTimeout(timer);
     timer = setTimeout(() => {

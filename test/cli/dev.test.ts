@@ -145,25 +145,26 @@ describe.each(backends())('svc dev (%s)', (backend: Backend) => {
     expect(await noteSchema(dev.url)).toHaveProperty('color');
     const created = await post(`${dev.url}/Note`, { title: 'red one', color: 'red' });
     expect(created.status).toBe(201);
-    expect((await json(`${dev.url}/Note/${created.body.id}`)).body.color).toBe('red');
+    expect((await json(`${dev.url}/Note/${created.body.data[0]}`)).body.color).toBe('red');
   });
 
   it('prints the problems of an invalid edit with file and JSON path, and keeps serving the last good version', async () => {
     edit('collections/Note.json', note({ color: { type: 'string' }, size: { type: 'colour' } }));
     await reloaded();
-    expect(dev.err()).toMatch(/collections\/Note\.json \/properties\/size/);
+    expect(dev.err()).toMatch(/collections\/Note\.json: \/properties\/size\/type: unknown property type "colour"/);
     expect(dev.err()).toMatch(/collections\/Note\.json changed: 1 problem; still serving the last good version/);
     expect((await json(`${dev.url}/Note?filter=${encodeURIComponent('color eq "red"')}`)).body.data).toHaveLength(1);
     // A half-saved file is one more problem, not a crash.
     edit('collections/Note.json', '{ "name": "Note", "proper');
     await reloaded();
-    expect(dev.err()).toMatch(/collections\/Note\.json .*JSON/);
+    expect(dev.err()).toMatch(/collections\/Note\.json: .*JSON/);
     expect((await json(`${dev.url}/Note`)).status).toBe(200);
     // Fixed: the next version is swapped in.
     edit('collections/Note.json', note({ color: { type: 'string' }, size: { type: 'integer' } }));
     expect(await reloaded()).toMatch(/new version swapped in/);
     expect(await noteSchema(dev.url)).toHaveProperty('size');
-    expect((await post(`${dev.url}/Note`, { title: 'big', size: 9 })).body.size).toBe(9);
+    const big = await post(`${dev.url}/Note`, { title: 'big', size: 9 });
+    expect((await json(`${dev.url}/Note/${big.body.data[0]}`)).body.size).toBe(9);
   });
 
   it('reloads the function workers for a function edit: the new code answers', async () => {
@@ -194,7 +195,7 @@ describe.each(backends())('svc dev (%s)', (backend: Backend) => {
     const before = messages.length;
     const created = await post(`${dev.url}/Note`, { title: 'after reloads', size: 1 });
     expect(created.status).toBe(201);
-    await waitFor(() => messages.slice(before).some((m) => JSON.stringify(m.data).includes(created.body.id)));
+    await waitFor(() => messages.slice(before).some((m) => JSON.stringify(m.data).includes(created.body.data[0])));
     expect(connections).toHaveLength(1);
     expect(disconnects).toBe(0);
   });
@@ -202,7 +203,7 @@ describe.each(backends())('svc dev (%s)', (backend: Backend) => {
   it('refuses an edit that drops stored data without a terminal, and keeps serving', async () => {
     edit('collections/Note.json', note({ size: { type: 'integer' } }));
     const out = await reloaded();
-    expect(out).toMatch(/collections\/Note\.json \/properties\/color DEF_DATA_LOSS/);
+    expect(out).toMatch(/collections\/Note\.json: \/properties\/color: property "color" is gone/);
     expect(out).toMatch(/changed: refused: it drops data: .*--accept-data-loss/);
     expect(await noteSchema(dev.url)).toHaveProperty('color');
     expect(existsSync(join(dir, '.svc', 'backups'))).toBe(false);
