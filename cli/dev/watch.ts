@@ -26,9 +26,9 @@ export interface AppWatcher {
  * Watches `appDir` (see the module comment).
  * @param onBatch - gets each batch of changed paths (relative, `/`-separated, sorted); never called
  *   after `close()`
- * @param quietMs - how long the app must be quiet before a batch is handed over, in ms (default 75)
+ * @param quietMs - how long the app must be quiet before a batch is handed over, in ms (default 50)
  */
-export function watchApp(appDir: string, onBatch: (paths: string[]) => void, quietMs = 75): AppWatcher {
+export function watchApp(appDir: string, onBatch: (paths: string[]) => void, quietMs = 50): AppWatcher {
   const folders = new Map<string, FSWatcher>();
   const pending = new Set<string>();
   let timer: NodeJS.Timeout | undefined;
