@@ -120,7 +120,9 @@ export async function startDevServer(options: ServeOptions): Promise<DevServer> 
         const column = /^\/properties\/(.+)$/.exec(path)?.[1];
         if (!table) return true;
         try {
-          const rows = await db.query(column ? sql`SELECT 1 AS x FROM ${ident(table)} WHERE ${ident(column)} IS NOT NULL LIMIT 1` : sql`SELECT 1 AS x FROM ${ident(table)} LIMIT 1`);
+          const rows = await db.query(
+            column ? sql`SELECT 1 AS x FROM ${ident(table)} WHERE ${ident(column)} IS NOT NULL LIMIT 1` : sql`SELECT 1 AS x FROM ${ident(table)} LIMIT 1`,
+          );
           return rows.length > 0;
         } catch {
           return true;

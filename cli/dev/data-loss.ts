@@ -45,12 +45,13 @@ export async function judgeDataLoss(options: {
     // Without `svc generate`'s own hint: the verdict below says what to do in `svc dev`.
     for (const d of losing) options.print(`${options.format({ ...d, message: d.message.replace(/; run svc generate --accept-data-loss.*$/, '') })}\n`);
     const interactive = process.stdin.isTTY === true && process.stdout.isTTY === true;
-    if (!interactive || !(await confirm(`svc dev: this edit drops data (${losing.length} ${losing.length === 1 ? 'column or table' : 'columns or tables'}); apply it? y/N `))) {
+    if (
+      !interactive ||
+      !(await confirm(`svc dev: this edit drops data (${losing.length} ${losing.length === 1 ? 'column or table' : 'columns or tables'}); apply it? y/N `))
+    ) {
       return {
         go: false,
-        reason: interactive
-          ? 'not confirmed'
-          : 'it drops data: undo the edit, or restart with svc dev --accept-data-loss (the SQLite file is backed up first)',
+        reason: interactive ? 'not confirmed' : 'it drops data: undo the edit, or restart with svc dev --accept-data-loss (the SQLite file is backed up first)',
       };
     }
   }
