@@ -39,8 +39,15 @@ const oneLine = (e: unknown) => (e instanceof Error ? e.message : String(e)).spl
  */
 export async function runDev(options: DevOptions): Promise<DevServer> {
   const appDir = resolve(options.appDir);
+  // Migrations are named `<stamp>_dev`, but an app's first one stays `<stamp>_init`.
   const regenerate = (acceptDataLoss: boolean) =>
-    generate({ appDir, migrationName: 'dev', acceptDataLoss, diffDatamodels, checkFilters: (m) => filterProblems(m) });
+    generate({
+      appDir,
+      migrationName: existsSync(join(appDir, 'migrations')) ? 'dev' : undefined,
+      acceptDataLoss,
+      diffDatamodels,
+      checkFilters: (m) => filterProblems(m),
+    });
   out("svc dev: for one developer's machine (it watches the app folder and swaps each edit in); run svc serve anywhere else\n");
   let startedBroken = false;
   try {

@@ -133,6 +133,7 @@ describe.each(backends())('svc dev (%s)', (backend: Backend) => {
 
   it('says at start that it is for one machine, and serves the app', async () => {
     expect(dev.out()).toContain("svc dev: for one developer's machine");
+    expect(readdirSync(join(dir, 'migrations', backend)).filter((m) => !m.endsWith('.toml'))).toEqual([expect.stringMatching(/^\d+_init$/)]);
     expect((await post(`${dev.url}/Note`, { title: 'first' })).status).toBe(201);
     expect((await json(`${dev.url}/hello`)).body).toEqual({ answer: 1 });
   });
@@ -198,6 +199,15 @@ describe.each(backends())('svc dev (%s)', (backend: Backend) => {
     await waitFor(() => messages.slice(before).some((m) => JSON.stringify(m.data).includes(created.body.data[0])));
     expect(connections).toHaveLength(1);
     expect(disconnects).toBe(0);
+  });
+
+  it('drops a column that holds no data without asking', async () => {
+    edit('collections/Note.json', note({ color: { type: 'string' }, size: { type: 'integer' }, scratch: { type: 'text' } }));
+    await reloaded();
+    expect(await noteSchema(dev.url)).toHaveProperty('scratch');
+    edit('collections/Note.json', note({ color: { type: 'string' }, size: { type: 'integer' } }));
+    expect(await reloaded()).toMatch(/collections\/Note\.json changed: migration \d+_dev applied, new version swapped in/);
+    expect(await noteSchema(dev.url)).not.toHaveProperty('scratch');
   });
 
   it('refuses an edit that drops stored data without a terminal, and keeps serving', async () => {
