@@ -37,6 +37,20 @@ function writeApp(dir: string): void {
   writeFileSync(join(dir, 'functions/hello.json'), JSON.stringify({ name: 'hello', functionTypeId: 1, endpoint: '/hello', access: { GET: ANYONE } }));
   writeFileSync(join(dir, 'functions/hello.ts'), hello(1));
   writeFileSync(join(dir, 'public/index.html'), '<p>one</p>\n');
+  // Writes a Note "waiting", then answers once a Note titled "go" exists: a request held in flight.
+  writeFileSync(join(dir, 'functions/waitGo.json'), JSON.stringify({ name: 'waitGo', functionTypeId: 1, endpoint: '/waitGo', access: { GET: ANYONE } }));
+  writeFileSync(
+    join(dir, 'functions/waitGo.ts'),
+    `type Api = { get(name: string, params: object): Promise<{ data: unknown[] }>; post(name: string, body: object): Promise<unknown> };
+export default async ({ get, post }: Api) => {
+  await post('Note', { title: 'waiting' });
+  for (;;) {
+    if ((await get('Note', { filter: 'title eq "go"' })).data.length > 0) return { waited: true };
+    await new Promise((ok) => setTimeout(ok, 20));
+  }
+};
+`,
+  );
 }
 
 /** A running `svc dev`: its URL and everything it printed. */
@@ -147,6 +161,19 @@ describe.each(backends())('svc dev (%s)', (backend: Backend) => {
     const created = await post(`${dev.url}/Note`, { title: 'red one', color: 'red' });
     expect(created.status).toBe(201);
     expect((await json(`${dev.url}/Note/${created.body.data[0]}`)).body.color).toBe('red');
+  });
+
+  it('lets a request in flight finish on the version it started on', async () => {
+    const inFlight = json(`${dev.url}/waitGo`);
+    let settled = false;
+    void inFlight.then(() => (settled = true));
+    // The request is running in the function before the edit.
+    await waitFor(async () => (await json(`${dev.url}/Note?filter=${encodeURIComponent('title eq "waiting"')}`)).body.data.length > 0, RELOAD_MS);
+    edit('svc.json', JSON.stringify({ name: 'devapp', auth: { accessTokenTtlSeconds: 1800 } }));
+    expect(await reloaded()).toMatch(/svc\.json changed: new version swapped in/);
+    expect(settled).toBe(false);
+    expect((await post(`${dev.url}/Note`, { title: 'go' })).status).toBe(201);
+    expect(await inFlight).toMatchObject({ status: 200, body: { waited: true } });
   });
 
   it('prints the problems of an invalid edit with file and JSON path, and keeps serving the last good version', async () => {
