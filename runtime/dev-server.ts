@@ -7,8 +7,8 @@
  * shape the long-lived services (api name, database, port, real-time, storage, agent, credits) take
  * effect on the next start: `reload()` names them.
  */
-import { existsSync, mkdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import Sqlite from 'better-sqlite3';
 import { buildAppVersion } from './app-version.js';
 import { applySqliteMigrationsLive } from './data/migrate-live.js';
@@ -46,8 +46,12 @@ export interface DevServer extends RunningServer {
    *   migration's one-line error; the old version keeps serving then
    */
   reload(): Promise<DevReload>;
-  /** Replaces the function worker threads, so the next calls run the newly compiled code. */
-  reloadFunctions(): void;
+  /**
+   * Makes the next function calls run the newly compiled code. When `written` (paths relative to
+   * `.svc/`) holds only functions' own files that no other compiled file imports, the warm worker
+   * threads import those afresh; otherwise every thread is replaced.
+   */
+  reloadFunctions(written?: string[]): void;
   /** Answers `public/` as it is now (a new version when the folder appeared or went away). @returns whether a new version was needed */
   reloadPublic(): boolean;
   /**
@@ -106,7 +110,21 @@ export async function startDevServer(options: ServeOptions): Promise<DevServer> 
     swap(manifest);
     return { applied, restart };
   };
-  server.reloadFunctions = () => pool.recycle();
+  server.reloadFunctions = (written) => {
+    if (written?.length === 0) return;
+    // ES modules only: a CommonJS one is cached by its path, whatever the query.
+    const own = written !== undefined && written.every((f) => /^functions\/[^/]+\.m?js$/.test(f) && !importedElsewhere(f));
+    if (own) pool.refresh(written.map((f) => join(svcDir, f)));
+    else pool.recycle();
+  };
+  /** Whether another compiled file names `file`'s base name in a string (an import of it; a false alarm only costs a recycle). */
+  const importedElsewhere = (file: string) => {
+    const name = `${basename(file)}"`;
+    const dir = join(svcDir, 'functions');
+    return readdirSync(dir, { recursive: true, encoding: 'utf8' }).some(
+      (other) => `functions/${other}` !== file && /\.[cm]?js$/.test(other) && readFileSync(join(dir, other), 'utf8').includes(name),
+    );
+  };
   server.reloadPublic = () => {
     const current = launched.current();
     if (current.hasPublicDir === existsSync(join(appDir, 'public'))) return false;

@@ -107,7 +107,7 @@ export async function runDev(options: DevOptions): Promise<DevServer> {
       if (!(e instanceof DefinitionError)) throw e;
       return report(paths, e.diagnostics, startedAt);
     }
-    server.reloadFunctions();
+    server.reloadFunctions(written);
     out(reloadLine(paths, `function workers reloaded (${written.length} ${written.length === 1 ? 'file' : 'files'} compiled)`, startedAt));
   };
 

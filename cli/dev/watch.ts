@@ -7,7 +7,8 @@
  * paths relative to the app folder. Editors' scratch files (`x~`, `.x.swp`, `4913`, `.#x`) are ignored,
  * and so are events that changed no content: reading a file updates its access time, which inotify
  * reports as a change (`svc generate` reads every definition), so a path counts only when its size,
- * modification time or inode moved since last seen (or it is gone, or new since the watch began).
+ * modification time or inode moved since last seen (or it is gone, or new since the watch began);
+ * a folder counts only when it is gone (its files report their own changes).
  */
 import { existsSync, statSync, watch, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
@@ -40,6 +41,7 @@ export function watchApp(appDir: string, onBatch: (paths: string[]) => void, qui
     let modifiedAt: number;
     try {
       const s = statSync(join(appDir, path));
+      if (s.isDirectory()) return false; // a folder made or touched: its files report their own changes
       signature = `${s.size}:${s.mtimeMs}:${s.ino}`;
       modifiedAt = s.mtimeMs;
     } catch {

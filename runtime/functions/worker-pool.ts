@@ -83,6 +83,8 @@ export class WorkerPool {
   private readonly queue: Invocation[] = [];
   private seq = 0;
   private generation = 0;
+  /** Modules recompiled since the threads booted (`refresh`), by path: their import version. */
+  private readonly versions = new Map<string, number>();
   private closed = false;
   private guard?: NodeJS.Timeout;
   private baselineRss = 0;
@@ -160,8 +162,19 @@ export class WorkerPool {
    */
   recycle(): void {
     this.generation += 1;
+    this.versions.clear();
     for (const t of this.threads.filter((x) => !x.invocation)) this.retire(t);
     this.refill();
+  }
+
+  /**
+   * Makes the next calls import these compiled modules afresh (`svc dev`: a function's own file was
+   * recompiled) on the warm threads, without booting new ones. A module imported by them (a shared
+   * module under `functions/<folder>/`) is not imported again this way: use `recycle` for those.
+   * @param modulePaths - absolute paths of compiled modules
+   */
+  refresh(modulePaths: string[]): void {
+    for (const path of modulePaths) this.versions.set(path, (this.versions.get(path) ?? 0) + 1);
   }
 
   /** Starts queued calls on idle threads, booting new threads up to `maxThreads`. */
@@ -174,7 +187,8 @@ export class WorkerPool {
       thread.invocation = inv;
       thread.lastReport = Date.now();
       thread.worker.ref();
-      this.post(thread, { type: 'run', id: inv.id, job: inv.job });
+      const version = this.versions.get(inv.job.modulePath);
+      this.post(thread, { type: 'run', id: inv.id, job: version ? { ...inv.job, moduleVersion: version } : inv.job });
       this.watchMemory();
     }
     this.refill();

@@ -206,6 +206,16 @@ describe.each(backends())('svc dev (%s)', (backend: Backend) => {
     edit('functions/hello.ts', hello(3));
     await reloaded();
     expect((await json(`${dev.url}/hello`)).body).toEqual({ answer: 3 });
+    // A shared module: every function that imports it runs the new one.
+    mkdirSync(join(dir, 'functions/lib'));
+    edit('functions/lib/num.ts', 'export const num = 4;\n');
+    await reloaded();
+    edit('functions/hello.ts', "import { num } from './lib/num.js';\nexport default async () => ({ answer: num });\n");
+    await reloaded();
+    expect((await json(`${dev.url}/hello`)).body).toEqual({ answer: 4 });
+    edit('functions/lib/num.ts', 'export const num = 5;\n');
+    expect(await reloaded()).toMatch(/functions\/lib\/num\.ts changed: function workers reloaded/);
+    expect((await json(`${dev.url}/hello`)).body).toEqual({ answer: 5 });
   });
 
   it('serves a public/ edit at once, with Cache-Control: no-cache', async () => {
