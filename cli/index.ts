@@ -121,6 +121,18 @@ program
     }
   });
 
+program
+  .command('dev')
+  .description("generate, migrate and serve, then watch the app folder and serve each edit in-process (one developer's machine; DESIGN §10)")
+  .argument('[dir]', 'app folder', '.')
+  .option('--port <n>', 'TCP port (0 picks a free one; default: PORT, then svc.json port)', port)
+  .option('--host <address>', 'interface to listen on (default: HOST, then 127.0.0.1)')
+  .option('--accept-data-loss', 'apply edits that drop columns or tables holding data without asking (a SQLite file is backed up first)')
+  .action(async (dir: string, opts: { port?: number; host?: string; acceptDataLoss?: boolean }) => {
+    const { runDev } = await import('./dev/loop.js');
+    await runDev({ appDir: dir, port: opts.port, host: opts.host, acceptDataLoss: opts.acceptDataLoss === true });
+  });
+
 /** A non-negative integer option value; anything else exits non-zero naming the option. */
 function wholeNumber(value: string, option: string): number {
   const n = Number(value);

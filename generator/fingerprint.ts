@@ -6,8 +6,8 @@
  *   `views/`, `queries/`, `functions/` and `external/`; the environment's `DATABASE_URL` and
  *   `REDIS_URL`; the `prismaClient` option; and svc itself (size and time of every file of its
  *   generator, runtime, templates and schemas, so a rebuilt svc generates again).
- * - Outputs (taken after it): name, size and time of every file of `.svc/` (but its `node_modules/`
- *   and the state file) and of `migrations/`.
+ * - Outputs (taken after it): name, size and time of every file of `.svc/` (but its `node_modules/`,
+ *   `backups/` and the state file) and of `migrations/`.
  *
  * When both match the state, the last run's result stands. This module loads nothing but Node's own
  * modules, so that answer takes milliseconds.
@@ -83,7 +83,7 @@ function inputsOf(appDir: string, env: NodeJS.ProcessEnv, options: Pick<Generate
 /** The fingerprint of what a run left behind: `.svc/` and `migrations/`. */
 function outputsOf(appDir: string): string {
   const hash = createHash('sha256');
-  addStats(hash, join(appDir, '.svc'), new Set(['node_modules']));
+  addStats(hash, join(appDir, '.svc'), new Set(['node_modules', 'backups']));
   hash.update('migrations\0');
   addStats(hash, join(appDir, 'migrations'));
   return hash.digest('hex');

@@ -33,3 +33,14 @@ export async function generate(options: GenerateOptions): Promise<GenerateResult
   recordRun(appDir, previous.inputs, result);
   return result;
 }
+
+/**
+ * `svc dev`'s quick path for an edit of function code only: compiles `functions/**` into
+ * `.svc/functions/` without the rest of `generate` (see function-code.ts).
+ * @returns the files written, relative to `.svc/`
+ * @throws DefinitionError with the code's problems (nothing is written then)
+ * Source: DESIGN §10.
+ */
+export async function emitFunctionCode(appDir: string): Promise<string[]> {
+  return (await import('./function-code.js')).emitFunctionCode(appDir);
+}

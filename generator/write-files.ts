@@ -6,8 +6,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { dirname, join, relative } from 'node:path';
 import type { FileMap } from './build-files.js';
 
-/** Folders under `.svc/` that other steps own (the Prisma client, module links). */
-const KEEP = new Set(['client', 'node_modules']);
+/** Folders under `.svc/` that other steps own (the Prisma client, module links, `svc dev`'s database backups). */
+const KEEP = new Set(['client', 'node_modules', 'backups']);
 
 function listFiles(dir: string, root = dir): string[] {
   if (!existsSync(dir)) return [];
@@ -19,7 +19,7 @@ function listFiles(dir: string, root = dir): string[] {
 }
 
 /**
- * Writes `files` under `outDir`; removes stale generated files (not `client/` or `node_modules/`).
+ * Writes `files` under `outDir`; removes stale generated files (not `client/`, `node_modules/` or `backups/`).
  * @returns paths written (changed or new) and removed, relative to `outDir`
  */
 export function writeFiles(outDir: string, files: FileMap): { written: string[]; removed: string[] } {

@@ -36,3 +36,4 @@ export { FunctionApiError } from './functions/collection-client.js';
 export { createUserInApp, createServiceAccountInApp, deleteIdentityInApp, disableIdentityInApp, setIdentityRolesInApp } from './identity-commands.js';
 export type { IdentityRef } from './auth/identities.js';
 export { authorize, authorizeRead, type Grant } from './auth/authorize.js';
+export { startDevServer, type DevServer, type DevProblem, type DevReload } from './dev-server.js';

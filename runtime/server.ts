@@ -4,40 +4,31 @@
  * disconnects (SIGTERM handling lives in the CLI, which calls it).
  */
 import { createServer, type Server } from 'node:http';
-import { readFileSync, existsSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { openDatabase, providerOf, resolveDatabaseUrl, type Database } from './data/database.js';
 import { applyMigrationsSafely } from './data/migrate-safely.js';
-import { appliedAt, appliedThrough, pendingMigrations } from './data/migration-state.js';
-import { createApp } from './http/app.js';
-import { functionInvoker, secretsFromEnv } from './http/function-routes.js';
+import { appliedAt, pendingMigrations } from './data/migration-state.js';
 import { AgentService } from './agent/service.js';
 import { agentSettings } from './agent/settings.js';
 import { resolveMcpServers } from './agent/mcp.js';
-import type { Caller } from './auth/caller.js';
-import type { ApiCall } from './core/api-client.js';
-import type { AgentRequest } from './functions/call-api.js';
 import { WorkerPool } from './functions/worker-pool.js';
-import { apiHandler } from './http/api-handler.js';
-import { apiClientFor } from './core/api-client.js';
-import { buildResources } from './core/resources.js';
 import type { AppRuntime } from './core/context.js';
-import { compileInputChecker } from './data/input.js';
-import type { CollectionWriter } from './data/children.js';
-import { NO_CHANGE_SINK, type ChangeSink } from './data/changes.js';
+import type { ChangeSink } from './data/changes.js';
 import { createLogger, type Logger } from './log.js';
 import { loadManifest, StartupError } from './load-manifest.js';
 import type { AppManifest } from './manifest.js';
 import { createAuthService } from './auth/auth-service.js';
 import { checkPolicies } from './auth/authorize.js';
-import { startRealtime, realtimeBackplane, realtimeHttpHandler, functionRealtime, type RealtimeService } from './realtime/index.js';
+import { startRealtime, realtimeBackplane, type RealtimeService } from './realtime/index.js';
 import { FailureLimiter, RedisFailureLimiter, type AttemptLimiter, type RedisCommands } from './auth/rate-limit.js';
-import { openBlobService, storageSettings, type BlobService } from './blobs/service.js';
+import { openBlobService, storageSettings } from './blobs/service.js';
 import { TusUploads } from './blobs/tus.js';
-import { blobHandler } from './http/blob-handler.js';
 import { resolveRefs } from './secret-refs.js';
-import { externalSources, type ExternalSource } from './external/forward.js';
+import { buildAppVersion, liveRuntime, type AppVersion, type ServerServices } from './app-version.js';
+
+export { createAppRuntime } from './app-version.js';
 
 export interface ServeOptions {
   appDir: string;
@@ -96,7 +87,7 @@ export async function migrateApp(appDir: string, env: NodeJS.ProcessEnv = proces
 }
 
 /** Applies the pending migrations of the manifest's provider to `url` (already resolved). */
-async function applyPending(appDir: string, manifest: AppManifest, url: string): Promise<string[]> {
+export async function applyPending(appDir: string, manifest: AppManifest, url: string): Promise<string[]> {
   const migrationsDir = join(appDir, 'migrations', manifest.provider);
   if (!existsSync(migrationsDir)) return [];
   // Nothing pending: leave the engine (and its database lock) out of it.
@@ -104,31 +95,6 @@ async function applyPending(appDir: string, manifest: AppManifest, url: string):
   if (pending?.length === 0) return [];
   const { applied } = await applyMigrationsSafely({ provider: manifest.provider, url, migrationsDir });
   return applied;
-}
-
-/**
- * The app's long-lived services: resources from the manifest, one input checker per collection.
- * @throws StartupError for a view or query filter that does not parse
- */
-export function createAppRuntime(options: {
-  manifest: AppManifest;
-  db: Database;
-  logger: Logger;
-  sink?: ChangeSink;
-  blobs?: BlobService;
-  externals?: ReadonlyMap<string, ExternalSource>;
-}): AppRuntime {
-  const writers = new Map<string, CollectionWriter>(options.manifest.collections.map((c) => [c.name, { collection: c, checker: compileInputChecker(c) }]));
-  return {
-    manifest: options.manifest,
-    db: options.db,
-    logger: options.logger,
-    sink: options.sink ?? NO_CHANGE_SINK,
-    resources: buildResources(options.manifest),
-    writerOf: (name) => writers.get(name)!,
-    blobs: options.blobs,
-    externals: options.externals,
-  };
 }
 
 /** The sign-in limiter shared by every instance through Redis; while Redis is down it counts in this process (logged at most every 10 s). */
@@ -141,12 +107,31 @@ function sharedLimiter(redis: RedisCommands, apiName: string, logger: Logger): A
   });
 }
 
+/** What `launchServer` returns: the running server and the seam `svc dev` swaps versions through. */
+export interface LaunchedServer {
+  running: RunningServer;
+  services: ServerServices;
+  /** The version serving new requests. */
+  current(): AppVersion;
+  /** Serves `version` from the next request on (requests in flight finish on theirs). */
+  swap(version: AppVersion): void;
+}
+
 /**
  * `svc serve`: applies pending migrations, then serves the app.
  * @throws StartupError for a missing/stale `.svc/` or a wrong database URL; Error from migrations
  * Source: DESIGN §3a (`svc serve`), issue "Runtime".
  */
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
+  return (await launchServer(options)).running;
+}
+
+/**
+ * Starts the server with its long-lived services and the first version of the app (see app-version.ts).
+ * `dev`: `public/` is served with `Cache-Control: no-cache` (DESIGN §10).
+ * @throws as `startServer`
+ */
+export async function launchServer(options: ServeOptions & { dev?: boolean }): Promise<LaunchedServer> {
   const env = options.env ?? process.env;
   const appDir = resolve(options.appDir);
   const svcDir = join(appDir, '.svc');
@@ -155,7 +140,6 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const url = databaseUrlFor(appDir, manifest, env);
   // Secrets first: a missing storage secret stops the start before anything is opened.
   const storage = storageSettings(manifest.settings.storage, env, (v) => resolveRefs(v, env, 'storage.s3'));
-  const externals = externalSources(manifest.externals ?? [], (v, where) => resolveRefs(v, env, where), logger);
   const policyProblems = checkPolicies(manifest);
   if (policyProblems.length > 0) throw new StartupError(`invalid policy filters: ${policyProblems.join('; ')}`);
   const applied = await applyPending(appDir, manifest, url);
@@ -177,29 +161,22 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     : realtime;
   const blobs = await openBlobService(appDir, storage, logger);
   const tus = new TusUploads(blobs, logger);
-  const runtime = createAppRuntime({ manifest, db, logger, sink, blobs, externals });
   const pool = new WorkerPool({
-    spareThreads: manifest.functions.some((f) => f.enabled) ? 2 : 0,
+    spareThreads: manifest.functions.some((f) => f.enabled) || options.dev ? 2 : 0,
     maxMemoryMb: manifest.settings.functions.maxMemoryMb,
     logger,
   });
+  const services: ServerServices = { appDir, svcDir, env, logger, db, auth, realtime, sink, blobs, tus, pool, redisUrl, dev: options.dev === true };
+  let version: AppVersion | undefined;
+  const current = () => version!;
   let baseUrl = '';
-  const functionOptions = {
-    svcDir,
-    secrets: secretsFromEnv(env),
-    pool,
-    // Function code's get/post/patch: the in-process API client, as the function's caller.
-    callApi: (caller: Caller, request: ApiCall, signal: AbortSignal, reqId?: string) => apiClientFor(runtime, caller, { signal, reqId }).request(request),
-    callRealtime: functionRealtime(realtime),
-    callAgent: (request: AgentRequest) => agent.handle(request),
-  };
-  const invokeFunction = functionInvoker({ manifest, logger, ...functionOptions });
+  // The agent outlives versions: it reaches the current one through a live runtime and invoker.
   const agent = new AgentService({
-    app: runtime,
+    app: liveRuntime(services, current),
     auth,
     realtime,
     svcDir,
-    invokeFunction,
+    invokeFunction: (name, call) => current().invokeFunction(name, call),
     baseUrl: () => baseUrl,
     settings: agentSettings(manifest.settings.agent, env, logger),
     mcpServers: resolveMcpServers(manifest.settings.agent.mcpServers, env, appDir, logger),
@@ -208,26 +185,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     clock: options.clock,
     logger,
   });
+  services.agent = agent;
+  version = buildAppVersion(services, manifest);
   await agent.start();
-  const app = createApp({
-    manifest,
-    db,
-    logger,
-    auth,
-    openapi: JSON.parse(readFileSync(join(svcDir, 'openapi.json'), 'utf8')),
-    functions: functionOptions,
-    invokeFunction,
-    credits: agent.ledger,
-    publicDir: existsSync(join(appDir, 'public')) ? join(appDir, 'public') : undefined,
-    health: {
-      ping: () => db.ping(),
-      pendingMigrations: () => pendingMigrations(appliedThrough(db), join(appDir, 'migrations', manifest.provider)),
-      redisUrl,
-    },
-  });
-  const data = apiHandler(runtime, auth);
-  const rt = realtimeHttpHandler(realtime, runtime);
-  const blob = blobHandler(runtime, auth, blobs, tus);
   let inFlight = 0;
   let drainedHttp: (() => void) | undefined;
   const server: Server = createServer((req, res) => {
@@ -236,7 +196,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       inFlight -= 1;
       if (inFlight === 0) drainedHttp?.();
     });
-    if (!rt(req, res) && !blob(req, res) && !data(req, res)) app(req, res);
+    version!.handle(req, res);
   });
   server.on('upgrade', (req, socket, head) => {
     if (!realtime.handleUpgrade(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
@@ -251,11 +211,15 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
   baseUrl = `http://${shownHost}:${actual}`;
   let closing: Promise<void> | undefined;
-  return {
+  const running: RunningServer = {
     url: `http://${shownHost}:${actual}/api`,
     port: actual,
-    manifest,
-    runtime,
+    get manifest() {
+      return current().manifest;
+    },
+    get runtime() {
+      return current().runtime;
+    },
     realtime,
     agent,
     close(graceMs = 10_000) {
@@ -276,6 +240,14 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         logger.info('server stopped');
       })();
       return closing;
+    },
+  };
+  return {
+    running,
+    services,
+    current,
+    swap: (next) => {
+      version = next;
     },
   };
 }

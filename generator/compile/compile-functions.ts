@@ -69,7 +69,7 @@ export function compileFunctions(raw: RawApp): CompiledFunctions {
       continue;
     }
     owners.set(out, code.file);
-    const compiled = compileOne(code, known, result);
+    const compiled = compileCached(code, known, result);
     if (compiled !== undefined) result.files[out] = compiled;
   }
   result.diagnostics.push(...checkTopLevelCode(raw));
@@ -101,6 +101,27 @@ function checkTopLevelCode(raw: RawApp): Diagnostic[] {
     }
   }
   return out;
+}
+
+/** What compiling one file gave, by file, text and the code files around it (see `compileCached`). */
+const compiledFiles = new Map<string, { out: string | undefined; diagnostics: Diagnostic[]; warnings: Diagnostic[] }>();
+
+/**
+ * `compileOne`, remembered for the same file, text and set of code files: a long-lived process
+ * (`svc dev`) recompiles only the files an edit changed.
+ */
+function compileCached(code: RawCodeFile, known: Set<string>, result: CompiledFunctions): string | undefined {
+  const key = `${code.file}\0${[...known].join('\0')}\0${code.text}`;
+  let hit = compiledFiles.get(key);
+  if (!hit) {
+    const own: CompiledFunctions = { files: {}, diagnostics: [], warnings: [] };
+    hit = { out: compileOne(code, known, own), diagnostics: own.diagnostics, warnings: own.warnings };
+    if (compiledFiles.size >= 1000) compiledFiles.clear(); // bounded: an edit session's worth of files
+    compiledFiles.set(key, hit);
+  }
+  result.diagnostics.push(...hit.diagnostics.map((d) => ({ ...d })));
+  result.warnings.push(...hit.warnings.map((d) => ({ ...d })));
+  return hit.out;
 }
 
 function compileOne(code: RawCodeFile, known: Set<string>, result: CompiledFunctions): string | undefined {

@@ -3,7 +3,8 @@
  * (JSON syntax, JSON Schema, cross-file model checks), and normalise it to the app model. All problems are
  * collected and thrown once as a `DefinitionError`.
  */
-import type { AppManifest, FilterProblem } from '../../runtime/index.js';
+import { createHash } from 'node:crypto';
+import type { AppManifest, FilterProblem, FunctionCodeTypes } from '../../runtime/index.js';
 import { readCodeTypes } from '../code-types/read-code-types.js';
 import { compileFunctions } from '../compile/compile-functions.js';
 import { loadApp, type RawApp, type RawFile } from '../load/load-app.js';
@@ -53,10 +54,7 @@ export async function loadAndValidate(appDir: string, env: NodeJS.ProcessEnv, ch
   const problems = checkFilters ? filterDiagnostics(await checkFilters(manifest)) : [];
   if (problems.length) throw new DefinitionError(problems);
   const { files, warnings } = compileFunctions(raw);
-  const codeTypes = readCodeTypes(
-    raw.appDir,
-    raw.functions.map((f) => ({ name: (f.data as { name: string }).name, codeFile: f.codeFile })),
-  );
+  const codeTypes = codeTypesOf(raw);
   for (const fn of manifest.functions) {
     const types = codeTypes.get(fn.name);
     if (types) fn.codeTypes = types;
@@ -103,6 +101,23 @@ function validPart(raw: RawApp, diagnostics: Diagnostic[], env: NodeJS.ProcessEn
   } catch {
     return undefined; // a model that cannot be built has nothing more to report
   }
+}
+
+/** The last code types read in this process, by what they were read from (see `codeTypesOf`). */
+let lastCodeTypes: { key: string; types: Map<string, FunctionCodeTypes> } | undefined;
+
+/**
+ * `readCodeTypes` of the app, remembered for the same function files and code texts: a long-lived
+ * process (`svc dev`) skips the TypeScript program, the slowest step, when no function code changed.
+ */
+function codeTypesOf(raw: RawApp): Map<string, FunctionCodeTypes> {
+  const refs = raw.functions.map((f) => ({ name: (f.data as { name: string }).name, codeFile: f.codeFile }));
+  const hash = createHash('sha256').update(`${raw.appDir}\0${JSON.stringify(refs)}\0`);
+  for (const c of raw.codeFiles) hash.update(`${c.file}\0${c.text}\0`);
+  const key = hash.digest('hex');
+  if (lastCodeTypes?.key !== key) lastCodeTypes = { key, types: readCodeTypes(raw.appDir, refs) };
+  // Copies: the caller puts them into its manifest, which later steps may change.
+  return new Map([...lastCodeTypes.types].map(([name, types]) => [name, structuredClone(types)]));
 }
 
 /** What `loadAndValidate` returns. */

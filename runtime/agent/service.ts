@@ -62,6 +62,12 @@ export interface AgentServiceOptions {
   logger: Logger;
 }
 
+/** The API tools of `.svc/agent-tools.json` (none when it is absent). */
+function readTools(svcDir: string): AgentToolsFile {
+  const file = join(svcDir, 'agent-tools.json');
+  return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as AgentToolsFile) : { $comment: '', all: [], dynamic: [], explicit: {} };
+}
+
 export class AgentService implements AgentHost {
   readonly settings: AgentSettings;
   readonly mcpServers: McpServerConfig[];
@@ -87,11 +93,7 @@ export class AgentService implements AgentHost {
     this.mcpPingMs = options.mcpPingMs ?? MCP_PING_MS;
     this.logger = options.logger.child({ component: 'agent' });
     this.threads = new ThreadStore(options.app.db);
-    const file = join(options.svcDir, 'agent-tools.json');
-    const tools: AgentToolsFile = existsSync(file)
-      ? (JSON.parse(readFileSync(file, 'utf8')) as AgentToolsFile)
-      : { $comment: '', all: [], dynamic: [], explicit: {} };
-    this.tools = new ToolCaller(tools);
+    this.tools = new ToolCaller(readTools(options.svcDir));
     this.leases = new Leases(options.app.db, this.threads, options.realtime.instanceId);
     this.ledger = new CreditLedger(options.app.db, options.credits, options.clock);
     this.apiTools = new ApiToolRunner({ ...options, tools: this.tools, logger: this.logger });
@@ -102,6 +104,11 @@ export class AgentService implements AgentHost {
       logger: this.logger,
       runsHere: (identityId) => this.sessions.has(identityId) || this.starting.has(identityId),
     });
+  }
+
+  /** Reads `agent-tools.json` again (`svc dev` swapped in a new version); running sessions keep theirs. */
+  reloadTools(): void {
+    this.tools.replace(readTools(this.options.svcDir));
   }
 
   /** Reads the app id and starts taking client frames of session channels. */

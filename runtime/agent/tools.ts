@@ -105,7 +105,13 @@ export class ToolCaller {
   private readonly ajv = addFormats(new Ajv({ allErrors: false, strict: false }));
   private readonly compiled = new Map<string, ValidateFunction>();
 
-  constructor(readonly file: AgentToolsFile) {}
+  constructor(public file: AgentToolsFile) {}
+
+  /** Serves the tools of a new version of the app (`svc dev`); sessions started later offer them. */
+  replace(file: AgentToolsFile): void {
+    this.file = file;
+    this.compiled.clear();
+  }
 
   /** The API tool of that name, or undefined. */
   find(name: string): AgentTool | undefined {

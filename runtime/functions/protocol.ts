@@ -17,6 +17,8 @@ export const MEMORY_REPORT_MS = 25;
 export interface FunctionJob {
   /** Absolute path of the compiled module. */
   modulePath: string;
+  /** Set by the pool when `svc dev` recompiled the module (`WorkerPool.refresh`): imported afresh as `?v=<n>`. */
+  moduleVersion?: number;
   req: FunctionRequest;
   me: FunctionCaller | null;
   api: { name: string; baseUrl: string };

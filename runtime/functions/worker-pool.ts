@@ -65,6 +65,8 @@ interface Invocation {
 
 interface Thread {
   worker: Worker;
+  /** The pool's `generation` when the thread booted: an older thread is retired after its call. */
+  generation: number;
   invocation?: Invocation;
   lastReport: number;
   idleSince: number;
@@ -81,6 +83,9 @@ export class WorkerPool {
   private readonly threads: Thread[] = [];
   private readonly queue: Invocation[] = [];
   private seq = 0;
+  private generation = 0;
+  /** Modules recompiled since the threads booted (`refresh`), by path: their import version. */
+  private readonly versions = new Map<string, number>();
   private closed = false;
   private guard?: NodeJS.Timeout;
   private baselineRss = 0;
@@ -150,6 +155,28 @@ export class WorkerPool {
     );
   }
 
+  /**
+   * Replaces every thread, so the next calls import the compiled modules afresh (`svc dev`, DESIGN §10:
+   * function code changed): idle threads stop now, busy ones when their call ends (on the old code), and
+   * the spare threads boot again.
+   */
+  recycle(): void {
+    this.generation += 1;
+    this.versions.clear();
+    for (const t of this.threads.filter((x) => !x.invocation)) this.retire(t);
+    this.refill();
+  }
+
+  /**
+   * Makes the next calls import these compiled modules afresh (`svc dev`: a function's own file was
+   * recompiled) on the warm threads, without booting new ones. A module imported by them (a shared
+   * module under `functions/<folder>/`) is not imported again this way: use `recycle` for those.
+   * @param modulePaths - absolute paths of compiled modules
+   */
+  refresh(modulePaths: string[]): void {
+    for (const path of modulePaths) this.versions.set(path, (this.versions.get(path) ?? 0) + 1);
+  }
+
   /** Starts queued calls on idle threads, booting new threads up to `maxThreads`. */
   private pump(): void {
     while (!this.closed && this.queue.length > 0) {
@@ -160,7 +187,8 @@ export class WorkerPool {
       thread.invocation = inv;
       thread.lastReport = Date.now();
       thread.worker.ref();
-      this.post(thread, { type: 'run', id: inv.id, job: inv.job });
+      const version = this.versions.get(inv.job.modulePath);
+      this.post(thread, { type: 'run', id: inv.id, job: version ? { ...inv.job, moduleVersion: version } : inv.job });
       this.watchMemory();
     }
     this.refill();
@@ -173,7 +201,7 @@ export class WorkerPool {
 
   private spawn(): Thread {
     const worker = new Worker(WORKER_URL, { workerData: this.settings, resourceLimits: { maxOldGenerationSizeMb: this.maxMemoryMb } });
-    const thread: Thread = { worker, lastReport: Date.now(), idleSince: Date.now() };
+    const thread: Thread = { worker, generation: this.generation, lastReport: Date.now(), idleSince: Date.now() };
     this.threads.push(thread);
     // An idle thread must not keep the process alive.
     worker.unref();
@@ -231,7 +259,7 @@ export class WorkerPool {
         if (!mine) return;
         thread.invocation = undefined;
         inv.finish(m.outcome);
-        if (m.clean && !this.closed && m.bytes <= (this.maxMemoryMb * MiB) / 2) {
+        if (m.clean && !this.closed && thread.generation === this.generation && m.bytes <= (this.maxMemoryMb * MiB) / 2) {
           thread.idleSince = Date.now();
           thread.worker.unref();
         } else {

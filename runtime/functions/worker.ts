@@ -136,7 +136,8 @@ async function run(id: number, job: FunctionJob): Promise<FunctionOutcome> {
     // Globals too, as the default-export form may read them (only ctx counts there, SPEC §4.8 rule 4), and a
     // bare `res = …` at its top level must not throw. One call at a time per thread keeps them apart.
     Object.assign(globalThis, { ...ctx, res: {} });
-    const mod = (await import(pathToFileURL(job.modulePath).href)) as { default?: unknown; __svc_script?: unknown };
+    const url = pathToFileURL(job.modulePath).href + (job.moduleVersion ? `?v=${job.moduleVersion}` : '');
+    const mod = (await import(url)) as { default?: unknown; __svc_script?: unknown };
     const script = mod.__svc_script ?? (mod.default as { __svc_script?: unknown } | undefined)?.__svc_script;
     if (typeof mod.default === 'function') {
       const returned: unknown = await (mod.default as (c: FunctionContext) => unknown)(ctx);

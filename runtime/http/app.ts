@@ -38,6 +38,8 @@ export interface AppOptions {
   credits?: CreditLedger;
   /** The app's `public/` folder, served at `/` (pages such as a chat widget); absent: nothing is. */
   publicDir?: string;
+  /** `svc dev` (DESIGN §10): files of `publicDir` are answered with `Cache-Control: no-cache`, so an edit shows at once. */
+  publicNoCache?: boolean;
 }
 
 /** Largest JSON body of the sign-in endpoints (`_auth`, `_token`, `_refresh`, `_logout`). */
@@ -91,7 +93,16 @@ export function createApp(options: AppOptions): express.Express {
   app.use('/api', api);
   // Static files of the app's public/ folder, after every /api route so they never shadow one.
   if (options.publicDir)
-    app.use(express.static(options.publicDir, { index: 'index.html', dotfiles: 'ignore', setHeaders: (res) => res.set('x-content-type-options', 'nosniff') }));
+    app.use(
+      express.static(options.publicDir, {
+        index: 'index.html',
+        dotfiles: 'ignore',
+        setHeaders: (res) => {
+          res.set('x-content-type-options', 'nosniff');
+          if (options.publicNoCache) res.set('cache-control', 'no-cache');
+        },
+      }),
+    );
 
   app.use((req: Request) => {
     const name = req.path.startsWith('/api/') ? req.path.split('/')[2] : undefined;

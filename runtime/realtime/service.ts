@@ -60,7 +60,8 @@ export class RealtimeService implements ChangeSink {
   readonly limits: RealtimeLimits;
   /** Sockets open per client address (`maxConnectionsPerAddress`). */
   readonly addresses: AddressLimiter;
-  readonly manifest: AppManifest;
+  /** The app model in force (`svc dev` replaces it: `useManifest`). */
+  manifest: AppManifest;
   readonly auth: AuthService;
   readonly logger: Logger;
   readonly guard: ReplayGuard;
@@ -92,6 +93,15 @@ export class RealtimeService implements ChangeSink {
       (c) => this.logger.warn({ connectionId: c.id, slowDropped: this.broker.stats().slowDropped }, 'connection dropped: it stopped reading'),
       (c, err) => this.logger.error({ err, connectionId: c.id }, 'writing to a connection failed: it is closed'),
     );
+  }
+
+  /**
+   * Serves a new version of the app model (`svc dev`, DESIGN §10): LISTEN rules and the collections
+   * that have change feeds follow it; open connections, their groups and the limits stay.
+   */
+  useManifest(manifest: AppManifest): void {
+    this.manifest = manifest;
+    this.rules.collections = new Set(manifest.collections.map((c) => c.name));
   }
 
   /** Starts the bus. */

@@ -1,0 +1,179 @@
+/**
+ * @module One version of an app served by a running server: what is built from one `.svc/` (the
+ * manifest, `openapi.json`, compiled function modules) over the server's long-lived services (database,
+ * auth, real-time, blobs, the function worker pool, the agent). `startServer` serves one version for
+ * its whole life; `svc dev` (DESIGN §10) builds a new one after each edit and swaps it in, while
+ * requests in flight finish on the version they started on and the services (with their WebSocket
+ * connections and agent sessions) stay.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { join } from 'node:path';
+import type { AgentService } from './agent/service.js';
+import type { AuthService } from './auth/auth-service.js';
+import { checkPolicies } from './auth/authorize.js';
+import type { Caller } from './auth/caller.js';
+import type { BlobService } from './blobs/service.js';
+import type { TusUploads } from './blobs/tus.js';
+import { apiClientFor, type ApiCall } from './core/api-client.js';
+import type { AppRuntime } from './core/context.js';
+import { buildResources } from './core/resources.js';
+import { NO_CHANGE_SINK, type ChangeSink } from './data/changes.js';
+import type { CollectionWriter } from './data/children.js';
+import type { Database } from './data/database.js';
+import { compileInputChecker } from './data/input.js';
+import { appliedThrough, pendingMigrations } from './data/migration-state.js';
+import { externalSources, type ExternalSource } from './external/forward.js';
+import type { AgentRequest } from './functions/call-api.js';
+import type { WorkerPool } from './functions/worker-pool.js';
+import { apiHandler } from './http/api-handler.js';
+import { createApp } from './http/app.js';
+import { blobHandler } from './http/blob-handler.js';
+import { functionInvoker, secretsFromEnv, type FunctionInvoker } from './http/function-routes.js';
+import { StartupError } from './load-manifest.js';
+import type { Logger } from './log.js';
+import type { AppManifest } from './manifest.js';
+import { functionRealtime, realtimeHttpHandler, type RealtimeService } from './realtime/index.js';
+import { resolveRefs } from './secret-refs.js';
+
+/**
+ * The app's long-lived services: built once at start, shared by every version.
+ * @internal (runtime only; `startServer` and `startDevServer` build it)
+ */
+export interface ServerServices {
+  appDir: string;
+  svcDir: string;
+  env: NodeJS.ProcessEnv;
+  logger: Logger;
+  db: Database;
+  auth: AuthService;
+  realtime: RealtimeService;
+  sink: ChangeSink;
+  blobs: BlobService;
+  tus: TusUploads;
+  pool: WorkerPool;
+  /** The agent (built before the first version; it reaches the current one through `liveRuntime`). */
+  agent?: AgentService;
+  redisUrl?: string;
+  /** `svc dev`: files of `public/` are answered with `Cache-Control: no-cache`. */
+  dev: boolean;
+}
+
+/** One version: its manifest and services, and the HTTP handler that serves it. */
+export interface AppVersion {
+  manifest: AppManifest;
+  runtime: AppRuntime;
+  invokeFunction: FunctionInvoker;
+  /** Whether `public/` existed when this version was built (a folder added later needs a new version). */
+  hasPublicDir: boolean;
+  /** Serves one HTTP request (every route of SPEC §4). */
+  handle(req: IncomingMessage, res: ServerResponse): void;
+}
+
+/**
+ * The app's long-lived services: resources from the manifest, one input checker per collection.
+ * @throws StartupError for a view or query filter that does not parse
+ */
+export function createAppRuntime(options: {
+  manifest: AppManifest;
+  db: Database;
+  logger: Logger;
+  sink?: ChangeSink;
+  blobs?: BlobService;
+  externals?: ReadonlyMap<string, ExternalSource>;
+}): AppRuntime {
+  const writers = new Map<string, CollectionWriter>(options.manifest.collections.map((c) => [c.name, { collection: c, checker: compileInputChecker(c) }]));
+  return {
+    manifest: options.manifest,
+    db: options.db,
+    logger: options.logger,
+    sink: options.sink ?? NO_CHANGE_SINK,
+    resources: buildResources(options.manifest),
+    writerOf: (name) => writers.get(name)!,
+    blobs: options.blobs,
+    externals: options.externals,
+  };
+}
+
+/**
+ * Builds the version of `manifest` (read from `services.svcDir`) over the server's services.
+ * @throws StartupError for invalid policy filters, a missing compiled function module, an unresolved
+ *   secret of an external collection, or a missing/invalid `openapi.json`
+ */
+export function buildAppVersion(services: ServerServices, manifest: AppManifest): AppVersion {
+  const { appDir, svcDir, env, logger, db, auth, realtime } = services;
+  const policyProblems = checkPolicies(manifest);
+  if (policyProblems.length > 0) throw new StartupError(`invalid policy filters: ${policyProblems.join('; ')}`);
+  const externals = externalSources(manifest.externals ?? [], (v, where) => resolveRefs(v, env, where), logger);
+  const runtime = createAppRuntime({ manifest, db, logger, sink: services.sink, blobs: services.blobs, externals });
+  const functions = {
+    svcDir,
+    secrets: secretsFromEnv(env),
+    pool: services.pool,
+    // Function code's get/post/patch: the in-process API client, as the function's caller.
+    callApi: (caller: Caller, request: ApiCall, signal: AbortSignal, reqId?: string) => apiClientFor(runtime, caller, { signal, reqId }).request(request),
+    callRealtime: functionRealtime(realtime),
+    callAgent: (request: AgentRequest) => services.agent!.handle(request),
+  };
+  const invokeFunction = functionInvoker({ manifest, logger, ...functions });
+  const publicDir = join(appDir, 'public');
+  const hasPublicDir = existsSync(publicDir);
+  let openapi: object;
+  try {
+    openapi = JSON.parse(readFileSync(join(svcDir, 'openapi.json'), 'utf8')) as object;
+  } catch {
+    throw new StartupError(`${join(svcDir, 'openapi.json')} is missing or not JSON: run \`svc generate\` again`);
+  }
+  const app = createApp({
+    manifest,
+    db,
+    logger,
+    auth,
+    openapi,
+    functions,
+    invokeFunction,
+    credits: services.agent?.ledger,
+    publicDir: hasPublicDir ? publicDir : undefined,
+    publicNoCache: services.dev,
+    health: {
+      ping: () => db.ping(),
+      pendingMigrations: () => pendingMigrations(appliedThrough(db), join(appDir, 'migrations', manifest.provider)),
+      redisUrl: services.redisUrl,
+    },
+  });
+  const data = apiHandler(runtime, auth);
+  const rt = realtimeHttpHandler(realtime, runtime);
+  const blob = blobHandler(runtime, auth, services.blobs, services.tus);
+  return {
+    manifest,
+    runtime,
+    invokeFunction,
+    hasPublicDir,
+    handle: (req, res) => {
+      if (!rt(req, res) && !blob(req, res) && !data(req, res)) app(req, res);
+    },
+  };
+}
+
+/**
+ * An `AppRuntime` that always answers from the version `current()` returns, for the services that
+ * outlive versions (the agent's API tools): the database and logger are the server's own.
+ */
+export function liveRuntime(services: ServerServices, current: () => AppVersion): AppRuntime {
+  return {
+    get manifest() {
+      return current().manifest;
+    },
+    db: services.db,
+    logger: services.logger,
+    sink: services.sink,
+    get resources() {
+      return current().runtime.resources;
+    },
+    writerOf: (name) => current().runtime.writerOf(name),
+    blobs: services.blobs,
+    get externals() {
+      return current().runtime.externals;
+    },
+  };
+}
