@@ -37,6 +37,8 @@ import { openBlobService, storageSettings, type BlobService } from './blobs/serv
 import { TusUploads } from './blobs/tus.js';
 import { blobHandler } from './http/blob-handler.js';
 import { resolveRefs } from './secret-refs.js';
+import { createMailer } from './auth/mailer.js';
+import { mailsSettled } from './auth/account-mail.js';
 import { externalSources, type ExternalSource } from './external/forward.js';
 
 export interface ServeOptions {
@@ -156,6 +158,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   // Secrets first: a missing storage secret stops the start before anything is opened.
   const storage = storageSettings(manifest.settings.storage, env, (v) => resolveRefs(v, env, 'storage.s3'));
   const externals = externalSources(manifest.externals ?? [], (v, where) => resolveRefs(v, env, where), logger);
+  const mailer = createMailer(manifest.settings.mail, env, logger, manifest.name);
   const policyProblems = checkPolicies(manifest);
   if (policyProblems.length > 0) throw new StartupError(`invalid policy filters: ${policyProblems.join('; ')}`);
   const applied = await applyPending(appDir, manifest, url);
@@ -164,7 +167,10 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const db: Database = await openDatabase(manifest.provider, url, { statementTimeoutMs });
   const redisUrl = env.REDIS_URL || manifest.settings.realtime.redis || undefined;
   const backplane = await realtimeBackplane(manifest.name, logger, redisUrl);
-  const auth = await createAuthService(db, manifest, logger, undefined, backplane.redis && sharedLimiter(backplane.redis, manifest.name, logger));
+  const mail = { mailer, origin: () => manifest.settings.mail?.baseUrl ?? baseUrl };
+  const auth = await createAuthService(db, manifest, logger, undefined, backplane.redis && sharedLimiter(backplane.redis, manifest.name, logger), mail);
+  if (auth.signup.enabled && !mailer.configured)
+    logger.warn('sign-up is enabled but svc.json has no mail.smtp: verification and reset mails are written to the log, not sent (development only)');
   const realtime = await startRealtime({ manifest, auth, logger, backplane });
   const extra = options.sink;
   const sink: ChangeSink = extra
@@ -272,6 +278,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         await pool.close();
         tus.close();
         await blobs.close();
+        await mailsSettled();
+        mailer.close();
         await db.close();
         logger.info('server stopped');
       })();
