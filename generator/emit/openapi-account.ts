@@ -31,7 +31,10 @@ const SCHEMAS: Record<string, SchemaObject> = {
   'svc.PasswordChange': {
     type: 'object',
     required: ['current', 'password'],
-    properties: { current: str('The current password', { format: 'password' }), password: str('The new password (at least 8 characters)', { minLength: 8, format: 'password' }) },
+    properties: {
+      current: str('The current password', { format: 'password' }),
+      password: str('The new password (at least 8 characters)', { minLength: 8, format: 'password' }),
+    },
   },
   'svc.PasswordOnly': { type: 'object', required: ['password'], properties: { password: str('The current password', { format: 'password' }) } },
 };
@@ -50,7 +53,10 @@ export function accountOpenApi(builder: OpenApiBuilder): void {
       summary: 'Creates an account (svc.json auth.signup.enabled); an address already in use answers like success and mails its owner',
       security: NO_CREDENTIALS,
       requestBody: body('svc.SignupRequest'),
-      responses: { 201: { description: 'Created; a verification mail is sent', content: json(ref('svc.SignupResponse')) }, ...errorResponses(400, 403, 409, 429) },
+      responses: {
+        201: { description: 'Created; a verification mail is sent', content: json(ref('svc.SignupResponse')) },
+        ...errorResponses(400, 403, 409, 429),
+      },
       ...ext('_signup'),
     },
   });
@@ -80,7 +86,7 @@ export function accountOpenApi(builder: OpenApiBuilder): void {
     post: {
       operationId: 'svc_passwordResetConfirm',
       tags: ['account'],
-      summary: "Sets a new password with the code of a reset mail (valid 1 hour, once); every session of the user ends",
+      summary: 'Sets a new password with the code of a reset mail (valid 1 hour, once); every session of the user ends',
       security: NO_CREDENTIALS,
       requestBody: body('svc.PasswordResetConfirm'),
       responses: { 204: { description: 'Password changed' }, ...errorResponses(400, 429) },

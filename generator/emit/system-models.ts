@@ -64,7 +64,15 @@ export const SYSTEM_MODELS: readonly SystemModel[] = [
     name: 'SvcMailToken',
     table: '_svc_mail_tokens',
     indexes: ['userId'],
-    fields: [id, field('tokenHash', 'String', '@unique'), field('userId', 'String'), field('purpose', 'String'), time('expiresAt'), time('usedAt', true), createdAt],
+    fields: [
+      id,
+      field('tokenHash', 'String', '@unique'),
+      field('userId', 'String'),
+      field('purpose', 'String'),
+      time('expiresAt'),
+      time('usedAt', true),
+      createdAt,
+    ],
   },
   {
     name: 'SvcMailSent',

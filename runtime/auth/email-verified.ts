@@ -15,6 +15,5 @@ import { userById } from './identities.js';
 export async function requireVerifiedEmail(auth: AuthService, caller: Caller): Promise<void> {
   if (caller.kind !== 'user' || !auth.signup.requireEmailVerification) return;
   const user = await userById(auth.db, caller.id!);
-  if (user?.email && !user.emailVerified)
-    throw new HttpError('EMAIL_NOT_VERIFIED', 'confirm your e-mail address first: open the link in the mail we sent you');
+  if (user?.email && !user.emailVerified) throw new HttpError('EMAIL_NOT_VERIFIED', 'confirm your e-mail address first: open the link in the mail we sent you');
 }

@@ -69,7 +69,8 @@ export async function insertUser(db: Database, input: NewUser): Promise<{ id: st
   const id = uuidv7();
   const now = new Date();
   try {
-    const inserted = await db.query(sql`INSERT INTO ${TABLE.users} ("id", "username", "passwordHash", "roles", "email", "emailKey", "emailVerified", "createdAt", "updatedAt")
+    const inserted =
+      await db.query(sql`INSERT INTO ${TABLE.users} ("id", "username", "passwordHash", "roles", "email", "emailKey", "emailVerified", "createdAt", "updatedAt")
       VALUES (${id}, ${username}, ${passwordHash}, ${JSON.stringify(roles)}, ${email}, ${email?.toLowerCase() ?? null}, ${input.emailVerified === true}, ${now}, ${now})
       ON CONFLICT ("username") DO NOTHING RETURNING "id"`);
     return inserted.length === 0 ? { taken: 'username' } : { id };

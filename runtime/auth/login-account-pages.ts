@@ -39,7 +39,9 @@ function formPage(auth: AuthService, which: AccountPage, values: Record<string, 
     forgot: [`Reset your password for ${app}`, field('email', 'E-mail', 'email', 'email', values.email) + '<button type="submit">Send reset link</button>'],
     reset: [
       `Choose a new password for ${app}`,
-      hidden('token', values.token ?? '') + field('password', 'New password (at least 8 characters)', 'password', 'new-password') + '<button type="submit">Set password</button>',
+      hidden('token', values.token ?? '') +
+        field('password', 'New password (at least 8 characters)', 'password', 'new-password') +
+        '<button type="submit">Set password</button>',
     ],
     verify: [`Confirm your e-mail address for ${app}`, hidden('token', values.token ?? '') + '<button type="submit">Confirm</button>'],
   };
@@ -66,7 +68,8 @@ const strings = (b: unknown): Record<string, string> =>
 
 /** `GET /login/<page>`: the form (`query.token` fills the hidden token of `reset` and `verify`); 404 for `signup` while sign-up is off. */
 export function accountForm(auth: AuthService, which: AccountPage, query: Record<string, unknown>): LoginPageResult {
-  if (which === 'signup' && !auth.signup.enabled) return htmlResult(404, page(auth.manifest.name, '<h1>Sign-up is not enabled</h1><p><a href="/login">Sign in</a></p>'));
+  if (which === 'signup' && !auth.signup.enabled)
+    return htmlResult(404, page(auth.manifest.name, '<h1>Sign-up is not enabled</h1><p><a href="/login">Sign in</a></p>'));
   return htmlResult(200, formPage(auth, which, strings(query)));
 }
 

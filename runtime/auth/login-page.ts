@@ -134,7 +134,8 @@ export async function submitLogin(auth: AuthService, body: unknown, request: Cre
   try {
     await requireVerifiedEmail(auth, caller);
   } catch (err) {
-    if (err instanceof HttpError) return htmlResult(err.status, form(auth, { error: 'Confirm your e-mail address first: open the link in the mail we sent you.', username, returnUrl }));
+    if (err instanceof HttpError)
+      return htmlResult(err.status, form(auth, { error: 'Confirm your e-mail address first: open the link in the mail we sent you.', username, returnUrl }));
     throw err;
   }
   const cookies = sessionCookies(auth, await startSession(auth, caller, username));

@@ -22,7 +22,8 @@ import { countAttempt } from './signup.js';
  */
 export async function requestPasswordReset(auth: AuthService, body: unknown, remoteAddress: string | undefined): Promise<void> {
   const email = normaliseEmail(credentialFields(body, ['email']).email);
-  if (!email) throw new HttpError('VALIDATION_FAILED', 'email must be an e-mail address', { details: [{ path: '/email', message: 'must be an e-mail address' }] });
+  if (!email)
+    throw new HttpError('VALIDATION_FAILED', 'email must be an e-mail address', { details: [{ path: '/email', message: 'must be an e-mail address' }] });
   await countAttempt(auth, 'reset', remoteAddress);
   void userByEmail(auth.db, email)
     .then((user) => {

@@ -22,7 +22,9 @@ export function optionalField(body: unknown, name: string): string | undefined {
   const v = (typeof body === 'object' && body !== null ? (body as Record<string, unknown>)[name] : undefined) as unknown;
   if (v === undefined || v === null || v === '') return undefined;
   if (typeof v !== 'string' || v.length > 1000)
-    throw new HttpError('VALIDATION_FAILED', `${name} must be a string of at most 1000 characters`, { details: [{ path: `/${name}`, message: 'must be a string' }] });
+    throw new HttpError('VALIDATION_FAILED', `${name} must be a string of at most 1000 characters`, {
+      details: [{ path: `/${name}`, message: 'must be a string' }],
+    });
   return v;
 }
 
@@ -53,7 +55,8 @@ export async function signUp(auth: AuthService, body: unknown, remoteAddress: st
       details: [{ path: '/email', message: 'email is required' }],
     });
   const email = rawEmail === undefined ? undefined : normaliseEmail(rawEmail);
-  if (email === null) throw new HttpError('VALIDATION_FAILED', 'email must be an e-mail address', { details: [{ path: '/email', message: 'must be an e-mail address' }] });
+  if (email === null)
+    throw new HttpError('VALIDATION_FAILED', 'email must be an e-mail address', { details: [{ path: '/email', message: 'must be an e-mail address' }] });
   await countAttempt(auth, 'signup', remoteAddress);
   const owner = email ? await userByEmail(auth.db, email) : null;
   if (owner) return addressInUse(auth, username, password, owner.email ?? email!, owner.id);

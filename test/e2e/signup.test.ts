@@ -118,9 +118,13 @@ function signupSuite(backend: Backend): void {
       expect((await post('/_password-reset/confirm', { token, password: 'alice-new-password' })).status).toBe(204);
       expect((await post('/_password-reset/confirm', { token, password: 'alice-third-password' })).json).toMatchObject({ code: 'INVALID_TOKEN' });
 
-      const refreshed = await post('/_token', new URLSearchParams({ grant_type: 'refresh_token', client_id: 'alice', refresh_token: old.refreshToken }).toString(), {
-        'content-type': 'application/x-www-form-urlencoded',
-      });
+      const refreshed = await post(
+        '/_token',
+        new URLSearchParams({ grant_type: 'refresh_token', client_id: 'alice', refresh_token: old.refreshToken }).toString(),
+        {
+          'content-type': 'application/x-www-form-urlencoded',
+        },
+      );
       expect(refreshed.status).toBe(400);
       expect(refreshed.json).toMatchObject({ error: 'invalid_grant' });
       expect((await signIn('alice', 'alice-password')).status).toBe(401);
@@ -148,9 +152,13 @@ function signupSuite(backend: Backend): void {
       expect((await post('/_me/password', { current: 'erin-password', password: 'erin-new-password' }, session.headers)).status).toBe(204);
       expect((await signIn('erin', 'erin-password')).status).toBe(401);
       expect((await signIn('erin', 'erin-new-password')).status).toBe(200);
-      const refreshed = await post('/_token', new URLSearchParams({ grant_type: 'refresh_token', client_id: 'erin', refresh_token: session.refreshToken }).toString(), {
-        'content-type': 'application/x-www-form-urlencoded',
-      });
+      const refreshed = await post(
+        '/_token',
+        new URLSearchParams({ grant_type: 'refresh_token', client_id: 'erin', refresh_token: session.refreshToken }).toString(),
+        {
+          'content-type': 'application/x-www-form-urlencoded',
+        },
+      );
       expect(refreshed.status).toBe(400);
     });
 
