@@ -9,6 +9,7 @@
  * forms; sign-up off; malformed bodies naming the field.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { backends, type Backend } from '../support/backends.js';
 import { prepareApp, ROOT, runCli, serve, type PreparedApp, type TestServer } from '../support/cli.js';
@@ -273,3 +274,40 @@ function signupSuite(backend: Backend): void {
 }
 
 for (const backend of backends()) signupSuite(backend);
+
+// The log mailer and the start-up warning do not touch the database beyond what the suites above
+// cover on both backends: SQLite only.
+describe('sign-up without mail.smtp', () => {
+  let app: PreparedApp;
+  let server: TestServer;
+
+  beforeAll(async () => {
+    app = await prepareApp(join(ROOT, 'test/fixtures/apps/signup'), 'sqlite', (dir) =>
+      writeFileSync(join(dir, 'svc.json'), JSON.stringify({ name: 'signup', auth: { signup: { enabled: true, roles: ['member'] } } })),
+    );
+    server = await serve(app.dir, app.env);
+  });
+  afterAll(async () => {
+    await server?.close();
+    await app?.cleanup();
+  });
+
+  it('warns at start, writes the mails to the log, and their links work', async () => {
+    expect(server.output()).toContain('sign-up is enabled but svc.json has no mail.smtp');
+    const origin = new URL(server.url).origin;
+    const login = await (await fetch(`${origin}/login`)).text();
+    expect(login).toContain('Create account');
+    expect(login).not.toContain('Forgot password');
+    expect((await call(server.url, 'POST', '/_signup', { username: 'jane', password: 'jane-password', email: 'jane@example.test' })).status).toBe(201);
+    const line = await waitFor(() =>
+      server
+        .output()
+        .split('\n')
+        .find((l) => l.includes('"to":"jane@example.test"')),
+    );
+    const mail = JSON.parse(line).mail as { to: string; subject: string; text: string };
+    expect(mail.subject).toContain('Confirm your e-mail address');
+    expect((await call(server.url, 'POST', '/_verify-email', { token: tokenOf({ ...mail, to: [mail.to], from: '' }) })).status).toBe(204);
+    expect((await call(server.url, 'POST', '/_auth', { authority: 'password', username: 'jane', password: 'jane-password' })).status).toBe(200);
+  });
+});
