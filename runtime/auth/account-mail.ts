@@ -36,15 +36,24 @@ function compose(auth: AuthService, kind: AccountMailKind, to: string, token?: s
   }
 }
 
-/** Mails still being sent (the server waits for them on close, and tests on `settled`). */
+/** Background work still running: mails being sent, reset lookups (the server waits for them on close). */
 const pending = new Set<Promise<void>>();
+
+/**
+ * Runs `work` after the answer, tracked until it ends; a failure is logged as `what`, never thrown.
+ */
+export function inBackground(auth: AuthService, what: string, work: () => Promise<void>): void {
+  const job = work().catch((err: unknown) => auth.logger.error({ err: (err as Error).message }, `${what} failed`));
+  pending.add(job);
+  void job.finally(() => pending.delete(job));
+}
 
 /**
  * Sends a mail of `kind` to `to` in the background: takes a quota slot, issues the token for `userId`
  * (verify and reset), sends. Returns at once; a refused slot or a failed send is only logged.
  */
 export function sendAccountMail(auth: AuthService, kind: AccountMailKind, to: string, userId: string): void {
-  const job = (async () => {
+  inBackground(auth, `sending a ${kind} mail`, async () => {
     if (!(await takeMailSlot(auth.db, to, kind))) {
       auth.logger.warn({ purpose: kind }, `mail not sent: this address already had ${MAILS_PER_HOUR} mails within the hour`);
       return;
@@ -52,12 +61,19 @@ export function sendAccountMail(auth: AuthService, kind: AccountMailKind, to: st
     const token = kind === 'address-in-use' ? undefined : await issueMailToken(auth.db, userId, kind);
     await auth.mail.mailer.send(compose(auth, kind, to, token));
     auth.logger.info({ purpose: kind }, 'mail sent');
-  })().catch((err: unknown) => auth.logger.error({ purpose: kind, err: (err as Error).message }, 'mail could not be sent'));
-  pending.add(job);
-  void job.finally(() => pending.delete(job));
+  });
 }
 
-/** Resolves when every mail started so far has been sent or has failed. */
-export async function mailsSettled(): Promise<void> {
-  while (pending.size > 0) await Promise.all([...pending]);
+/**
+ * Resolves when the background work started so far has ended, or after `timeoutMs` (an SMTP server
+ * that does not answer must not hold a shutdown).
+ */
+export async function mailsSettled(timeoutMs = 5000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<void>((ok) => (timer = setTimeout(ok, timeoutMs)));
+  const drained = (async () => {
+    while (pending.size > 0) await Promise.all([...pending]);
+  })();
+  await Promise.race([drained, deadline]);
+  clearTimeout(timer);
 }

@@ -8,7 +8,7 @@
  */
 import { HttpError } from '../errors.js';
 import type { AuthService } from './auth-service.js';
-import { sendAccountMail } from './account-mail.js';
+import { inBackground, sendAccountMail } from './account-mail.js';
 import { useMailToken } from './mail-tokens.js';
 import { markEmailVerified, MIN_PASSWORD_LENGTH, normaliseEmail, setPassword, userByEmail } from './identities.js';
 import { revokeSubjectTokens } from './refresh-tokens.js';
@@ -25,11 +25,10 @@ export async function requestPasswordReset(auth: AuthService, body: unknown, rem
   if (!email)
     throw new HttpError('VALIDATION_FAILED', 'email must be an e-mail address', { details: [{ path: '/email', message: 'must be an e-mail address' }] });
   await countAttempt(auth, 'reset', remoteAddress);
-  void userByEmail(auth.db, email)
-    .then((user) => {
-      if (user && !user.disabledAt) sendAccountMail(auth, 'reset', user.email ?? email, user.id);
-    })
-    .catch((err: unknown) => auth.logger.error({ err: (err as Error).message }, 'password reset lookup failed'));
+  inBackground(auth, 'a password reset', async () => {
+    const user = await userByEmail(auth.db, email);
+    if (user && !user.disabledAt) sendAccountMail(auth, 'reset', user.email ?? email, user.id);
+  });
 }
 
 /**

@@ -141,6 +141,12 @@ function signupSuite(backend: Backend): void {
       expect(smtp.mailsTo('dave@example.test')).toHaveLength(5);
     });
 
+    it('svc user create --email refuses an address another user has, in any letter case', async () => {
+      const r = await runCli(['user', 'create', app.dir, '--username', 'dave2', '--password', 'dave-password', '--email', 'DAVE@example.test'], app.env);
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toContain('another user has this e-mail address');
+    });
+
     it('changes the password with the current one; every refresh token of the user is revoked', async () => {
       await operatorUser('erin', 'erin-password', 'erin@example.test');
       const session = await userToken(base, 'erin', 'erin-password');
