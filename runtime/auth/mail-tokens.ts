@@ -56,9 +56,10 @@ export async function deleteUserMailTokens(db: Database, userId: string): Promis
 
 /**
  * Takes one of the `MAILS_PER_HOUR` mail slots of `address` (compared lower-cased). The slot is
- * written first and then ranked among the address's slots of the last hour by id (UUIDv7, time
- * ordered), so instances that take slots at once still agree on who is sixth; a slot over the quota
- * is given back. Slots older than an hour are swept on the way.
+ * written first and then every slot of the address in the last hour is counted, its own included: of
+ * slots taken at once by several instances, the one written last always sees all of them, so no
+ * more than `MAILS_PER_HOUR` mails are ever sent (a race may refuse one too many, never allow one).
+ * A slot over the quota is given back. Slots older than an hour are swept on the way.
  * @returns whether the mail may be sent
  */
 export async function takeMailSlot(db: Database, address: string, purpose: string): Promise<boolean> {
@@ -68,9 +69,7 @@ export async function takeMailSlot(db: Database, address: string, purpose: strin
   const id = uuidv7();
   await db.query(sql`DELETE FROM ${TABLE.mailSent} WHERE "address" = ${key} AND "createdAt" <= ${since}`);
   await db.query(sql`INSERT INTO ${TABLE.mailSent} ("id", "address", "purpose", "createdAt") VALUES (${id}, ${key}, ${purpose}, ${now})`);
-  const [row] = await db.query<{ n: unknown }>(
-    sql`SELECT COUNT(*) AS "n" FROM ${TABLE.mailSent} WHERE "address" = ${key} AND "createdAt" > ${since} AND "id" <= ${id}`,
-  );
+  const [row] = await db.query<{ n: unknown }>(sql`SELECT COUNT(*) AS "n" FROM ${TABLE.mailSent} WHERE "address" = ${key} AND "createdAt" > ${since}`);
   if (Number(row.n) <= MAILS_PER_HOUR) return true;
   await db.query(sql`DELETE FROM ${TABLE.mailSent} WHERE "id" = ${id}`);
   return false;
