@@ -284,6 +284,16 @@ function signupSuite(backend: Backend): void {
       // Without mail.smtp, mails go to the log; sign-up is off, so serve did not warn about it.
       expect(server.output()).not.toContain('sign-up is enabled but svc.json has no mail.smtp');
     });
+
+    it('counts reset requests with the sign-in limiter: the eleventh from one address within 15 minutes is 429', async () => {
+      const reset = () => call(server.url, 'POST', '/_password-reset', { email: 'someone@example.test' });
+      // The test above made the first request.
+      for (let i = 0; i < 9; i++) expect((await reset()).status).toBe(202);
+      const refused = await reset();
+      expect(refused.status).toBe(429);
+      expect(refused.json).toMatchObject({ code: 'RATE_LIMITED' });
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    });
   });
 }
 
