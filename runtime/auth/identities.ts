@@ -3,7 +3,8 @@
  * create`, `delete`, `disable`, `set-roles`): creating them with hashed credentials, checking
  * credentials, turning a stored identity into a `Caller`, and managing them. A disabled identity
  * (`disabledAt` set) is treated like a deleted one everywhere but in the table. Ids are UUIDv7, so
- * `createdBy` and `me()` compare like any guid.
+ * `createdBy` and `me()` compare like any guid. Users may have an e-mail address (DESIGN §11), unique
+ * case-insensitively through its lower-cased copy `emailKey`.
  */
 import { v7 as uuidv7 } from 'uuid';
 import type { Database } from '../data/database.js';
