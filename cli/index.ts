@@ -159,7 +159,8 @@ user
   .requiredOption('--username <name>', 'the sign-in name')
   .requiredOption('--password <password>', 'at least 8 characters (stored as an argon2id hash)')
   .option('--roles <a,b>', 'custom roles, comma-separated', roles, [] as string[])
-  .action(async (dir: string, opts: { username: string; password: string; roles: string[] }) => {
+  .option('--email <address>', 'an e-mail address (unique; counts as verified: you vouch for it)')
+  .action(async (dir: string, opts: { username: string; password: string; roles: string[]; email?: string }) => {
     print(await (await runtime()).createUserInApp(dir, opts));
   });
 user

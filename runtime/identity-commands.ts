@@ -27,13 +27,14 @@ export async function withAppDatabase<T>(appDir: string, env: NodeJS.ProcessEnv,
 }
 
 /**
- * `svc user create`: a user with an argon2id password hash.
+ * `svc user create`: a user with an argon2id password hash, and an e-mail address (`--email`, taken as
+ * verified: the operator vouches for it; DESIGN §11).
  * @returns `{ id }`
- * @throws HttpError VALIDATION_FAILED (bad username, password shorter than 8, bad role name), CONFLICT (username taken); StartupError (no `.svc/`, wrong database URL)
+ * @throws HttpError VALIDATION_FAILED (bad username, password shorter than 8, bad e-mail address or role name), CONFLICT (username or e-mail address taken); StartupError (no `.svc/`, wrong database URL)
  */
 export async function createUserInApp(
   appDir: string,
-  input: { username: string; password: string; roles?: string[] },
+  input: { username: string; password: string; roles?: string[]; email?: string },
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<{ id: string }> {
   return withAppDatabase(appDir, env, async (db) => ({ id: await createUser(db, input) }));

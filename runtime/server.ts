@@ -29,6 +29,8 @@ import { resolveRefs } from './secret-refs.js';
 import { buildAppVersion, liveRuntime, type AppVersion, type ServerServices } from './app-version.js';
 
 export { createAppRuntime } from './app-version.js';
+import { createMailer } from './auth/mailer.js';
+import { mailsSettled } from './auth/account-mail.js';
 
 export interface ServeOptions {
   appDir: string;
@@ -140,6 +142,7 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   const url = databaseUrlFor(appDir, manifest, env);
   // Secrets first: a missing storage secret stops the start before anything is opened.
   const storage = storageSettings(manifest.settings.storage, env, (v) => resolveRefs(v, env, 'storage.s3'));
+  const mailer = createMailer(manifest.settings.mail, env, logger, manifest.name);
   const policyProblems = checkPolicies(manifest);
   if (policyProblems.length > 0) throw new StartupError(`invalid policy filters: ${policyProblems.join('; ')}`);
   const applied = await applyPending(appDir, manifest, url);
@@ -148,7 +151,10 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   const db: Database = await openDatabase(manifest.provider, url, { statementTimeoutMs });
   const redisUrl = env.REDIS_URL || manifest.settings.realtime.redis || undefined;
   const backplane = await realtimeBackplane(manifest.name, logger, redisUrl);
-  const auth = await createAuthService(db, manifest, logger, undefined, backplane.redis && sharedLimiter(backplane.redis, manifest.name, logger));
+  const mail = { mailer, origin: () => manifest.settings.mail?.baseUrl ?? baseUrl };
+  const auth = await createAuthService(db, manifest, logger, undefined, backplane.redis && sharedLimiter(backplane.redis, manifest.name, logger), mail);
+  if (auth.signup.enabled && !mailer.configured)
+    logger.warn('sign-up is enabled but svc.json has no mail.smtp: verification and reset mails are written to the log, not sent (development only)');
   const realtime = await startRealtime({ manifest, auth, logger, backplane });
   const extra = options.sink;
   const sink: ChangeSink = extra
@@ -236,6 +242,8 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
         await pool.close();
         tus.close();
         await blobs.close();
+        await mailsSettled();
+        mailer.close();
         await db.close();
         logger.info('server stopped');
       })();

@@ -7,6 +7,7 @@
 import { OpenApiBuilder } from 'openapi3-ts/oas31';
 import type { AppManifest } from '../../runtime/index.js';
 import { agentOpenApi, authOpenApi, logOpenApi, metaOpenApi } from './openapi-auth.js';
+import { accountOpenApi } from './openapi-account.js';
 import { collectionsOpenApi, viewsOpenApi } from './openapi-collections.js';
 import { functionsOpenApi } from './openapi-functions.js';
 import { queriesOpenApi } from './openapi-queries.js';
@@ -27,6 +28,7 @@ const PATH_BUILDERS: PathBuilder[] = [
   externalsOpenApi,
   functionsOpenApi,
   authOpenApi,
+  accountOpenApi,
   logOpenApi,
   agentOpenApi,
   metaOpenApi,

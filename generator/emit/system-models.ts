@@ -1,6 +1,7 @@
 /**
  * @module The system tables every app has, emitted into `schema.prisma` beside the collections so that
- * migrations create them (DESIGN §3 access model, SPEC §4.6, §4.9): users, service accounts, refresh
+ * migrations create them (DESIGN §3 access model, §11, SPEC §4.6, §4.9): users, service accounts, mail
+ * tokens and sent mails (sign-up and password reset), refresh
  * tokens (hashed, with a family id for reuse detection), the token signing keys, and the client log
  * `_log`, and the agent's tables (DESIGN §7): threads, their turns, one row per identity's session
  * (current thread, session credit counters, and the lease of the instance running it: `instanceId`,
@@ -33,7 +34,10 @@ const time = (name: string, optional = false) => field(name, optional ? 'DateTim
 
 /**
  * The system models, in emission order. Roles are stored as a JSON array of names (text); secrets and
- * passwords as argon2id hashes; refresh tokens as SHA-256 hex digests. A user or service account with
+ * passwords as argon2id hashes; refresh tokens and mail tokens as SHA-256 hex digests. A user's `email` is
+ * kept as given and `emailKey` (its lower-cased form) is unique, so addresses are unique
+ * case-insensitively (DESIGN §11); mail tokens are single use (`usedAt`), `purpose` `verify` or
+ * `reset`; `_svc_mail_sent` has one row per mail sent, counted per address over the last hour. A user or service account with
  * `disabledAt` set can neither sign in nor use its tokens (`svc user disable`). `_log` has the columns of a
  * collection row (`id`, `createdAt`, `updatedAt`, `createdBy`) so the runtime reads it with the list
  * machinery of SPEC §4.2.
@@ -51,7 +55,30 @@ export const SYSTEM_MODELS: readonly SystemModel[] = [
       createdAt,
       updatedAt,
       time('disabledAt', true),
+      field('email', 'String?'),
+      field('emailKey', 'String?', '@unique'),
+      field('emailVerified', 'Boolean', '@default(false)'),
     ],
+  },
+  {
+    name: 'SvcMailToken',
+    table: '_svc_mail_tokens',
+    indexes: ['userId'],
+    fields: [
+      id,
+      field('tokenHash', 'String', '@unique'),
+      field('userId', 'String'),
+      field('purpose', 'String'),
+      time('expiresAt'),
+      time('usedAt', true),
+      createdAt,
+    ],
+  },
+  {
+    name: 'SvcMailSent',
+    table: '_svc_mail_sent',
+    indexes: ['address'],
+    fields: [id, field('address', 'String'), field('purpose', 'String'), createdAt],
   },
   {
     name: 'SvcServiceAccount',

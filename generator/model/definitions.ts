@@ -9,6 +9,8 @@ import type {
   AggregateFunction,
   CreditsSettings,
   StorageSettings,
+  MailSettings,
+  SignupSettings,
   ExternalConnection,
   Property,
   RealtimeSettings,
@@ -29,12 +31,13 @@ export interface RawSvcDefinition {
   name: string;
   database?: string;
   port?: number;
-  auth?: { accessTokenTtlSeconds?: number; refreshTokenTtlDays?: number; secureCookies?: boolean };
+  auth?: { accessTokenTtlSeconds?: number; refreshTokenTtlDays?: number; secureCookies?: boolean; signup?: Partial<SignupSettings> };
   realtime?: RealtimeSettings;
   functions?: { allowFetch?: boolean; timeoutMs?: number; maxMemoryMb?: number };
   agent?: Partial<AgentSettings>;
   credits?: Partial<CreditsSettings>;
   storage?: Partial<StorageSettings>;
+  mail?: MailSettings;
 }
 
 /** A property as written in a collection file: the manifest's `Property` before defaults and naming. */

@@ -22,7 +22,7 @@ import type {
   View,
 } from '../../runtime/index.js';
 import type { RawApp, RawFile } from '../load/load-app.js';
-import { AGENT_DEFAULTS, CREDITS_DEFAULTS, STORAGE_DEFAULTS, SYSTEM_FIELD_TYPES } from '../../runtime/contract/index.js';
+import { AGENT_DEFAULTS, CREDITS_DEFAULTS, SIGNUP_DEFAULTS, STORAGE_DEFAULTS, SYSTEM_FIELD_TYPES } from '../../runtime/contract/index.js';
 import { compiledPathOf } from '../compile/compile-functions.js';
 import { DefinitionError } from '../validate/diagnostics.js';
 import {
@@ -92,12 +92,14 @@ function settingsOf(svc: RawSvcDefinition): AppSettings {
       accessTokenTtlSeconds: svc.auth?.accessTokenTtlSeconds ?? 3600,
       refreshTokenTtlDays: svc.auth?.refreshTokenTtlDays ?? 70,
       secureCookies: svc.auth?.secureCookies ?? false,
+      signup: { ...structuredClone(SIGNUP_DEFAULTS), ...structuredClone(svc.auth?.signup ?? {}) },
     },
     realtime: structuredClone(svc.realtime ?? {}),
     functions: { allowFetch: svc.functions?.allowFetch ?? false, timeoutMs: svc.functions?.timeoutMs ?? 30000, maxMemoryMb: svc.functions?.maxMemoryMb ?? 256 },
     agent: { ...structuredClone(AGENT_DEFAULTS), ...structuredClone(svc.agent ?? {}) },
     credits: { ...CREDITS_DEFAULTS, ...structuredClone(svc.credits ?? {}) },
     storage: { ...structuredClone(STORAGE_DEFAULTS), ...structuredClone(svc.storage ?? {}) },
+    mail: structuredClone(svc.mail ?? {}),
   };
 }
 

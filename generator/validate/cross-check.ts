@@ -40,7 +40,7 @@ const FOLDER_OF = { collection: 'collections', view: 'views', query: 'queries', 
  */
 export function crossCheck(raw: RawApp, env: NodeJS.ProcessEnv, invalidFiles: Set<string>): Diagnostic[] {
   const index = buildModelIndex(raw, invalidFiles);
-  const out: Diagnostic[] = [...checkNames(index), ...checkDatabase(raw, env)];
+  const out: Diagnostic[] = [...checkNames(index), ...checkDatabase(raw, env), ...checkMail(raw)];
   for (const d of index.all) {
     if (!d.isValid) continue;
     switch (d.kind) {
@@ -124,6 +124,20 @@ function checkDatabase(raw: RawApp, env: NodeJS.ProcessEnv): Diagnostic[] {
       file: 'svc.json',
       path: source === 'svc.json' ? '/database' : '',
       message: `${what} must start with file: (SQLite), postgres:// or postgresql:// (PostgreSQL)${scheme ? `; got "${scheme}"` : ''}`,
+    },
+  ];
+}
+
+/** `mail.smtp.url` with a password written out (`smtp://user:pass@host`) instead of a `${secrets.NAME}` reference. */
+function checkMail(raw: RawApp): Diagnostic[] {
+  const url = (raw.svc?.data as Partial<RawSvcDefinition> | undefined)?.mail?.smtp?.url;
+  if (typeof url !== 'string' || !/^[a-z]+:\/\/[^/@]*:[^/@]*@/i.test(url) || /\$\{(secrets|env)\./.test(url)) return [];
+  return [
+    {
+      code: 'DEF_SECRET_IN_CLEAR',
+      file: 'svc.json',
+      path: '/mail/smtp/url',
+      message: 'mail.smtp.url carries a password: write "${secrets.SMTP_URL}" (read from SVC_SECRET_SMTP_URL at start) instead: svc.json is committed',
     },
   ];
 }

@@ -12,6 +12,8 @@ import { FailureLimiter, memoryLimiter, type AttemptLimiter, type RateLimitOptio
 import { issueRefreshToken, rotateRefreshToken, type RotationFailure } from './refresh-tokens.js';
 import { loadCaller } from './identities.js';
 import { IdentityCache } from './identity-cache.js';
+import { logMailer, type Mailer } from './mailer.js';
+import { SIGNUP_DEFAULTS, type SignupSettings } from '../contract/settings.js';
 
 export interface AuthService {
   db: Database;
@@ -27,11 +29,22 @@ export interface AuthService {
   accessTokenTtlSeconds: number;
   refreshTokenTtlDays: number;
   secureCookies: boolean;
+  /** svc.json `auth.signup`, defaults applied (DESIGN §11). */
+  signup: SignupSettings;
+  /** Outgoing mail, and the origin its links point at. */
+  mail: MailContext;
+}
+
+/** The mailer of the identity endpoints and the public origin of the links in their mails (`https://shop.example`). */
+export interface MailContext {
+  mailer: Mailer;
+  origin: () => string;
 }
 
 /**
  * Loads (or creates) the signing keys and sets up the limiter.
  * @param limiter - the shared limiter when Redis is configured; default: one in this process's memory
+ * @param mail - the mailer of svc.json `mail` (`createMailer`); default: mails go to the log
  */
 export async function createAuthService(
   db: Database,
@@ -39,6 +52,7 @@ export async function createAuthService(
   logger: Logger,
   rateLimit?: RateLimitOptions,
   limiter?: AttemptLimiter,
+  mail?: MailContext,
 ): Promise<AuthService> {
   const auth = manifest.settings.auth;
   return {
@@ -52,6 +66,8 @@ export async function createAuthService(
     accessTokenTtlSeconds: auth?.accessTokenTtlSeconds ?? 3600,
     refreshTokenTtlDays: auth?.refreshTokenTtlDays ?? 70,
     secureCookies: auth?.secureCookies ?? false,
+    signup: { ...SIGNUP_DEFAULTS, ...auth?.signup },
+    mail: mail ?? { mailer: logMailer(logger, `${manifest.name} <no-reply@localhost>`), origin: () => manifest.settings.mail?.baseUrl ?? 'http://localhost' },
   };
 }
 

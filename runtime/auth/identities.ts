@@ -3,7 +3,8 @@
  * create`, `delete`, `disable`, `set-roles`): creating them with hashed credentials, checking
  * credentials, turning a stored identity into a `Caller`, and managing them. A disabled identity
  * (`disabledAt` set) is treated like a deleted one everywhere but in the table. Ids are UUIDv7, so
- * `createdBy` and `me()` compare like any guid.
+ * `createdBy` and `me()` compare like any guid. Users may have an e-mail address (DESIGN §11), unique
+ * case-insensitively through its lower-cased copy `emailKey`.
  */
 import { v7 as uuidv7 } from 'uuid';
 import type { Database } from '../data/database.js';
@@ -13,6 +14,7 @@ import { hashSecret, randomToken, verifySecret } from './secrets.js';
 import { join, sql, type Sql } from '../query/sql.js';
 import { decodeServiceAccount, decodeUser, first, TABLE, type Raw, type ServiceAccountRow, type UserRow } from './store.js';
 import { deleteSubjectTokens, revokeSubjectTokens } from './refresh-tokens.js';
+import { isUniqueViolation } from '../data/db-errors.js';
 
 /** Custom role names: a letter first, then letters, digits, `_` or `-`; the `_` prefix is for built-ins. */
 const ROLE_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
@@ -29,23 +31,91 @@ function checkRoles(roles: readonly string[]): string[] {
   return [...new Set(roles)].sort();
 }
 
+/** Longest accepted e-mail address (RFC 5321's path limit). */
+const MAX_EMAIL = 254;
+
 /**
- * Creates a user with an argon2id password hash.
- * @returns the new user's id
- * @throws HttpError VALIDATION_FAILED for an empty or over-long username, a short password or a bad role name; CONFLICT when the username is taken
+ * `value` as an e-mail address (trimmed), or null when it is not one: one `@`, a dot in the domain, no
+ * spaces, at most 254 characters. Deliverability is proved by the verification mail, not here.
  */
-export async function createUser(db: Database, input: { username: string; password: string; roles?: readonly string[] }): Promise<string> {
+export function normaliseEmail(value: string): string | null {
+  const email = value.trim();
+  return email.length <= MAX_EMAIL && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) ? email : null;
+}
+
+/** What `insertUser` stores. */
+export interface NewUser {
+  username: string;
+  password: string;
+  roles?: readonly string[];
+  /** Stored as given; unique case-insensitively (`emailKey` is its lower-cased form). */
+  email?: string;
+  emailVerified?: boolean;
+}
+
+/**
+ * Inserts a user with an argon2id password hash (the hash is computed before any lookup, so every
+ * outcome takes about as long).
+ * @returns the new user's id, or which unique value is taken
+ * @throws HttpError VALIDATION_FAILED for an empty or over-long username, a short password, a bad e-mail address or role name
+ */
+export async function insertUser(db: Database, input: NewUser): Promise<{ id: string } | { taken: 'username' | 'email' }> {
   const username = input.username.trim();
   if (username.length === 0 || username.length > 200) throw new HttpError('VALIDATION_FAILED', 'username must be 1 to 200 characters');
   if (input.password.length < MIN_PASSWORD_LENGTH) throw new HttpError('VALIDATION_FAILED', `password must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  const email = input.email === undefined ? null : normaliseEmail(input.email);
+  if (input.email !== undefined && email === null) throw new HttpError('VALIDATION_FAILED', 'email must be an e-mail address (at most 254 characters)');
   const roles = checkRoles(input.roles ?? []);
+  const passwordHash = await hashSecret(input.password);
   const id = uuidv7();
   const now = new Date();
-  const inserted = await db.query(sql`INSERT INTO ${TABLE.users} ("id", "username", "passwordHash", "roles", "createdAt", "updatedAt")
-    VALUES (${id}, ${username}, ${await hashSecret(input.password)}, ${JSON.stringify(roles)}, ${now}, ${now})
-    ON CONFLICT ("username") DO NOTHING RETURNING "id"`);
-  if (inserted.length === 0) throw new HttpError('CONFLICT', `a user named ${JSON.stringify(username)} exists`);
-  return id;
+  try {
+    const inserted =
+      await db.query(sql`INSERT INTO ${TABLE.users} ("id", "username", "passwordHash", "roles", "email", "emailKey", "emailVerified", "createdAt", "updatedAt")
+      VALUES (${id}, ${username}, ${passwordHash}, ${JSON.stringify(roles)}, ${email}, ${email?.toLowerCase() ?? null}, ${input.emailVerified === true}, ${now}, ${now})
+      ON CONFLICT ("username") DO NOTHING RETURNING "id"`);
+    return inserted.length === 0 ? { taken: 'username' } : { id };
+  } catch (err) {
+    // The only other unique column: a concurrent sign-up took the address first.
+    if (email !== null && isUniqueViolation(err)) return { taken: 'email' };
+    throw err;
+  }
+}
+
+/**
+ * Creates a user (`svc user create`); an e-mail address given here counts as verified (the operator
+ * vouches for it).
+ * @returns the new user's id
+ * @throws HttpError VALIDATION_FAILED (see `insertUser`); CONFLICT when the username or the e-mail address is taken
+ */
+export async function createUser(db: Database, input: Omit<NewUser, 'emailVerified'>): Promise<string> {
+  const result = await insertUser(db, { ...input, emailVerified: input.email !== undefined });
+  if ('id' in result) return result.id;
+  throw new HttpError(
+    'CONFLICT',
+    result.taken === 'username' ? `a user named ${JSON.stringify(input.username.trim())} exists` : 'another user has this e-mail address',
+  );
+}
+
+/** The user with this e-mail address (compared case-insensitively), or null. */
+export async function userByEmail(db: Database, email: string): Promise<UserRow | null> {
+  return first(db, sql`SELECT * FROM ${TABLE.users} WHERE "emailKey" = ${email.trim().toLowerCase()}`, decodeUser);
+}
+
+/** The user with this id, or null. */
+export async function userById(db: Database, id: string): Promise<UserRow | null> {
+  return first(db, sql`SELECT * FROM ${TABLE.users} WHERE "id" = ${id}`, decodeUser);
+}
+
+/** Stores a new password (argon2id) for a user. @throws HttpError VALIDATION_FAILED for a password shorter than 8 */
+export async function setPassword(db: Database, userId: string, password: string): Promise<void> {
+  if (password.length < MIN_PASSWORD_LENGTH) throw new HttpError('VALIDATION_FAILED', `password must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  await db.query(sql`UPDATE ${TABLE.users} SET "passwordHash" = ${await hashSecret(password)}, "updatedAt" = ${new Date()} WHERE "id" = ${userId}`);
+}
+
+/** Marks a user's e-mail address verified. */
+export async function markEmailVerified(db: Database, userId: string): Promise<void> {
+  await db.query(sql`UPDATE ${TABLE.users} SET "emailVerified" = ${true}, "updatedAt" = ${new Date()} WHERE "id" = ${userId}`);
 }
 
 /**

@@ -4,7 +4,9 @@
  * works without JavaScript. `GET /login?returnUrl=/app` shows it; the form POSTs username and
  * password back; success sets the session cookies and redirects (303) to `returnUrl` when it is a
  * same-origin path, else shows a signed-in page; failure shows the form again with the error (401, or
- * 429 while locked out). The POST must come from this origin (no login CSRF).
+ * 429 while locked out, 403 until the user's e-mail address is verified). The POST must come from this
+ * origin (no login CSRF). Under the form: "Create account" and "Forgot password" (DESIGN §11, pages
+ * in `login-account-pages.ts`).
  */
 import { HttpError } from '../errors.js';
 import { startSession, type AuthService } from './auth-service.js';
@@ -12,6 +14,7 @@ import { isSameOrigin, type CredentialInput } from './authenticate.js';
 import { sessionCookies } from './cookies.js';
 import { checkPassword } from './identities.js';
 import { limitedCheck } from './sign-in.js';
+import { requireVerifiedEmail } from './email-verified.js';
 
 const BASE = 'http://svc.invalid';
 
@@ -36,9 +39,11 @@ export function safeReturnUrl(value: unknown): string | null {
   return path.startsWith('//') || path.startsWith('/\\') ? null : path;
 }
 
-const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+/** `s` with `& < > " '` as character references, for HTML text and attribute values. */
+export const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-function page(title: string, body: string): string {
+/** A whole HTML page with the login page's style. */
+export function page(title: string, body: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title>
@@ -48,7 +53,17 @@ input{width:100%;padding:.4rem;box-sizing:border-box}button{margin-top:1rem;padd
 `;
 }
 
-function form(appName: string, options: { error?: string; username?: string; returnUrl: string | null }): string {
+/** The links under the sign-in form: "Create account" when sign-up is on, "Forgot password" when mail is configured (DESIGN §11). */
+function accountLinks(auth: AuthService): string {
+  const links = [
+    auth.signup.enabled ? '<a href="/login/signup">Create account</a>' : '',
+    auth.mail.mailer.configured ? '<a href="/login/forgot">Forgot password</a>' : '',
+  ].filter(Boolean);
+  return links.length > 0 ? `<p>${links.join(' · ')}</p>` : '';
+}
+
+function form(auth: AuthService, options: { error?: string; username?: string; returnUrl: string | null }): string {
+  const appName = auth.manifest.name;
   const error = options.error ? `<p class="error" role="alert">${escapeHtml(options.error)}</p>` : '';
   const returnField = options.returnUrl ? `<input type="hidden" name="returnUrl" value="${escapeHtml(options.returnUrl)}">` : '';
   return page(
@@ -57,7 +72,7 @@ function form(appName: string, options: { error?: string; username?: string; ret
 <form method="post" action="/login">${returnField}
 <label for="username">Username</label><input id="username" name="username" autocomplete="username" required value="${escapeHtml(options.username ?? '')}">
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
-<button type="submit">Sign in</button></form>`,
+<button type="submit">Sign in</button></form>${accountLinks(auth)}`,
   );
 }
 
@@ -81,7 +96,8 @@ export interface LoginPageResult {
   cookies: string[];
 }
 
-const htmlResult = (status: number, html: string, extra: Record<string, string> = {}): LoginPageResult => ({
+/** An HTML answer with the page headers (and `extra`). */
+export const htmlResult = (status: number, html: string, extra: Record<string, string> = {}): LoginPageResult => ({
   status,
   headers: { ...PAGE_HEADERS, ...extra },
   html,
@@ -90,7 +106,7 @@ const htmlResult = (status: number, html: string, extra: Record<string, string> 
 
 /** `GET /login`: the form, keeping `returnUrl` (a query parameter) only when it is safe. */
 export function loginForm(auth: AuthService, returnUrl: unknown): LoginPageResult {
-  return htmlResult(200, form(auth.manifest.name, { returnUrl: safeReturnUrl(returnUrl) }));
+  return htmlResult(200, form(auth, { returnUrl: safeReturnUrl(returnUrl) }));
 }
 
 /**
@@ -98,30 +114,39 @@ export function loginForm(auth: AuthService, returnUrl: unknown): LoginPageResul
  * Source: SPEC §4.6 (`/login`), §5.2 (cookies); issue "Authentication" (`/login` requirements).
  */
 export async function submitLogin(auth: AuthService, body: unknown, request: CredentialInput & { remoteAddress?: string }): Promise<LoginPageResult> {
-  const name = auth.manifest.name;
   const b = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
   const returnUrl = safeReturnUrl(b.returnUrl);
   const username = typeof b.username === 'string' ? b.username.slice(0, 200) : '';
   const password = typeof b.password === 'string' ? b.password.slice(0, 1000) : '';
-  if (!isSameOrigin(request)) return htmlResult(403, form(name, { error: 'This sign-in form was sent from another site.', returnUrl }));
-  if (!username || !password) return htmlResult(400, form(name, { error: 'Enter your username and password.', username, returnUrl }));
+  if (!isSameOrigin(request)) return htmlResult(403, form(auth, { error: 'This sign-in form was sent from another site.', returnUrl }));
+  if (!username || !password) return htmlResult(400, form(auth, { error: 'Enter your username and password.', username, returnUrl }));
   let caller;
   try {
     caller = await limitedCheck(auth, `user:${username}`, request.remoteAddress, () => checkPassword(auth.db, username, password));
   } catch (err) {
     if (err instanceof HttpError && err.code === 'RATE_LIMITED') {
       const wait = err.headers?.['retry-after'] ?? '';
-      return htmlResult(429, form(name, { error: `Too many failed attempts. Try again in ${wait} seconds.`, username, returnUrl }), { 'retry-after': wait });
+      return htmlResult(429, form(auth, { error: `Too many failed attempts. Try again in ${wait} seconds.`, username, returnUrl }), { 'retry-after': wait });
     }
     throw err;
   }
-  if (!caller) return htmlResult(401, form(name, { error: 'Wrong username or password.', username, returnUrl }));
+  if (!caller) return htmlResult(401, form(auth, { error: 'Wrong username or password.', username, returnUrl }));
+  try {
+    await requireVerifiedEmail(auth, caller);
+  } catch (err) {
+    if (err instanceof HttpError)
+      return htmlResult(err.status, form(auth, { error: 'Confirm your e-mail address first: open the link in the mail we sent you.', username, returnUrl }));
+    throw err;
+  }
   const cookies = sessionCookies(auth, await startSession(auth, caller, username));
   if (returnUrl) return { status: 303, headers: { 'Cache-Control': 'no-store' }, redirect: returnUrl, cookies };
   return {
     ...htmlResult(
       200,
-      page(`Signed in to ${name}`, `<h1>Signed in</h1><p>You are signed in to ${escapeHtml(name)} as ${escapeHtml(caller.username ?? '')}.</p>`),
+      page(
+        `Signed in to ${auth.manifest.name}`,
+        `<h1>Signed in</h1><p>You are signed in to ${escapeHtml(auth.manifest.name)} as ${escapeHtml(caller.username ?? '')}.</p>`,
+      ),
     ),
     cookies,
   };

@@ -11,6 +11,7 @@ import { continueSession, startSession, type AuthService, type Session } from '.
 import { checkClientSecret, checkPassword } from './identities.js';
 import { attemptKey } from './rate-limit.js';
 import { revokeRefreshToken } from './refresh-tokens.js';
+import { requireVerifiedEmail } from './email-verified.js';
 
 /** Longest accepted credential field, in characters. */
 const MAX_FIELD = 1000;
@@ -59,8 +60,9 @@ export async function limitedCheck(
  * `POST /api/_auth`: signs in with `{ authority: "serviceaccount", clientId, clientSecret }` or
  * `{ authority: "password", username, password }` and starts a session (the HTTP layer sets the
  * cookies of `session` only for same-origin callers).
- * @throws HttpError VALIDATION_FAILED (400), UNAUTHORIZED (401, wrong or disabled credentials), RATE_LIMITED (429)
- * Source: SPEC §4.6, §5; DESIGN §4 "Auth details".
+ * @throws HttpError VALIDATION_FAILED (400), UNAUTHORIZED (401, wrong or disabled credentials),
+ *   EMAIL_NOT_VERIFIED (403, DESIGN §11), RATE_LIMITED (429)
+ * Source: SPEC §4.6, §5; DESIGN §4 "Auth details", §11.
  */
 export async function signIn(auth: AuthService, body: unknown, remoteAddress: string | undefined): Promise<Session> {
   const authority = (body as Record<string, unknown> | undefined)?.authority;
@@ -80,6 +82,7 @@ export async function signIn(auth: AuthService, body: unknown, remoteAddress: st
     });
   }
   if (!caller) throw new HttpError('UNAUTHORIZED', 'the credentials are not valid');
+  await requireVerifiedEmail(auth, caller);
   return startSession(auth, caller, clientId);
 }
 

@@ -18,6 +18,8 @@ export const TABLE = {
   serviceAccounts: ident('_svc_service_accounts'),
   refreshTokens: ident('_svc_refresh_tokens'),
   signingKeys: ident('_svc_signing_keys'),
+  mailTokens: ident('_svc_mail_tokens'),
+  mailSent: ident('_svc_mail_sent'),
   log: ident('_log'),
 } as const;
 
@@ -27,6 +29,9 @@ export interface UserRow {
   passwordHash: string;
   roles: string[];
   disabledAt: Date | null;
+  /** The address as given; null when the user has none. */
+  email: string | null;
+  emailVerified: boolean;
 }
 export interface ServiceAccountRow {
   id: string;
@@ -91,6 +96,8 @@ export function decodeUser(r: Raw): UserRow {
     passwordHash: String(r.passwordHash),
     roles: parseRoles(r.roles),
     disabledAt: toDateOrNull(r.disabledAt),
+    email: r.email === null || r.email === undefined ? null : String(r.email),
+    emailVerified: toBool(r.emailVerified),
   };
 }
 

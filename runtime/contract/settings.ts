@@ -150,15 +150,56 @@ export interface StorageSettings {
 /** Defaults of `storage`: `data/blobs`, 50 MiB, three square thumbnail sizes. */
 export const STORAGE_DEFAULTS: StorageSettings = { directory: 'data/blobs', maxBytes: 50 * 1024 * 1024, thumbnails: ['100x100', '200x200', '400x400'] };
 
+/**
+ * Sign-up of an app's own users (svc.json `auth.signup`, DESIGN §11), defaults applied (see
+ * `SIGNUP_DEFAULTS`): `POST /api/_signup` and the login page's "Create account".
+ */
+export interface SignupSettings {
+  /** Whether people may create their own accounts; default false (sign-up answers 403 `SIGNUP_DISABLED`). */
+  enabled: boolean;
+  /** Custom roles every signed-up user gets; default none. */
+  roles: string[];
+  /** Sign-up needs an e-mail and sign-in waits (403 `EMAIL_NOT_VERIFIED`) until it is verified; default true. */
+  requireEmailVerification: boolean;
+}
+
+/** Defaults of `auth.signup`: off, no roles, e-mail verification required. */
+export const SIGNUP_DEFAULTS: SignupSettings = { enabled: false, roles: [], requireEmailVerification: true };
+
+/** Token and cookie settings (svc.json `auth`), defaults applied. */
+export interface AuthSettings {
+  accessTokenTtlSeconds: number;
+  refreshTokenTtlDays: number;
+  secureCookies: boolean;
+  signup: SignupSettings;
+}
+
+/**
+ * Outgoing mail (svc.json `mail`, DESIGN §11): verification and password-reset mails. Without `smtp`
+ * mails are written to the log (development only). Values may be `${secrets.NAME}` references.
+ */
+export interface MailSettings {
+  /** The sender, e.g. `Shop <no-reply@shop.example>`; default `<api-name> <no-reply@localhost>`. */
+  from?: string;
+  /** An SMTP server: `smtp://user:pass@host:587` or `smtps://…:465`, usually `${secrets.SMTP_URL}`. */
+  smtp?: { url: string };
+  /**
+   * The public origin the links in mails point at, e.g. `https://shop.example`; default the
+   * address the server listens on. Never taken from a request's `Host` header (it could be forged).
+   */
+  baseUrl?: string;
+}
+
 /** App settings from `svc.json`, with defaults applied (DESIGN §3). */
 export interface AppSettings {
   /** The database URL written in svc.json (env `DATABASE_URL` overrides at run time). */
   database: string;
   port: number;
-  auth: { accessTokenTtlSeconds: number; refreshTokenTtlDays: number; secureCookies: boolean };
+  auth: AuthSettings;
   realtime: RealtimeSettings;
   functions: { allowFetch: boolean; timeoutMs: number; /** Memory of one function thread (heap + external), MiB. */ maxMemoryMb: number };
   agent: AgentSettings;
   credits: CreditsSettings;
   storage: StorageSettings;
+  mail: MailSettings;
 }

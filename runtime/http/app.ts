@@ -16,6 +16,7 @@ import { captureRawBody, functionRouter, type FunctionInvoker, type FunctionRout
 import type { AuthService } from '../auth/auth-service.js';
 import { authenticate, authRouter, loginRouter, oauthErrors, tokenRouter } from './auth-routes.js';
 import { clientLogRouter } from './client-log-routes.js';
+import { accountRouter, ACCOUNT_PATHS } from './account-routes.js';
 import { healthRouter, type HealthDeps } from './health.js';
 import { creditsRouter } from './credits-routes.js';
 import type { CreditLedger } from '../agent/credits.js';
@@ -42,7 +43,7 @@ export interface AppOptions {
   publicNoCache?: boolean;
 }
 
-/** Largest JSON body of the sign-in endpoints (`_auth`, `_token`, `_refresh`, `_logout`). */
+/** Largest JSON body of the sign-in and account endpoints (`_auth`, `_token`, `_refresh`, `_logout`, `_signup`, …). */
 const AUTH_BODY_BYTES = 64 * 1024;
 /** Largest JSON body of the client log. */
 const LOG_BODY_BYTES = 1024 * 1024;
@@ -80,10 +81,10 @@ export function createApp(options: AppOptions): express.Express {
   const api = express.Router();
   // Every /api request is authenticated first: res.locals.caller is set for every route below.
   api.use(authenticate(options.auth));
-  api.use(['/_auth', '/_token', '/_refresh', '/_logout'], json(AUTH_BODY_BYTES));
+  api.use(['/_auth', '/_token', '/_refresh', '/_logout', '/_me', ...ACCOUNT_PATHS], json(AUTH_BODY_BYTES));
   api.use('/_log', json(LOG_BODY_BYTES));
   api.use(['/_invoke', ...manifest.functions.filter((f) => f.enabled && f.functionTypeId === 1).map((f) => `/${f.name}`)], json(MAX_BODY_BYTES));
-  api.use(authRouter(options.auth), tokenRouter(options.auth), clientLogRouter(options.db, logger, manifest));
+  api.use(accountRouter(options.auth), authRouter(options.auth), tokenRouter(options.auth), clientLogRouter(options.db, logger, manifest));
   if (options.credits) api.use('/_agent', json(AUTH_BODY_BYTES), creditsRouter(options.credits));
   api.get('/_openapi', (_req, res) => {
     res.json(options.openapi);

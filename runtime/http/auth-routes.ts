@@ -15,6 +15,7 @@ import { clearedCookies, readCookie, REFRESH_COOKIE, sessionCookies } from '../a
 import { endSession, meBody, renewSession, signIn, WEB_APP_CONFIG } from '../auth/sign-in.js';
 import { oauthError, tokenGrant } from '../auth/token-grant.js';
 import { loginForm, submitLogin, type LoginPageResult } from '../auth/login-page.js';
+import { accountForm, isAccountPage, submitAccountForm } from '../auth/login-account-pages.js';
 
 const form = express.urlencoded({ extended: false, limit: '16kb' });
 
@@ -131,8 +132,8 @@ function sendLoginPage(res: Response, result: LoginPageResult): void {
 }
 
 /**
- * The `/login` router (mounted at the root, not under `/api`).
- * Source: SPEC §4.6 (`/login`), §5.2 (cookies).
+ * The `/login` router (mounted at the root, not under `/api`), with the account pages under it.
+ * Source: SPEC §4.6 (`/login`), §5.2 (cookies); DESIGN §11.
  */
 export function loginRouter(auth: AuthService): Router {
   const router = Router();
@@ -141,6 +142,15 @@ export function loginRouter(auth: AuthService): Router {
   });
   router.post('/login', form, async (req, res) => {
     sendLoginPage(res, await submitLogin(auth, req.body, { ...credentialInput(req), remoteAddress: req.socket.remoteAddress }));
+  });
+  // The account pages of DESIGN §11: /login/signup, /login/forgot, /login/reset, /login/verify.
+  router.get('/login/:page', (req, res, next) => {
+    if (!isAccountPage(req.params.page)) return next();
+    sendLoginPage(res, accountForm(auth, req.params.page, req.query));
+  });
+  router.post('/login/:page', form, async (req, res, next) => {
+    if (!isAccountPage(req.params.page)) return next();
+    sendLoginPage(res, await submitAccountForm(auth, req.params.page, req.body, { ...credentialInput(req), remoteAddress: req.socket.remoteAddress }));
   });
   return router;
 }

@@ -103,12 +103,18 @@ describe('a valid app', () => {
     expect(manifest.settings).toEqual({
       database: 'file:./data/shop.db',
       port: 3000,
-      auth: { accessTokenTtlSeconds: 3600, refreshTokenTtlDays: 70, secureCookies: false },
+      auth: {
+        accessTokenTtlSeconds: 3600,
+        refreshTokenTtlDays: 70,
+        secureCookies: false,
+        signup: { enabled: false, roles: [], requireEmailVerification: true },
+      },
       realtime: {},
       functions: { allowFetch: false, timeoutMs: 30000, maxMemoryMb: 256 },
       agent: { providers: {}, rungs: {}, mcpServers: {}, idleTimeoutSeconds: 900, maxStepsPerTurn: 25 },
       credits: { mode: 'business', initialBalance: 0, monthlyCap: null },
       storage: { directory: 'data/blobs', maxBytes: 52428800, thumbnails: ['100x100', '200x200', '400x400'] },
+      mail: {},
     });
     expect(manifest.collections.map((c) => c.name)).toEqual(['Customer', 'Order', 'OrderLine', 'Product']);
     const [customer, order, orderLine, product] = manifest.collections;
@@ -221,6 +227,33 @@ async function problems(files: Files, env: NodeJS.ProcessEnv = {}): Promise<stri
   return (err as DefinitionError).diagnostics.map(formatDiagnostic);
 }
 
+describe('sign-up and mail settings (DESIGN §11)', () => {
+  test('reach the manifest with defaults filled; references stay unresolved', async () => {
+    const mail = { from: 'Shop <no-reply@shop.example>', smtp: { url: '${secrets.SMTP_URL}' }, baseUrl: 'https://shop.example' };
+    const dir = writeApp({ ...shop, 'svc.json': { name: 'shop', auth: { signup: { enabled: true, roles: ['member'] } }, mail } });
+    const { manifest } = await loadAndValidate(dir, { SVC_SECRET_SMTP_URL: 'smtp://u:hidden@mail:587' });
+    expect(manifest.settings.auth.signup).toEqual({ enabled: true, roles: ['member'], requireEmailVerification: true });
+    expect(manifest.settings.mail).toEqual(mail);
+    expect(JSON.stringify(manifest)).not.toContain('hidden');
+  });
+
+  test('refuse a password in mail.smtp.url, a bad role name and an unknown key', async () => {
+    expect(
+      await problems({
+        ...shop,
+        'svc.json': { name: 'shop', auth: { signup: { enabled: true, roles: ['_ADMIN'] } }, mail: { smtp: { url: 'smtp://user:pw@mail:587' } } },
+      }),
+    ).toEqual([
+      expect.stringMatching(/^svc\.json: \/auth\/signup\/roles\/0: /),
+      expect.stringContaining('svc.json: /mail/smtp/url: mail.smtp.url carries a password'),
+    ]);
+    expect(await problems({ ...shop, 'svc.json': { name: 'shop', mail: { smtp: { url: 'smtp://mail:25' } } } })).toEqual([]);
+    expect(await problems({ ...shop, 'svc.json': { name: 'shop', auth: { signup: { open: true } } } })).toEqual([
+      expect.stringContaining('unknown key "open"'),
+    ]);
+  });
+});
+
 test('a query\'s "joins": "caller" reaches the manifest; "query" (the default) leaves it out', async () => {
   const query = (joins: string) => ({ name: 'Q', from: 'Order', joins, fields: { customerName: 'customer.name' } });
   const caller = await loadAndValidate(writeApp({ ...shop, 'queries/Q.json': query('caller') }), {});
@@ -272,7 +305,7 @@ describe('an app with many problems', () => {
       'collections/Product.json: /properties/price/type: unknown property type "money"; allowed types: string, text, integer, decimal, boolean, date, date-time, guid, lookup, blob',
       'functions/sendMail.json: /endpoint: endpoint must be "/sendMail" (the function is served at /api/sendMail); got "/send"',
       'functions/sendMail.json: /requestBody/0/type: requestBody field "payload" has type "object"; inputs must be scalar (string, text, integer, decimal, boolean, date, date-time, guid)',
-      'svc.json: /colour: unknown key "colour"; allowed keys: name, database, port, generate, auth, realtime, functions, agent, credits, storage',
+      'svc.json: /colour: unknown key "colour"; allowed keys: name, database, port, generate, auth, realtime, functions, agent, credits, storage, mail',
       'views/Customer.json: /name: name "Customer" is already used by collections/Customer.json',
     ]);
     expect(d.diagnostics.map((x) => x.code)).toEqual([

@@ -576,6 +576,42 @@ export interface Schemas {
     /** 0 Fatal, 1 Error, 2 Warning, 3 Info, 4 Debug, 5 Trace */
     severity?: number;
   };
+  "svc.SignupRequest": {
+    /** Unique sign-in name */
+    username: string;
+    /** At least 8 characters */
+    password: string;
+    /** Required when svc.json auth.signup.requireEmailVerification is on (the default); unique case-insensitively */
+    email?: string;
+  };
+  "svc.SignupResponse": {
+    /** The new user id */
+    id: string;
+  };
+  "svc.TokenOnly": {
+    /** The code of the mail (from its link) */
+    token: string;
+  };
+  "svc.PasswordResetRequest": {
+    /** The address of the account */
+    email: string;
+  };
+  "svc.PasswordResetConfirm": {
+    /** The code of the reset mail */
+    token: string;
+    /** The new password (at least 8 characters) */
+    password: string;
+  };
+  "svc.PasswordChange": {
+    /** The current password */
+    current: string;
+    /** The new password (at least 8 characters) */
+    password: string;
+  };
+  "svc.PasswordOnly": {
+    /** The current password */
+    password: string;
+  };
   "svc.CreditState": {
     mode: "business" | "self-serve";
     /** business: credits consumed so far; self-serve: the balance left (100,000 credits = 1 USD) */

@@ -1,0 +1,76 @@
+/**
+ * @module Single-use tokens sent by mail (DESIGN §11): e-mail verification (valid 24 h) and password
+ * reset (valid 1 h). A token is 256 random bits, stored only as its SHA-256 digest in
+ * `_svc_mail_tokens`; using it marks it used in one statement, so of two concurrent uses one wins.
+ * And the quota of mails per address: at most `MAILS_PER_HOUR` per address in any hour, counted in
+ * `_svc_mail_sent`, which every instance shares through the database.
+ */
+import { v7 as uuidv7 } from 'uuid';
+import type { Database } from '../data/database.js';
+import { sql } from '../query/sql.js';
+import { randomToken, sha256 } from './secrets.js';
+import { first, TABLE, toDate, toDateOrNull } from './store.js';
+
+/** What a mail token is for. */
+export type MailTokenPurpose = 'verify' | 'reset';
+
+/** How long a token of each purpose is valid, ms: verification 24 h, reset 1 h. */
+export const MAIL_TOKEN_TTL_MS: Readonly<Record<MailTokenPurpose, number>> = { verify: 24 * 3_600_000, reset: 3_600_000 };
+
+/** Most mails sent to one address within an hour (DESIGN §11). */
+export const MAILS_PER_HOUR = 5;
+
+/**
+ * Issues a token for `userId`.
+ * @returns the token (sent by mail; only its digest is stored)
+ */
+export async function issueMailToken(db: Database, userId: string, purpose: MailTokenPurpose): Promise<string> {
+  const token = randomToken(32);
+  const now = new Date();
+  await db.query(sql`INSERT INTO ${TABLE.mailTokens} ("id", "tokenHash", "userId", "purpose", "expiresAt", "createdAt")
+    VALUES (${uuidv7()}, ${sha256(token)}, ${userId}, ${purpose}, ${new Date(now.getTime() + MAIL_TOKEN_TTL_MS[purpose])}, ${now})`);
+  return token;
+}
+
+/**
+ * Spends a token of `purpose`.
+ * @returns the id of its user, or null when it is unknown, of another purpose, used or expired
+ */
+export async function useMailToken(db: Database, token: string, purpose: MailTokenPurpose): Promise<string | null> {
+  const row = await first(db, sql`SELECT * FROM ${TABLE.mailTokens} WHERE "tokenHash" = ${sha256(token)}`, (r) => ({
+    id: String(r.id),
+    userId: String(r.userId),
+    purpose: String(r.purpose),
+    expiresAt: toDate(r.expiresAt),
+    usedAt: toDateOrNull(r.usedAt),
+  }));
+  if (!row || row.purpose !== purpose || row.usedAt || row.expiresAt.getTime() <= Date.now()) return null;
+  const spent = await db.query(sql`UPDATE ${TABLE.mailTokens} SET "usedAt" = ${new Date()} WHERE "id" = ${row.id} AND "usedAt" IS NULL RETURNING "id"`);
+  return spent.length === 1 ? row.userId : null;
+}
+
+/** Deletes every mail token of a user (the account was deleted). */
+export async function deleteUserMailTokens(db: Database, userId: string): Promise<void> {
+  await db.query(sql`DELETE FROM ${TABLE.mailTokens} WHERE "userId" = ${userId}`);
+}
+
+/**
+ * Takes one of the `MAILS_PER_HOUR` mail slots of `address` (compared lower-cased). The slot is
+ * written first and then every slot of the address in the last hour is counted, its own included: of
+ * slots taken at once by several instances, the one written last always sees all of them, so no
+ * more than `MAILS_PER_HOUR` mails are ever sent (a race may refuse one too many, never allow one).
+ * A slot over the quota is given back. Slots older than an hour are swept on the way.
+ * @returns whether the mail may be sent
+ */
+export async function takeMailSlot(db: Database, address: string, purpose: string): Promise<boolean> {
+  const key = address.toLowerCase();
+  const now = new Date();
+  const since = new Date(now.getTime() - 3_600_000);
+  const id = uuidv7();
+  await db.query(sql`DELETE FROM ${TABLE.mailSent} WHERE "address" = ${key} AND "createdAt" <= ${since}`);
+  await db.query(sql`INSERT INTO ${TABLE.mailSent} ("id", "address", "purpose", "createdAt") VALUES (${id}, ${key}, ${purpose}, ${now})`);
+  const [row] = await db.query<{ n: unknown }>(sql`SELECT COUNT(*) AS "n" FROM ${TABLE.mailSent} WHERE "address" = ${key} AND "createdAt" > ${since}`);
+  if (Number(row.n) <= MAILS_PER_HOUR) return true;
+  await db.query(sql`DELETE FROM ${TABLE.mailSent} WHERE "id" = ${id}`);
+  return false;
+}
