@@ -1,15 +1,34 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Files that assert wall-clock bounds in milliseconds under load they make themselves (a GET beside
+ * bulk writes within 500 ms): they run after all others, one at a time, so the suite's own
+ * parallelism cannot push them past their bounds.
+ */
+const ALONE = ['test/e2e/write-limits.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 60_000, // ms: suites start real servers and databases
     hookTimeout: 180_000, // ms: `svc generate` + migrations per backend
     globalSetup: ['test/support/global-setup.ts'],
     pool: 'forks',
-    // Files run side by side: most of a file's time is spent waiting on the `svc` processes it spawns,
-    // PostgreSQL and timers, so four at a time keep two cores busy (vitest's default on 2 cores is one).
-    // Every file uses its own temp dirs, databases and free ports. `VITEST_MAX_WORKERS=n` overrides.
-    maxWorkers: 4,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'parallel',
+          include: ['test/**/*.test.ts'],
+          exclude: ALONE,
+          // Files run side by side: most of a file's time is spent waiting on the `svc` processes it
+          // spawns, PostgreSQL and timers, so four at a time keep two cores busy (vitest's default on
+          // 2 cores is one). Every file uses its own temp dirs, databases and free ports.
+          // `SVC_TEST_WORKERS=n` overrides.
+          maxWorkers: Number(process.env.SVC_TEST_WORKERS) || 4,
+          sequence: { groupOrder: 0 },
+        },
+      },
+      { extends: true, test: { name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 1 } } },
+    ],
   },
 });
