@@ -9,8 +9,9 @@ const ALONE = ['test/e2e/write-limits.test.ts'];
 
 export default defineConfig({
   test: {
-    testTimeout: 60_000, // ms: suites start real servers and databases
-    hookTimeout: 180_000, // ms: `svc generate` + migrations per backend
+    // Generous: they cost nothing when things go right, and files share two cores with each other.
+    testTimeout: 120_000, // ms: suites start real servers and databases
+    hookTimeout: 300_000, // ms: `svc generate` + migrations per backend
     globalSetup: ['test/support/global-setup.ts'],
     pool: 'forks',
     projects: [
@@ -20,11 +21,11 @@ export default defineConfig({
           name: 'parallel',
           include: ['test/**/*.test.ts'],
           exclude: ALONE,
-          // Files run side by side: most of a file's time is spent waiting on the `svc` processes it
-          // spawns, PostgreSQL and timers, so four at a time keep two cores busy (vitest's default on
-          // 2 cores is one). Every file uses its own temp dirs, databases and free ports.
-          // `SVC_TEST_WORKERS=n` overrides.
-          maxWorkers: Number(process.env.SVC_TEST_WORKERS) || 4,
+          // Files run side by side: an e2e file spends most of its time waiting on the `svc` processes
+          // it spawns, PostgreSQL and timers, so three at a time keep two cores busy (vitest's default
+          // on 2 cores is one); more only slows the CPU-bound ones (generate, lint). Every file uses
+          // its own temp dirs, databases and free ports. `SVC_TEST_WORKERS=n` overrides.
+          maxWorkers: Number(process.env.SVC_TEST_WORKERS) || 3,
           sequence: { groupOrder: 0 },
         },
       },
