@@ -1,11 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Files that assert wall-clock bounds in milliseconds under load they make themselves (a GET beside
- * bulk writes within 500 ms): they run after all others, one at a time, so the suite's own
- * parallelism cannot push them past their bounds.
+ * Load tests: files that measure latency under load they make themselves (a GET beside bulk writes
+ * within 500 ms; a cheap GET's p99 against a heavy list's median). They run after all others, one at a
+ * time, so the suite's own parallelism does not skew what they measure.
  */
-const ALONE = ['test/e2e/write-limits.test.ts'];
+const ALONE = ['test/e2e/write-limits.test.ts', 'test/e2e/sqlite-load.test.ts'];
 
 export default defineConfig({
   test: {
