@@ -24,7 +24,7 @@ describe('lint', () => {
     const problems = results.flatMap((r) => r.messages.map((m) => `${r.filePath.slice(ROOT.length + 1)}:${m.line}:${m.column} ${m.ruleId}: ${m.message}`));
     expect(problems).toEqual([]);
     expect(results.length).toBeGreaterThan(100); // it did lint the sources, not an empty set
-  }, 60_000);
+  }, 180_000);
 
   it('every file is formatted as .prettierrc.json says (npm run format)', () => {
     // prettier --check exits non-zero and names the files when any is not formatted.
@@ -38,7 +38,7 @@ describe('lint', () => {
       out = String((err as { stdout?: string }).stdout ?? '') + String((err as { stderr?: string }).stderr ?? '');
     }
     expect(out.trim()).toBe('');
-  }, 60_000);
+  }, 180_000);
 
   it('runtime may not import the generator, templates, schemas or cli', async () => {
     expect(await restricted('runtime/data/probe.ts', "import { generate } from '../../generator/index.js';")).toEqual([

@@ -127,7 +127,7 @@ describe('svc CLI', () => {
     const wrong = await tsc();
     expect(wrong.code).not.toBe(0);
     expect(wrong.stdout).toContain("Property 'nobody' does not exist on type 'FunctionContext");
-  }, 120_000);
+  }, 240_000);
 
   it('generate skips every step when nothing changed, and runs them all again after any change to its inputs or outputs', async () => {
     const dir = join(work, 'skip');
@@ -157,7 +157,7 @@ describe('svc CLI', () => {
     const pg = await runCli(['generate', dir], { DATABASE_URL: 'postgres://root@127.0.0.1:5432/postgres' });
     expect(pg.code, pg.stderr).toBe(0);
     expect(pg.stdout).toContain('postgresql');
-  }, 120_000);
+  }, 240_000);
 
   it('emits the Prisma client only when asked: --prisma-client or svc.json generate.prismaClient', async () => {
     const dir = join(work, 'prisma-client');
@@ -179,7 +179,7 @@ describe('svc CLI', () => {
     const bad = await runCli(['generate', dir]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('generate/prismaClient');
-  }, 120_000);
+  }, 240_000);
 
   it('writes a migration when the model changes; migrate and serve apply it', async () => {
     const dir = join(work, 'evolve');
@@ -255,7 +255,7 @@ describe('svc CLI', () => {
     expect(accepted.stderr).toContain('warning: collections/Note.json: /properties/body: property "body" is gone');
     expect(accepted.stderr).toContain('warning: collections/Folder.json: collection Folder is gone');
     expect(migrations()).toHaveLength(3);
-  }, 120_000);
+  }, 240_000);
 
   it('reports every definition problem at once, exits non-zero and writes nothing', async () => {
     const dir = join(work, 'broken');
@@ -398,5 +398,5 @@ describe('svc CLI', () => {
       if (answering) await new Promise((r) => setTimeout(r, 100));
     }
     expect(answering).toBe(false);
-  }, 60_000);
+  }, 120_000);
 });

@@ -70,7 +70,7 @@ describe.each(backends())('svc migrate on %s', (backend) => {
     } finally {
       await pgdb?.drop();
     }
-  }, 120_000);
+  }, 240_000);
 
   it('a failed record left by an older run is refused with the way out, and --resolve lets it apply again', async () => {
     const dir = join(work, `stranded-${backend}`);
@@ -104,7 +104,7 @@ describe.each(backends())('svc migrate on %s', (backend) => {
     } finally {
       await pgdb?.drop();
     }
-  }, 120_000);
+  }, 240_000);
 });
 
 describe('svc migrate beside a running server (SQLite)', () => {
@@ -127,5 +127,5 @@ describe('svc migrate beside a running server (SQLite)', () => {
     const after = await runCli(['migrate', dir]);
     expect(after.code, after.stderr).toBe(0);
     expect(after.stdout).toContain('applied 29990101000000_extra');
-  }, 120_000);
+  }, 240_000);
 });

@@ -83,7 +83,7 @@ for (const backend of backends()) {
       await start();
       admin = await adminIdentity(app, base);
       writer = await userIdentity(app, base, 'writer', ['writer']);
-    }, 120_000);
+    });
 
     afterAll(async () => {
       await server?.close();

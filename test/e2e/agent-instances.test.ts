@@ -50,7 +50,7 @@ beforeAll(async () => {
   a = await serve(app.dir, serverEnv);
   b = await serve(app.dir, serverEnv);
   alice = await userIdentity(app, a.url, 'alice');
-}, 120_000);
+});
 
 afterAll(async () => {
   client?.stop();

@@ -95,7 +95,7 @@ describe('agent MCP servers', () => {
       mcpPingMs: 300,
     });
     ada = await userIdentity(app, server.url, 'ada');
-  }, 120_000);
+  });
 
   afterAll(async () => {
     chat?.stop();

@@ -74,7 +74,7 @@ for (const backend of backends()) {
       await start();
       reader = await userIdentity(app, base, 'reader');
       writer = await userIdentity(app, base, 'writer', ['writer']);
-    }, 120_000);
+    });
 
     afterAll(async () => {
       await server?.close();

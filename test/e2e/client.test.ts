@@ -39,7 +39,7 @@ describe.each(backends())('generated client on %s', (backend) => {
     const file = join(app.dir, 'client.mjs');
     writeFileSync(file, js);
     mod = (await import(pathToFileURL(file).href)) as ClientModule;
-  }, 120_000);
+  });
   afterAll(async () => {
     await server?.close();
     await app?.cleanup();

@@ -44,7 +44,7 @@ beforeAll(async () => {
   client.on('group-message', (e) => got.push(e.message));
   await client.start();
   await waitFor(() => connectionId);
-}, 60_000);
+});
 
 afterAll(async () => {
   client?.stop();

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { backends, type Backend } from '../support/backends.js';
 import { prepareApp, ROOT, runCli, serve, type PreparedApp, type TestServer } from '../support/cli.js';
-import { createServiceAccount, createUser, serviceAccountToken, userToken } from '../support/auth.js';
+import { createServiceAccountWithCli, createUserWithCli, serviceAccountToken, userToken } from '../support/auth.js';
 import { call } from '../support/scenario.js';
 import { waitFor } from '../support/wait.js';
 
@@ -45,7 +45,7 @@ function identitySuite(backend: Backend): void {
     });
 
     it('set-roles changes what an existing token may do, within 5 s', async () => {
-      const id = await createUser(app, 'rosa', 'rosa-password-1');
+      const id = await createUserWithCli(app, 'rosa', 'rosa-password-1');
       const rosa = await userToken(base, 'rosa', 'rosa-password-1');
       expect(await statusOf('/Attachment', rosa.token)).toBe(403); // auditors only
       expect(await cli(['user', 'set-roles', app.dir, '--username', 'rosa', '--roles', 'auditor,editor,auditor'])).toEqual({
@@ -65,8 +65,8 @@ function identitySuite(backend: Backend): void {
     });
 
     it('disable: the token is refused within 5 s, refresh and sign-in fail; other users are unaffected', async () => {
-      await createUser(app, 'dora', 'dora-password-1', ['editor']);
-      await createUser(app, 'other', 'other-password-1');
+      await createUserWithCli(app, 'dora', 'dora-password-1', ['editor']);
+      await createUserWithCli(app, 'other', 'other-password-1');
       const dora = await userToken(base, 'dora', 'dora-password-1');
       const other = await userToken(base, 'other', 'other-password-1');
       expect(await statusOf('/_me', dora.token)).toBe(200);
@@ -86,19 +86,19 @@ function identitySuite(backend: Backend): void {
     });
 
     it('delete: the user is gone, its token is refused within 5 s, its name is free again', async () => {
-      await createUser(app, 'dean', 'dean-password-1');
+      await createUserWithCli(app, 'dean', 'dean-password-1');
       const dean = await userToken(base, 'dean', 'dean-password-1');
       expect(await cli(['user', 'delete', app.dir, '--username', 'dean'])).toEqual({ id: dean.id, deleted: true });
       await becomes('/_me', dean.token, 401);
       expect((await refresh('dean', dean.refreshToken)).json.error).toBe('invalid_grant');
-      const again = await createUser(app, 'dean', 'dean-password-2');
+      const again = await createUserWithCli(app, 'dean', 'dean-password-2');
       expect(again).not.toBe(dean.id);
       expect(await statusOf('/_me', dean.token)).toBe(401); // the new dean is another identity
     });
 
     it('service-account disable and delete, by client id', async () => {
-      const a = await createServiceAccount(app, 'robot-a', { roles: ['auditor'] });
-      const b = await createServiceAccount(app, 'robot-b');
+      const a = await createServiceAccountWithCli(app, 'robot-a', { roles: ['auditor'] });
+      const b = await createServiceAccountWithCli(app, 'robot-b');
       const ta = await serviceAccountToken(base, a.clientId, a.clientSecret);
       const tb = await serviceAccountToken(base, b.clientId, b.clientSecret);
       expect(await statusOf('/Attachment', ta.token)).toBe(200);

@@ -62,7 +62,7 @@ beforeAll(async () => {
   base = server.url;
   admin = await adminIdentity(app, base);
   alice = await userIdentity(app, base, 'alice');
-}, 60_000);
+});
 
 afterAll(async () => {
   await Promise.all(connections.map((c) => c.stop()));

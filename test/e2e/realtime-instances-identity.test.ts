@@ -72,7 +72,7 @@ beforeAll(async () => {
   a = await serve(app.dir, env);
   b = await serve(app.dir, env);
   admin = await adminIdentity(app, a.url);
-}, 120_000);
+});
 
 afterAll(async () => {
   await Promise.all(hubs.map((h) => h.stop().catch(() => undefined)));

@@ -57,7 +57,7 @@ beforeAll(async () => {
   b = await serve(app.dir, env);
   admin = await adminIdentity(app, a.url);
   alice = await userIdentity(app, a.url, 'alice');
-}, 120_000);
+});
 
 afterAll(async () => {
   for (const c of clients) c.stop();

@@ -187,7 +187,7 @@ beforeAll(async () => {
       expect((await post('/rtJoin', { connectionId, channel, readOnly }, alice)).json).toEqual({ joined: { group: `fnapp:${channel}` } });
     }
   }
-}, 60_000);
+});
 
 afterAll(async () => {
   for (const s of sockets.values()) {

@@ -1,6 +1,7 @@
 /**
  * Issue 10, end to end: examples/shop served on SQLite under a mixed load — bulk POSTs of 1000 rows,
- * heavy filtered lists with `count=true`, and cheap GETs by id from 30 concurrent loops for ~10 s.
+ * heavy filtered lists with `count=true`, and cheap GETs by id from 30 concurrent loops for ~10 s (longer, up
+ * to 60 s, until there are 100 cheap GETs for the p99 when other test files load the machine).
  * A cheap GET must not wait behind the heavy work: its p99 stays under half the heavy list's median
  * measured in the same run. A GET stalled behind a heavy statement waits about that statement's whole
  * duration, so the ratio holds only once no SQLite statement runs on the server's main thread
@@ -17,6 +18,8 @@ import { adminIdentity, type Identity } from '../support/auth.js';
 const SHOP = join(ROOT, 'examples/shop');
 const LOOPS = 30; // concurrent clients: 10 bulk writers, 10 heavy readers, 10 cheap readers
 const LOAD_MS = 10_000;
+const MIN_CHEAP = 100; // GETs by id a p99 needs: on a busy machine the load goes on past LOAD_MS until they are in,
+const MAX_LOAD_MS = 60_000; // but never longer than this
 const REQUEST_TIMEOUT_MS = 15_000;
 const SEED_BATCHES = 10; // 10 × 1000 products before the load starts
 const P99_SHARE_OF_HEAVY_P50 = 0.5;
@@ -82,7 +85,9 @@ describe('SQLite under a mixed load (issue 10)', () => {
   it(
     `a cheap GET by id keeps p99 under ${P99_SHARE_OF_HEAVY_P50} × the heavy list's p50 while bulk writes and heavy counted lists run`,
     async () => {
-      const deadline = performance.now() + LOAD_MS;
+      const started = performance.now();
+      const deadline = started + LOAD_MS;
+      const hardDeadline = started + MAX_LOAD_MS;
       const cheap: number[] = [];
       const heavy: number[] = [];
       const bulk: number[] = [];
@@ -93,7 +98,11 @@ describe('SQLite under a mixed load (issue 10)', () => {
       };
       const loop = async (k: number) => {
         let n = 0;
-        while (performance.now() < deadline && failures.length < 20) {
+        const going = () => {
+          const now = performance.now();
+          return now < deadline || (cheap.length < MIN_CHEAP && now < hardDeadline);
+        };
+        while (going() && failures.length < 20) {
           n++;
           try {
             if (k % 3 === 0) {
@@ -123,9 +132,9 @@ describe('SQLite under a mixed load (issue 10)', () => {
       expect(failures, `${JSON.stringify(summary)}\n${failures.join('\n')}`).toEqual([]);
       expect(bulk.length).toBeGreaterThan(0); // the heavy work really ran alongside
       expect(heavy.length).toBeGreaterThan(0);
-      expect(cheap.length).toBeGreaterThanOrEqual(100);
+      expect(cheap.length).toBeGreaterThanOrEqual(MIN_CHEAP);
       expect(summary.cheap.p99, JSON.stringify(summary)).toBeLessThan(P99_SHARE_OF_HEAVY_P50 * summary.heavy.p50);
     },
-    LOAD_MS + REQUEST_TIMEOUT_MS + 30_000,
+    MAX_LOAD_MS + REQUEST_TIMEOUT_MS + 30_000,
   );
 });

@@ -49,5 +49,5 @@ describe('generate with nothing to do', () => {
       await generate({ appDir, env: otherEnv ?? env, diffDatamodels, checkFilters: filterProblems });
       expect((await generate({ appDir, env: otherEnv ?? env, ...untouchable })).unchanged, what).toBe(true);
     }
-  }, 120_000);
+  }, 240_000);
 });

@@ -1,9 +1,12 @@
 /**
- * @module Identities for tests, made the way a user makes them: `svc user create` and
- * `svc service-account create` run as real processes against the app's database, then a real sign-in
- * over HTTP (`/_token` for service accounts, `/_auth` for users).
+ * @module Identities for tests: made with what `svc user create` and `svc service-account create`
+ * run (`createUserInApp`, `createServiceAccountInApp` of the built runtime, in the test's process,
+ * which spares a CLI process of ~1 s CPU per identity), or with the CLI as a real process where the
+ * command is what a test is about (`createUserWithCli`, `createServiceAccountWithCli`); then a real
+ * sign-in over HTTP (`/_token` for service accounts, `/_auth` for users).
  */
 import { expect } from 'vitest';
+import { createServiceAccountInApp, createUserInApp } from '../../dist/runtime/index.js';
 import { runCli } from './cli.js';
 
 /** A signed-in identity: its id, its access token, and the refresh token of its session. */
@@ -26,8 +29,20 @@ async function me(base: string, token: string): Promise<string> {
   return (await r.json()).id;
 }
 
-/** Creates a service account with the CLI. */
-export async function createServiceAccount(
+/** What the CLI runs with: the test's environment and the app's (its database URL). */
+const appEnv = (app: AppRef): NodeJS.ProcessEnv => ({ ...process.env, SVC_LOG_LEVEL: 'warn', ...app.env });
+
+/** Creates a service account as `svc service-account create` does (in this process). */
+export function createServiceAccount(
+  app: AppRef,
+  name: string,
+  options: { admin?: boolean; roles?: string[] } = {},
+): Promise<{ clientId: string; clientSecret: string }> {
+  return createServiceAccountInApp(app.dir, { name, roles: options.roles ?? [], admin: options.admin === true }, appEnv(app));
+}
+
+/** Creates a service account with the CLI (`svc service-account create` as a real process). */
+export async function createServiceAccountWithCli(
   app: AppRef,
   name: string,
   options: { admin?: boolean; roles?: string[] } = {},
@@ -62,8 +77,13 @@ export async function adminIdentity(app: AppRef, base: string, name = 'test-admi
   return serviceAccountToken(base, clientId, clientSecret);
 }
 
-/** Creates a user with the CLI; returns its id. */
+/** Creates a user as `svc user create` does (in this process); returns its id. */
 export async function createUser(app: AppRef, username: string, password: string, roles: string[] = []): Promise<string> {
+  return (await createUserInApp(app.dir, { username, password, roles }, appEnv(app))).id;
+}
+
+/** Creates a user with the CLI (`svc user create` as a real process); returns its id. */
+export async function createUserWithCli(app: AppRef, username: string, password: string, roles: string[] = []): Promise<string> {
   const args = ['user', 'create', app.dir, '--username', username, '--password', password];
   if (roles.length) args.push('--roles', roles.join(','));
   const r = await runCli(args, app.env);

@@ -8,7 +8,7 @@
  * see `prepareApp` in cli.ts), so each fixture is generated once per backend per run. The teardown
  * stops and deletes both. Every step is printed.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -32,6 +32,10 @@ async function pgProblem(url: string): Promise<string | undefined> {
 }
 
 export default async function setup(): Promise<() => Promise<void>> {
+  // vitest runs this once for the root and once per project (vitest.config.ts): the first run does the
+  // work, the later ones find its cache folder in the environment and share it.
+  const earlier = process.env.SVC_TEST_GENERATE_CACHE;
+  if (earlier && existsSync(earlier)) return async () => {};
   const say = (line: string) => process.stdout.write(`svc tests: ${line}\n`);
   const chromium = findChromium();
   if (chromium) process.env.SVC_TEST_CHROMIUM = chromium;
