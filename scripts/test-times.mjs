@@ -21,8 +21,9 @@ if (args.length === 0) {
 const rows = [];
 for (const file of args) {
   const text = readFileSync(file, 'utf8').replace(/\x1b\[[0-9;]*m/g, ''); // eslint-disable-line no-control-regex
-  // " ✓  parallel  test/e2e/crud.test.ts (24 tests | 1 failed) 21150ms" (the project name is optional)
-  for (const m of text.matchAll(/^ [✓×❯] +(?:\S+ +)?(test\/\S+\.test\.ts) \((\d+) tests?[^)]*\) (\d+)ms/gm)) {
+  // " ✓  parallel  test/e2e/crud.test.ts (24 tests | 1 failed) 21150ms" (the project name is optional;
+  // a line may follow another process's output that did not end its line)
+  for (const m of text.matchAll(/ [✓×❯] +(?:[a-z]+ +)?(test\/\S+\.test\.ts) \((\d+) tests?[^)]*\) (\d+)ms$/gm)) {
     rows.push({ file: m[1], tests: Number(m[2]), seconds: Number(m[3]) / 1000 });
   }
 }
