@@ -25,6 +25,8 @@ export abstract class SessionLifecycle {
   private lifecycle: Promise<unknown> = Promise.resolve();
   /** A restart waiting in `lifecycle`: restarts asked for meanwhile are the same restart. */
   private pendingRestart?: Promise<void>;
+  /** The turn running when the last restart was asked for (the one that restart ends), if any. */
+  private restartEnds?: string;
   private idleTimer?: NodeJS.Timeout;
   private warnTimer?: NodeJS.Timeout;
   protected mcp: McpServers;
@@ -127,11 +129,16 @@ export abstract class SessionLifecycle {
    * operations before it. Restarts asked for while one waits to run join it: one restart, one event.
    */
   protected restart(): Promise<void> {
+    // A restart ends the turn running when it was asked for, never a turn started while it waited to
+    // run (that turn is handed to the new worker, after this restart in the chain).
+    this.restartEnds = this.runningTurnId();
     if (this.pendingRestart) return this.pendingRestart;
     const restart = this.serially(async () => {
       this.pendingRestart = undefined;
+      const ends = this.restartEnds;
+      this.restartEnds = undefined;
       if (this.state === 'stopped') return;
-      this.failTurn('restarted');
+      if (ends !== undefined) this.failTurn('restarted', ends);
       const old = this.worker;
       this.worker = undefined;
       await Promise.all([old?.terminate(), this.mcp.close()]);
@@ -161,8 +168,14 @@ export abstract class SessionLifecycle {
     clearTimeout(this.idleTimer);
   }
 
-  /** Ends the running turn as failed with `error` (worker crash, restart, stop). */
-  protected abstract failTurn(error: string): void;
+  /**
+   * Ends the running turn as failed with `error` (worker crash, restart, stop).
+   * @param turnId - only if the running turn is this one (a restart asked for during it)
+   */
+  protected abstract failTurn(error: string, turnId?: string): void;
+
+  /** The id of the turn running now, if any. */
+  protected abstract runningTurnId(): string | undefined;
 
   /** A message from the worker (session-turn.ts). */
   protected abstract onWorker(m: FromSessionWorker): void;

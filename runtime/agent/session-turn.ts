@@ -46,8 +46,13 @@ export abstract class SessionTurns extends SessionTools {
     return next;
   }
 
-  /** Ends the running turn as failed with `error` (worker crash, restart, stop). */
-  protected failTurn(error: string): void {
+  protected runningTurnId(): string | undefined {
+    return this.turn?.id;
+  }
+
+  /** Ends the running turn as failed with `error` (worker crash, restart, stop); see the base class. */
+  protected failTurn(error: string, turnId?: string): void {
+    if (turnId !== undefined && this.turn?.id !== turnId) return;
     for (const wait of this.uiWaits.values()) wait({ ok: false, output: error });
     this.uiWaits.clear();
     if (this.turn) this.turn.done({ status: 'failed', error, messages: [], usage: this.turn.usage });
