@@ -9,9 +9,11 @@
  * No imports outside this folder (DESIGN §2): plain data and functions, SQL as text with `{}` where
  * the column expression goes.
  */
-import type { JsonSchema } from './manifest.js';
 import { DECIMAL_INTEGER_DIGITS, DECIMAL_PRECISION, DECIMAL_SCALE, INT32_MAX, INT32_MIN } from './limits.js';
 import { DECIMAL_STRING_PATTERN, GUID_PATTERN, isValidDate, parseFilterDate, publicMetadata } from './property-values.js';
+
+/** A JSON Schema object (the shape `manifest.ts` names `JsonSchema`; declared here so the two files do not import each other). */
+type JsonSchema = Record<string, unknown>;
 
 /** What an entry reads of a property (a `Property`, or a definition file's property before normalising). */
 export interface PropertyFacts {

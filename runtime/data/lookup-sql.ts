@@ -12,7 +12,7 @@ import type { Collection, DatabaseProvider, Property } from '../manifest.js';
 import type { Selection } from '../query/select.js';
 import { andAll, ident, join, raw, sql, type Sql } from '../query/sql.js';
 import { columnDecoder, columnsOf, decoderOf, type ColumnDecoder, type RowDecoder } from './row-codec.js';
-import type { ReadScope } from './read.js';
+import type { ReadScope } from './read-scope.js';
 
 /** At most this many properties per JSON object (PostgreSQL functions take at most 100 arguments). */
 const MAX_PAIRS = 50;

@@ -3,45 +3,19 @@
  * count and select; one item by id; lookup expansion (`lookups=full`). Every statement is compiled
  * SQL with bound values, run through the Prisma client.
  */
-import type { AppManifest, ChildRelation, Collection, PropertyType } from '../manifest.js';
+import type { AppManifest, ChildRelation, Collection } from '../manifest.js';
 import { HttpError } from '../errors.js';
 import { compileFilter } from '../query/filter-compile.js';
 import { parseFilter } from '../query/filter-parser.js';
 import type { ListParams, SortSpec } from '../query/list-params.js';
 import type { Selection } from '../query/select.js';
 import { andAll, ident, join, raw, sql, type Sql } from '../query/sql.js';
-import type { Database, Tx } from './database.js';
 import { sqlLookups } from './lookup-sql.js';
+import type { ReadScope } from './read-scope.js';
 import { columnsOf, decodeRow, rowDecoder, type Item } from './row-codec.js';
 import { searchCondition } from './search.js';
 
-/** What every read needs: the model, the database and the collection read. */
-export interface ReadScope {
-  manifest: AppManifest;
-  db: Database;
-  collection: Collection;
-  /** Extra conditions on alias `t0` (views, policies), ANDed with the request's filter. */
-  conditions?: Sql[];
-  /**
-   * `_CREATOR` narrowing on alias `t0` (from `authorize`): lists and counts see only matching rows; a
-   * visible row named by id that fails it is 403, not 404 (DESIGN §4 "Auth details").
-   */
-  owner?: Sql | null;
-  /**
-   * The conditions (alias `t0`) under which the caller may read rows of another collection, or null when
-   * it may not read that collection at all: applied to expanded lookups (not expanded when hidden) and
-   * included children. Absent: no restriction.
-   */
-  readableOf?: (collection: string, alias?: string) => Sql[] | null;
-  tx?: Tx;
-  /** The caller's id, for `me()` in the request's filter (null: anonymous). */
-  callerId?: string | null;
-  /**
-   * Set when reading a query's output rows (`query-source.ts`) instead of the collection's table:
-   * the subquery, and the type of its `id` column. Such rows have no system fields besides `id`.
-   */
-  rows?: { source: Sql; idType: PropertyType };
-}
+export type { ReadScope } from './read-scope.js';
 
 const ALIAS = 't0';
 /** The id column of the row being read: `"t0"."id"`. */
