@@ -17,8 +17,9 @@ export type { FilterProblem, GenerateOptions, GenerateResult } from './generate-
  * a new migration in `<appDir>/migrations/<provider>/`. When neither the app's files, the migrations,
  * `.svc/`, the environment's database and Redis URLs, the options nor svc itself changed since the last
  * successful run, it answers that run's result (`unchanged: true`) in milliseconds.
- * @throws DefinitionError listing every problem (nothing is written then); definition filters are
- *   checked after every other problem is gone, and the migration's risks to stored rows after them
+ * @throws DefinitionError listing every problem (nothing is written then); the filters of every
+ *   definition that is valid on its own are checked in the same run, and the migration's risks to
+ *   stored rows once the definitions are valid
  *   (`DEF_REQUIRED_WITHOUT_DEFAULT`, and `DEF_DATA_LOSS` unless `acceptDataLoss`)
  * @throws Error when Prisma client generation (when asked) or the migration diff fails
  * Source: DESIGN §3a (`svc generate`), §5 (migrations).
@@ -43,4 +44,16 @@ export async function generate(options: GenerateOptions): Promise<GenerateResult
  */
 export async function emitFunctionCode(appDir: string): Promise<string[]> {
   return (await import('./function-code.js')).emitFunctionCode(appDir);
+}
+
+/**
+ * `svc dev`: loads the generator's steps and reads the app's function code types in the background,
+ * so the first edit after a start that needed no generation is served as fast as later ones (the
+ * TypeScript compiler is the slow part). Problems are ignored here: the first reload reports them.
+ * Source: DESIGN §10.
+ */
+export async function warmGenerator(appDir: string, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  await import('./pipeline.js');
+  const { loadAndValidate } = await import('./validate/index.js');
+  await loadAndValidate(resolve(appDir), env).catch(() => undefined);
 }

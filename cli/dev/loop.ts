@@ -14,7 +14,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
-import { DefinitionError, emitFunctionCode, formatDiagnostic, generate, type Diagnostic } from '../../generator/index.js';
+import { DefinitionError, emitFunctionCode, formatDiagnostic, generate, warmGenerator, type Diagnostic } from '../../generator/index.js';
 import { diffDatamodels, filterProblems, startDevServer, type DevServer } from '../../runtime/index.js';
 import { describePaths, kindOf, reloadLine } from './changes.js';
 import { judgeDataLoss } from './data-loss.js';
@@ -60,6 +60,7 @@ export async function runDev(options: DevOptions): Promise<DevServer> {
   }
   const server = await startDevServer({ appDir, port: options.port, host: options.host });
   out(`svc: serving ${server.manifest.name} at ${server.url}\n`);
+  void warmGenerator(appDir).catch(() => undefined);
 
   const report = (paths: string[], diagnostics: Diagnostic[], startedAt: number, reason?: string) => {
     if (!reason) for (const d of diagnostics) err(`${formatDiagnostic(d)}\n`);
