@@ -12,7 +12,7 @@ class RawJson {
 }
 
 /** JSON text of `value`, with `RawJson` pieces inserted verbatim. */
-function json(value: unknown): string {
+export function json(value: unknown): string {
   if (value instanceof RawJson) return value.text;
   if (Array.isArray(value)) return `[${value.map(json).join(',')}]`;
   if (value !== null && typeof value === 'object') {
