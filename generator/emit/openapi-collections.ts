@@ -41,6 +41,8 @@ function collectionPaths(builder: OpenApiBuilder, children: Collection[], c: Col
       .addSchema(`${n}Input`, collectionInputSchema(c, { mode: 'create', children }) as SchemaObject)
       .addSchema(`${n}Patch`, collectionInputSchema(c, { mode: 'merge', children }) as SchemaObject);
   }
+  // A write that would repeat a unique property's value answers 409 UNIQUE_VIOLATION (DESIGN §11).
+  const clash: 409[] = c.properties.some((p) => p.unique) ? [409] : [];
   builder.addPath(`/${n}`, {
     get: op('GET', {
       operationId: `list${n}`,
@@ -55,7 +57,7 @@ function collectionPaths(builder: OpenApiBuilder, children: Collection[], c: Col
       operationId: `create${n}`,
       summary: `Create one ${n} row or an array of rows (atomic)`,
       requestBody: { required: true, content: json({ oneOf: [inputRef, { type: 'array', items: inputRef, minItems: 1, maxItems: MAX_BULK_ROWS }] }) },
-      responses: { 201: { description: 'Ids of the new rows, in request order', content: json(ref('CreatedIds')) }, ...errorResponses(400, 401, 403) },
+      responses: { 201: { description: 'Ids of the new rows, in request order', content: json(ref('CreatedIds')) }, ...errorResponses(400, 401, 403, ...clash) },
     }),
     delete: op('DELETE', {
       operationId: `deleteMany${n}`,
@@ -76,13 +78,13 @@ function collectionPaths(builder: OpenApiBuilder, children: Collection[], c: Col
       operationId: `replace${n}`,
       summary: `Replace a ${n} row (omitted properties become their default or null)`,
       requestBody: { required: true, content: json(inputRef) },
-      responses: { 200: { description: 'The row as it now stands', content: json(rowRef) }, ...errorResponses(400, 401, 403, 404) },
+      responses: { 200: { description: 'The row as it now stands', content: json(rowRef) }, ...errorResponses(400, 401, 403, 404, ...clash) },
     }),
     patch: op('PATCH', {
       operationId: `update${n}`,
       summary: `Change some properties of a ${n} row`,
       requestBody: { required: true, content: json(patchRef) },
-      responses: { 200: { description: 'The row as it now stands', content: json(rowRef) }, ...errorResponses(400, 401, 403, 404) },
+      responses: { 200: { description: 'The row as it now stands', content: json(rowRef) }, ...errorResponses(400, 401, 403, 404, ...clash) },
     }),
     delete: op('DELETE', {
       operationId: `delete${n}`,

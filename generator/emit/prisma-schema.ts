@@ -54,7 +54,7 @@ function propertyFields(c: Collection, p: Property, pg: boolean): FieldView[] {
   const { type, native } = scalarType(p, pg);
   // A blob is optional metadata (set by upload); everything else is NOT NULL exactly when required.
   const optional = p.required && p.type !== 'blob' ? '' : '?';
-  const attrs = [defaultAttribute(p), native].filter(Boolean).join(' ');
+  const attrs = [defaultAttribute(p), p.unique ? '@unique' : '', native].filter(Boolean).join(' ');
   const fields: FieldView[] = [{ name: p.name, type: type + optional, attributes: attrs }];
   if (p.type === 'lookup') {
     // Required lookups restrict deletion of the target (409); optional ones are cleared (SetNull).
@@ -83,7 +83,8 @@ export function emitPrismaSchema(manifest: AppManifest): string {
         if (p.type === 'lookup' && p.collection === c.name) {
           fields.push({
             name: backRelationName(other.name, p.name),
-            type: `${other.name}[]`,
+            // A unique lookup is one-to-one: Prisma wants the other side singular.
+            type: p.unique ? `${other.name}?` : `${other.name}[]`,
             attributes: `@relation("${relationName(other.name, p.name)}")`,
           });
         }

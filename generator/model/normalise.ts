@@ -109,6 +109,7 @@ function propertyOf(name: string, p: RawPropertyDefinition): Property {
     type: p.type,
     required: p.required ?? false,
     ...pick(p, ['default', 'description', 'maxLength', 'minLength', 'minimum', 'maximum', 'enum', 'collection']),
+    ...(p.unique === true && { unique: true }),
   };
 }
 

@@ -6,7 +6,7 @@ import type { RawPropertyDefinition } from '../model/definitions.js';
 import { isSystemField, PROPERTY_TYPES, propertyValueProblem, SYSTEM_FIELD_NAMES, typeBehaviour, type TypeSpecificKey } from '../../runtime/contract/index.js';
 import { pointer, type Diagnostic } from './diagnostics.js';
 
-const TYPE_SPECIFIC_KEYS: readonly TypeSpecificKey[] = ['maxLength', 'minLength', 'minimum', 'maximum', 'enum', 'collection'];
+const TYPE_SPECIFIC_KEYS: readonly TypeSpecificKey[] = ['maxLength', 'minLength', 'minimum', 'maximum', 'enum', 'collection', 'unique'];
 
 /** Which property types each type-specific key applies to (from each type's `keys`). */
 const KEY_TYPES: Record<string, readonly string[]> = Object.fromEntries(

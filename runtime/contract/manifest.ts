@@ -34,6 +34,8 @@ export interface Property {
   enum?: string[];
   /** lookup only: the target collection's name. */
   collection?: string;
+  /** string, integer, date, guid, lookup: no two rows hold the same non-null value (DESIGN §11). */
+  unique?: boolean;
 }
 
 /** An access rule: which roles may use a method (SPEC §2 "Collection access rule"). */

@@ -36,6 +36,7 @@ export function propertyJsonSchema(p: Property, options: { forInput: boolean }):
   const base = typeBehaviour(p.type).schema(p, options.forInput);
   const schema = p.required ? base : nullable(base);
   if (p.description) schema.description = p.description;
+  if (p.unique) schema.description = `${p.description ? `${p.description}. ` : ''}Unique: no two rows hold the same value (409 UNIQUE_VIOLATION)`;
   return schema;
 }
 

@@ -27,7 +27,7 @@ export interface PropertyFacts {
 }
 
 /** Definition keys that apply to some types only (DESIGN §3). */
-export type TypeSpecificKey = 'maxLength' | 'minLength' | 'minimum' | 'maximum' | 'enum' | 'collection';
+export type TypeSpecificKey = 'maxLength' | 'minLength' | 'minimum' | 'maximum' | 'enum' | 'collection' | 'unique';
 
 /** A filter's value after `exp()` evaluation (SPEC §4.3): a literal, or an instant only `exp()` yields. */
 export type FilterConstant =
@@ -195,7 +195,7 @@ const uuidFilter = (c: FilterConstant): unknown => (c.kind === 'string' && GUID_
 export const PROPERTY_TYPE_TABLE = {
   string: {
     ...TEXT_COMMON,
-    keys: ['maxLength', 'minLength', 'enum'],
+    keys: ['maxLength', 'minLength', 'enum', 'unique'],
     schema: (p) => ({ type: 'string', ...lengths(p), ...(p.enum && { enum: [...p.enum] }) }),
     describe: (p) => (p.enum ? `one of ${p.enum.map((e) => JSON.stringify(e)).join(', ')}` : `a string${lengthText(p)}`),
     prisma: { type: 'String', sqlite: '', postgresql: '' },
@@ -208,7 +208,7 @@ export const PROPERTY_TYPE_TABLE = {
     prisma: { type: 'String', sqlite: '', postgresql: '@db.Text' },
   },
   integer: {
-    keys: ['minimum', 'maximum'],
+    keys: ['minimum', 'maximum', 'unique'],
     defaultProblem: (p, v) => (Number.isInteger(v) ? rangeProblem(p, v as number) : 'must be an integer for an integer property'),
     schema: (p) => ({ type: 'integer', format: 'int32', minimum: p.minimum ?? INT32_MIN, maximum: p.maximum ?? INT32_MAX }),
     describe: (p) => `an integer between ${p.minimum ?? INT32_MIN} and ${p.maximum ?? INT32_MAX}`,
@@ -291,7 +291,7 @@ export const PROPERTY_TYPE_TABLE = {
     functionField: { type: 'boolean' },
   },
   date: {
-    keys: [],
+    keys: ['unique'],
     defaultProblem: (_p, v) =>
       v === 'now()' || (typeof v === 'string' && isValidDate(v)) ? null : 'must be "now()" or a date such as "2024-01-31" for a date property',
     schema: () => ({ type: 'string', format: 'date' }),
@@ -355,7 +355,7 @@ export const PROPERTY_TYPE_TABLE = {
     functionField: { type: 'string', format: 'date-time' },
   },
   guid: {
-    keys: [],
+    keys: ['unique'],
     defaultProblem: (_p, v) => (typeof v === 'string' && GUID_PATTERN.test(v) ? null : 'must be a GUID string for a guid property'),
     schema: () => ({ ...UUID }),
     describe: () => 'a GUID',
@@ -372,7 +372,7 @@ export const PROPERTY_TYPE_TABLE = {
     functionField: { type: 'string', format: 'uuid' },
   },
   lookup: {
-    keys: ['collection'],
+    keys: ['collection', 'unique'],
     defaultProblem: noDefault,
     schema: (p, forInput) =>
       forInput

@@ -9,6 +9,23 @@ interface DriverError {
   code?: string;
   message?: string;
   unavailable?: boolean;
+  /** PostgreSQL: `Key (sku)=(A-1) already exists.` */
+  detail?: string;
+  /** PostgreSQL: the index, `Product_sku_key` for Prisma's unique index of `sku`. */
+  constraint?: string;
+}
+
+/**
+ * The column a unique clash is about: from PostgreSQL's detail or constraint name, or SQLite's message
+ * (`UNIQUE constraint failed: Product.sku`); undefined when neither names one column.
+ */
+export function uniqueColumnOf(err: unknown, collection: string): string | undefined {
+  const { message, detail, constraint } = (err ?? {}) as DriverError;
+  const fromDetail = /^Key \("?([A-Za-z][A-Za-z0-9_]*)"?\)=/.exec(detail ?? '')?.[1];
+  if (fromDetail) return fromDetail;
+  const prefix = `${collection}_`;
+  if (constraint?.startsWith(prefix) && constraint.endsWith('_key')) return constraint.slice(prefix.length, -'_key'.length);
+  return /UNIQUE constraint failed: [^.\s]+\.([A-Za-z][A-Za-z0-9_]*)$/.exec(message ?? '')?.[1];
 }
 
 /**
@@ -42,6 +59,14 @@ export function mapDatabaseError(err: unknown, collection: string, id?: string):
       `${collection}${id ? ` ${JSON.stringify(id)}` : ''} is still referenced by a required lookup of another row; delete or change those rows first`,
     );
   }
-  if (isUniqueViolation(err)) return new HttpError('CONFLICT', `a ${collection} row with the same unique value exists`);
+  if (isUniqueViolation(err)) {
+    const column = uniqueColumnOf(err, collection);
+    if (column && column !== 'id') {
+      return new HttpError('UNIQUE_VIOLATION', `another ${collection} row already has this ${column}; ${column} is unique`, {
+        details: [{ path: `/${column}`, message: `must be unique: another ${collection} row holds this value` }],
+      });
+    }
+    return new HttpError('CONFLICT', `a ${collection} row with the same unique value exists`);
+  }
   return mapInfrastructureError(err);
 }

@@ -435,6 +435,13 @@ describe('single problems', () => {
       },
     ],
     [
+      'unique on a text property',
+      {
+        given: col({ body: { type: 'text', unique: true } }),
+        want: ['collections/Thing.json: /properties/body/unique: unique applies to string and integer and date and guid and lookup properties, not text'],
+      },
+    ],
+    [
       'unknown access method',
       {
         given: col({}, { access: [{ method: 'GOT', roleNames: ['x'] }] }),
