@@ -57,7 +57,10 @@ function collectionPaths(builder: OpenApiBuilder, children: Collection[], c: Col
       operationId: `create${n}`,
       summary: `Create one ${n} row or an array of rows (atomic)`,
       requestBody: { required: true, content: json({ oneOf: [inputRef, { type: 'array', items: inputRef, minItems: 1, maxItems: MAX_BULK_ROWS }] }) },
-      responses: { 201: { description: 'Ids of the new rows, in request order', content: json(ref('CreatedIds')) }, ...errorResponses(400, 401, 403, ...clash) },
+      responses: {
+        201: { description: 'Ids of the new rows, in request order', content: json(ref('CreatedIds')) },
+        ...errorResponses(400, 401, 403, ...clash),
+      },
     }),
     delete: op('DELETE', {
       operationId: `deleteMany${n}`,
