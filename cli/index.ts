@@ -7,6 +7,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { CreditChange } from '../runtime/index.js';
+import { exitOnStop } from './stop.js';
 
 // The generator (TypeScript's compiler, ts-morph) and the runtime are loaded by the commands that
 // use them: `svc serve` and `svc user …` never pay for the compiler, `--help` for neither.
@@ -103,22 +104,7 @@ program
   .action(async (dir: string, opts: { port?: number; host?: string }) => {
     const server = await (await runtime()).startServer({ appDir: resolve(dir), port: opts.port, host: opts.host });
     process.stdout.write(`svc: serving ${server.manifest.name} at ${server.url}\n`);
-    const stop = () => {
-      server.close().then(
-        () => process.exit(0),
-        () => process.exit(1),
-      );
-    };
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
-    // Started through `npx svc serve` (npm exec), whose kill is not passed on to us: when npm is gone
-    // (`npx svc serve & … kill $!`), the server stops as if it had got SIGTERM, instead of living on.
-    if (process.env.npm_command === 'exec') {
-      const parent = process.ppid;
-      setInterval(() => {
-        if (process.ppid !== parent) stop();
-      }, 500).unref();
-    }
+    exitOnStop(() => server.close());
   });
 
 program

@@ -19,6 +19,7 @@ import { diffDatamodels, filterProblems, startDevServer, type DevServer } from '
 import { describePaths, kindOf, reloadLine } from './changes.js';
 import { judgeDataLoss } from './data-loss.js';
 import { watchApp } from './watch.js';
+import { exitOnStop } from '../stop.js';
 
 export interface DevOptions {
   appDir: string;
@@ -146,14 +147,9 @@ export async function runDev(options: DevOptions): Promise<DevServer> {
 
   const watcher = watchApp(appDir, (paths) => submit(paths));
   if (startedBroken) submit(['svc.json']);
-  const stop = () => {
+  exitOnStop(() => {
     watcher.close();
-    server.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+    return server.close();
+  });
   return server;
 }

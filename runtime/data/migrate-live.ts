@@ -12,10 +12,9 @@ import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Sqlite from 'better-sqlite3';
-import { pendingMigrations, type AppliedRow } from './migration-state.js';
+import { APPLIED, pendingMigrations, type AppliedRow } from './migration-state.js';
 import { registerSqliteFunctions } from './sqlite-functions.js';
 
-const APPLIED = 'SELECT migration_name, checksum FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL';
 /** `_prisma_migrations` as Prisma's engine creates it (present once the server has started). */
 const TABLE = `CREATE TABLE IF NOT EXISTS "_prisma_migrations" ("id" TEXT PRIMARY KEY NOT NULL, "checksum" TEXT NOT NULL,
   "finished_at" DATETIME, "migration_name" TEXT NOT NULL, "logs" TEXT, "rolled_back_at" DATETIME,

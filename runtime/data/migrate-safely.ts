@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Sqlite from 'better-sqlite3';
 import type { DatabaseProvider } from '../manifest.js';
-import { appliedAt, migrationRows, pendingMigrations } from './migration-state.js';
+import { appliedAt, migrationRows, pendingMigrations, type AppliedRow } from './migration-state.js';
 import { applyMigrations } from './schema-engine-calls.js';
 
 /** The migrations folder's state in a database, for `svc migrate --status`. */
@@ -29,6 +29,13 @@ export interface MigrationStatus {
 }
 
 const FAILED = 'SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NULL AND rolled_back_at IS NULL ORDER BY migration_name';
+
+/** Every row of `_prisma_migrations`, as far as the checks at start need them. */
+const RECORDED = 'SELECT migration_name, checksum, finished_at, rolled_back_at FROM _prisma_migrations';
+interface RecordedRow extends AppliedRow {
+  finished_at: unknown;
+  rolled_back_at: unknown;
+}
 
 /** The SQLite file of a `file:` URL. */
 const sqliteFile = (url: string) => url.replace(/^file:/, '').replace(/\?.*$/, '');
@@ -78,14 +85,16 @@ const BUSY = /SocketTimeout|database is locked|SQLITE_BUSY/;
  *   holds (`… a running svc serve? …`); or the engine's own reason
  */
 export async function applyMigrationsSafely(opts: { provider: DatabaseProvider; url: string; migrationsDir: string }): Promise<{ applied: string[] }> {
-  const stranded = await names(migrationRows<{ migration_name: string }>(opts.provider, opts.url, FAILED).catch(() => []));
+  // One read of the table serves both the failed-migration check and the nothing-to-apply check.
+  const recorded = await migrationRows<RecordedRow>(opts.provider, opts.url, RECORDED).catch(() => undefined);
+  const stranded = (recorded ?? []).filter((r) => r.finished_at === null && r.rolled_back_at === null).map((r) => r.migration_name);
   if (stranded.length > 0) {
     throw new Error(
       `migration ${stranded[0]} failed in an earlier run and is recorded as failed: undo what it left behind, then run svc migrate --resolve ${stranded[0]} and migrate again`,
     );
   }
   // Nothing to apply (the usual start): no backup copy, no schema engine (a third of a second to load).
-  const rows = await appliedAt(opts.provider, opts.url)().catch(() => undefined);
+  const rows = recorded?.filter((r) => r.finished_at !== null && r.rolled_back_at === null);
   if (rows && rows.length > 0 && (await pendingMigrations(() => Promise.resolve(rows), opts.migrationsDir)).length === 0) return { applied: [] };
   const file = opts.provider === 'sqlite' ? sqliteFile(opts.url) : undefined;
   const scratch = file && existsSync(file) ? mkdtempSync(join(tmpdir(), 'svc-migrate-')) : undefined;

@@ -19,7 +19,8 @@ export interface AppliedRow {
   checksum: string;
 }
 
-const APPLIED = 'SELECT migration_name, checksum FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL';
+/** The applied, finished and not rolled back migrations of `_prisma_migrations`. */
+export const APPLIED = 'SELECT migration_name, checksum FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL';
 
 /** The applied migrations, read over the open database (readiness checks); none when the table is missing. */
 export function appliedThrough(db: Database): () => Promise<AppliedRow[]> {
