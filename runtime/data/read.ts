@@ -12,7 +12,7 @@ import type { Selection } from '../query/select.js';
 import { andAll, ident, join, raw, sql, type Sql } from '../query/sql.js';
 import { sqlLookups } from './lookup-sql.js';
 import type { ReadScope } from './read-scope.js';
-import { columnsOf, decodeRow, rowDecoder, type Item } from './row-codec.js';
+import { columnsOf, rowDecoder, type Item } from './row-codec.js';
 import { searchCondition } from './search.js';
 
 export type { ReadScope } from './read-scope.js';
@@ -116,15 +116,17 @@ export async function expandLookups(scope: ReadScope, items: Item[], selection?:
     const nested = selection?.nested.get(p.name);
     const readable = scope.readableOf ? scope.readableOf(target.name) : [];
     if (readable === null) continue; // the caller may not read the target: lookups stay { id }
+    const targetColumns = columnsOf(target, nested);
     const rows = await scope.db.query(
-      sql`SELECT ${selectList(columnsOf(target, nested))} FROM ${ident(target.name)} AS "${raw(ALIAS)}" WHERE ${ID} IN (${join(
+      sql`SELECT ${selectList(targetColumns)} FROM ${ident(target.name)} AS "${raw(ALIAS)}" WHERE ${ID} IN (${join(
         ids.map((id) => sql`${id}`),
         ', ',
       )})${andAll(readable)}`,
       scope.tx,
       { point: !readable?.length },
     );
-    const byId = new Map(rows.map((r) => [String(r.id), decodeRow(target, r)]));
+    const decode = rowDecoder(target, targetColumns);
+    const byId = new Map(rows.map((r) => [String(r.id), decode(r)]));
     for (const item of items) {
       const ref = item[p.name] as { id: string } | null;
       if (ref) item[p.name] = byId.get(ref.id) ?? ref;
@@ -144,23 +146,26 @@ export async function includeChildren(scope: ReadScope, items: Item[], relations
     const child = collectionNamed(scope.manifest, relation.collection);
     // Children are read under the child collection's own GET rule and policies (the route checked the rule).
     const readable = scope.readableOf ? scope.readableOf(child.name) : [];
+    const childColumns = columnsOf(child);
     const rows =
       readable === null
         ? []
         : await scope.db.query(
-            sql`SELECT ${selectList(columnsOf(child))} FROM ${ident(child.name)} AS "${raw(ALIAS)}" WHERE ${ident(ALIAS, relation.field)} IN (${join(
+            sql`SELECT ${selectList(childColumns)} FROM ${ident(child.name)} AS "${raw(ALIAS)}" WHERE ${ident(ALIAS, relation.field)} IN (${join(
               parentIds.map((id) => sql`${id}`),
               ', ',
             )})${andAll(readable)} ORDER BY ${ID}`,
             scope.tx,
           );
     const byParent = new Map<string, Item[]>(parentIds.map((id) => [id, []]));
+    const decode = rowDecoder(child, childColumns);
     for (const row of rows) {
-      const childItem = decodeRow(child, row);
+      const parentId = String(row[relation.field]);
+      const childItem = decode(row);
       for (const p of child.properties) {
         if (p.type === 'lookup' && childItem[p.name]) childItem[p.name] = (childItem[p.name] as { id: string }).id;
       }
-      byParent.get(String(row[relation.field]))?.push(childItem);
+      byParent.get(parentId)?.push(childItem);
     }
     for (const item of items) item[relation.key] = byParent.get(item.id as string) ?? [];
   }
