@@ -102,7 +102,8 @@ export interface ToolCall {
 
 /** Checks tool arguments and builds calls; one per session (schemas compiled on first use). */
 export class ToolCaller {
-  private readonly ajv = addFormats(new Ajv({ allErrors: false, strict: false }));
+  /** Made on the first tool call, not at start-up. */
+  private ajv?: Ajv;
   private readonly compiled = new Map<string, ValidateFunction>();
 
   constructor(public file: AgentToolsFile) {}
@@ -124,7 +125,10 @@ export class ToolCaller {
    */
   callOf(tool: AgentTool, args: unknown): ToolCall {
     let validate = this.compiled.get(tool.name);
-    if (!validate) this.compiled.set(tool.name, (validate = this.ajv.compile(tool.parameters)));
+    if (!validate) {
+      this.ajv ??= addFormats(new Ajv({ allErrors: false, strict: false }));
+      this.compiled.set(tool.name, (validate = this.ajv.compile(tool.parameters)));
+    }
     const input = args ?? {};
     if (!validate(input)) {
       const e = validate.errors![0];
