@@ -55,22 +55,23 @@ export async function deleteUserMailTokens(db: Database, userId: string): Promis
 }
 
 /**
- * Takes one of the `MAILS_PER_HOUR` mail slots of `address` (compared lower-cased). The slot is
- * written first and then every slot of the address in the last hour is counted, its own included: of
- * slots taken at once by several instances, the one written last always sees all of them, so no
- * more than `MAILS_PER_HOUR` mails are ever sent (a race may refuse one too many, never allow one).
- * A slot over the quota is given back. Slots older than an hour are swept on the way.
+ * Takes one of the `MAILS_PER_HOUR` mail slots of `address` (compared lower-cased), exactly: in one
+ * transaction that instances take one at a time for an address (SQLite's `BEGIN IMMEDIATE` serializes
+ * writers; PostgreSQL takes an advisory transaction lock on the address), the slots of the last hour
+ * are counted and a new one is written only when there is room. Slots older than an hour are swept on
+ * the way.
  * @returns whether the mail may be sent
  */
 export async function takeMailSlot(db: Database, address: string, purpose: string): Promise<boolean> {
   const key = address.toLowerCase();
   const now = new Date();
   const since = new Date(now.getTime() - 3_600_000);
-  const id = uuidv7();
-  await db.query(sql`DELETE FROM ${TABLE.mailSent} WHERE "address" = ${key} AND "createdAt" <= ${since}`);
-  await db.query(sql`INSERT INTO ${TABLE.mailSent} ("id", "address", "purpose", "createdAt") VALUES (${id}, ${key}, ${purpose}, ${now})`);
-  const [row] = await db.query<{ n: unknown }>(sql`SELECT COUNT(*) AS "n" FROM ${TABLE.mailSent} WHERE "address" = ${key} AND "createdAt" > ${since}`);
-  if (Number(row.n) <= MAILS_PER_HOUR) return true;
-  await db.query(sql`DELETE FROM ${TABLE.mailSent} WHERE "id" = ${id}`);
-  return false;
+  return db.transaction(async (tx) => {
+    if (db.provider === 'postgresql') await db.query(sql`SELECT pg_advisory_xact_lock(hashtext(${`svc-mail:${key}`}))`, tx);
+    await db.query(sql`DELETE FROM ${TABLE.mailSent} WHERE "address" = ${key} AND "createdAt" <= ${since}`, tx);
+    const [row] = await db.query<{ n: unknown }>(sql`SELECT COUNT(*) AS "n" FROM ${TABLE.mailSent} WHERE "address" = ${key} AND "createdAt" > ${since}`, tx);
+    if (Number(row.n) >= MAILS_PER_HOUR) return false;
+    await db.query(sql`INSERT INTO ${TABLE.mailSent} ("id", "address", "purpose", "createdAt") VALUES (${uuidv7()}, ${key}, ${purpose}, ${now})`, tx);
+    return true;
+  });
 }
