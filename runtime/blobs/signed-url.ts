@@ -14,11 +14,16 @@ import { HttpError } from '../errors.js';
 /** The query parameters a signed URL adds to `?v=`. */
 export const SIGNATURE_PARAMS = ['exp', 'sig'] as const;
 
+/** How many signed URLs a signer remembers (about 2 MB). */
+const RECENT_LIMIT = 10_000;
 const SIG = /^[A-Za-z0-9_-]{43}$/;
 const EXP = /^[1-9][0-9]{0,11}$/;
 
 /** Signs and checks blob URLs with one key; `now` (ms) is the clock (default `Date.now`). */
 export class BlobUrlSigner {
+  /** Signed URLs of the current step by stored url (at most `RECENT_LIMIT`, then cleared). */
+  private readonly recent = new Map<string, { exp: string; signed: string }>();
+
   constructor(
     private readonly key: Buffer,
     /** Lifetime of a URL in seconds (svc.json `storage.signedUrlSeconds`). */
@@ -41,7 +46,13 @@ export class BlobUrlSigner {
     const version = url.slice(q + 3);
     const step = Math.max(1, Math.min(900, Math.floor(this.seconds / 4)));
     const exp = String(Math.floor((Math.floor(this.now() / 1000) + this.seconds) / step) * step);
-    return `${url}&exp=${exp}&sig=${this.mac(path, version, exp).toString('base64url')}`;
+    // A list reads many rows within one step: their URLs are remembered until the step moves on.
+    const known = this.recent.get(url);
+    if (known?.exp === exp) return known.signed;
+    const signed = `${url}&exp=${exp}&sig=${this.mac(path, version, exp).toString('base64url')}`;
+    if (this.recent.size >= RECENT_LIMIT) this.recent.clear();
+    this.recent.set(url, { exp, signed });
+    return signed;
   }
 
   /**
