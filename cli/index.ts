@@ -67,6 +67,7 @@ program
       acceptDataLoss: opts.acceptDataLoss,
       diffDatamodels: async (o) => (await runtime()).diffDatamodels(o),
       checkFilters: async (manifest) => (await runtime()).filterProblems(manifest),
+      findUniqueClashes: async (check) => (await runtime()).uniqueClashes(check),
     });
     for (const w of result.warnings) process.stderr.write(`svc: warning: ${formatDiagnostic(w)}\n`);
     process.stdout.write(`svc: generated ${join(dir, '.svc')} (${result.manifest.collections.length} collections, ${result.manifest.provider})\n`);

@@ -2,7 +2,7 @@
  * @module The options and result of `svc generate` (`generate` in index.ts), shared by its steps
  * (`pipeline.ts`) and its fingerprint (`fingerprint.ts`).
  */
-import type { AppManifest } from '../runtime/index.js';
+import type { AppManifest, UniqueClashReport, UniqueColumn } from '../runtime/index.js';
 import type { DiffDatamodels } from './migrate/plan-migration.js';
 import type { Diagnostic } from './validate/diagnostics.js';
 
@@ -20,6 +20,12 @@ export interface GenerateOptions {
    * compiler, injected like `diffDatamodels`); each problem becomes a `DEF_INVALID_FILTER` diagnostic.
    */
   checkFilters?: (manifest: AppManifest) => FilterProblem[] | Promise<FilterProblem[]>;
+  /**
+   * Reads which values of columns about to become unique are held by more than one row in the app's
+   * configured database (the runtime's `uniqueClashes`, injected like `diffDatamodels`); clashes refuse
+   * the run with `DEF_UNIQUE_CLASH`. Absent: not checked (the database refuses the migration instead).
+   */
+  findUniqueClashes?: (check: { appDir: string; manifest: AppManifest; env: NodeJS.ProcessEnv; columns: UniqueColumn[] }) => Promise<UniqueClashReport>;
   /**
    * Also emit the Prisma client into `.svc/client/` (`svc generate --prisma-client`). Default: svc.json
    * `generate.prismaClient`, else false; the runtime never loads it.

@@ -1,7 +1,8 @@
 /**
- * @module The steps of `svc generate`: load → validate → normalise → buildFiles → migration risks →
- * writeFiles → packages (and the Prisma client when asked) → migration (DESIGN §2, STYLE §6). Loaded by
- * `generate` (index.ts) only when the app's inputs changed, since it brings TypeScript's compiler.
+ * @module The steps of `svc generate`: load → validate → normalise → buildFiles → migration risks (and
+ * unique clashes in the stored rows) → writeFiles → packages (and the Prisma client when asked) →
+ * migration (DESIGN §2, STYLE §6). Loaded by `generate` (index.ts) only when the app's inputs changed,
+ * since it brings TypeScript's compiler.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,6 +11,7 @@ import type { AppManifest } from '../runtime/index.js';
 import { buildFiles } from './build-files.js';
 import type { GenerateOptions, GenerateResult } from './generate-types.js';
 import { migrationRisks } from './migrate/migration-risks.js';
+import { uniqueClashDiagnostics } from './migrate/unique-clashes.js';
 import { lastSnapshot, planMigration } from './migrate/plan-migration.js';
 import { emitPackages } from './prisma-client.js';
 import { DefinitionError, loadAndValidate } from './validate/index.js';
@@ -36,11 +38,15 @@ export async function runGenerate(options: GenerateOptions): Promise<GenerateRes
   const { manifest, functionFiles, warnings } = await loadAndValidate(appDir, env, options.checkFilters);
   const files = buildFiles(manifest, functionFiles);
   // What the migration would do to stored rows is judged before anything is written.
-  const risks = migrationRisks(lastSnapshot(appDir, manifest.provider).previous, files['schema.prisma']);
+  const previous = lastSnapshot(appDir, manifest.provider).previous;
+  const risks = migrationRisks(previous, files['schema.prisma']);
   const lossRefused = options.acceptDataLoss
     ? []
     : risks.lossy.map((d) => ({ ...d, message: `${d.message}; run svc generate --accept-data-loss to write this migration` }));
-  if (risks.unfillable.length + lossRefused.length > 0) throw new DefinitionError([...risks.unfillable, ...lossRefused]);
+  const unique = await uniqueClashDiagnostics({ ...options, appDir, env, manifest }, previous, files['schema.prisma']);
+  const refused = [...risks.unfillable, ...lossRefused, ...unique.problems];
+  if (refused.length > 0) throw new DefinitionError(refused);
+  warnings.push(...unique.warnings);
   if (options.acceptDataLoss) warnings.push(...risks.lossy);
   const svcDir = join(appDir, '.svc');
   const { written } = writeFiles(svcDir, files);

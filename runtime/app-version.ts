@@ -14,6 +14,7 @@ import type { AuthService } from './auth/auth-service.js';
 import { checkPolicies } from './auth/authorize.js';
 import type { Caller } from './auth/caller.js';
 import type { BlobService } from './blobs/service.js';
+import { registerBlobUrlSigner } from './blobs/signed-url.js';
 import type { TusUploads } from './blobs/tus.js';
 import { apiClientFor, type ApiCall } from './core/api-client.js';
 import type { AppRuntime } from './core/context.js';
@@ -71,7 +72,8 @@ export interface AppVersion {
 }
 
 /**
- * The app's long-lived services: resources from the manifest, one input checker per collection.
+ * The app's long-lived services: resources from the manifest, one input checker per collection; rows
+ * of its collections read signed blob URLs when `blobs` has a signer.
  * @throws StartupError for a view or query filter that does not parse
  */
 export function createAppRuntime(options: {
@@ -83,6 +85,7 @@ export function createAppRuntime(options: {
   externals?: ReadonlyMap<string, ExternalSource>;
 }): AppRuntime {
   const writers = new Map<string, CollectionWriter>(options.manifest.collections.map((c) => [c.name, { collection: c, checker: compileInputChecker(c) }]));
+  if (options.blobs?.signer) registerBlobUrlSigner(options.manifest.collections, options.blobs.signer);
   return {
     manifest: options.manifest,
     db: options.db,

@@ -13,6 +13,7 @@ export { StartupError } from './load-manifest.js';
 export { diffDatamodels, applyMigrations } from './data/schema-engine-calls.js';
 export { migrationStatusInApp, resolveMigrationInApp, type MigrationStatus } from './migrate-commands.js';
 export { filterProblems, type FilterProblem } from './query/check-filters.js';
+export { uniqueClashes, type UniqueColumn, type UniqueClash, type UniqueClashReport } from './data/unique-clashes.js';
 export type {
   FunctionContext,
   FunctionRequest,

@@ -24,6 +24,7 @@ import { checkPolicies } from './auth/authorize.js';
 import { startRealtime, realtimeBackplane, type RealtimeService } from './realtime/index.js';
 import { FailureLimiter, RedisFailureLimiter, type AttemptLimiter, type RedisCommands } from './auth/rate-limit.js';
 import { openBlobService, storageSettings } from './blobs/service.js';
+import { BlobUrlSigner } from './blobs/signed-url.js';
 import { TusUploads } from './blobs/tus.js';
 import { resolveRefs } from './secret-refs.js';
 import { buildAppVersion, liveRuntime, type AppVersion, type ServerServices } from './app-version.js';
@@ -165,7 +166,7 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
         },
       }
     : realtime;
-  const blobs = await openBlobService(appDir, storage, logger);
+  const blobs = await openBlobService(appDir, storage, logger, new BlobUrlSigner(auth.keys.derive('blob-url'), storage.signedUrlSeconds));
   const tus = new TusUploads(blobs, logger);
   const pool = new WorkerPool({
     spareThreads: manifest.functions.some((f) => f.enabled) || options.dev ? 2 : 0,

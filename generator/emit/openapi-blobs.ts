@@ -49,7 +49,10 @@ function blobPaths(builder: OpenApiBuilder, c: Collection, field: string, sizes:
     get: op('GET', {
       operationId: `download${name}`,
       summary: `Download the ${field} file of a ${c.name} row`,
-      description: 'Answers with the stored content type, ETag, Last-Modified and Accept-Ranges; If-None-Match/If-Modified-Since give 304, Range gives 206.',
+      description:
+        'Answers with the stored content type, ETag, Last-Modified and Accept-Ranges; If-None-Match/If-Modified-Since give 304, Range gives 206. ' +
+        'The signed metadata url (v, exp, sig) is served without cookie or bearer (an <img src> works); an altered or expired signature answers 403 ' +
+        'BLOB_SIGNATURE_INVALID or BLOB_URL_EXPIRED.',
       parameters: [
         thumbParameter(sizes),
         {
@@ -57,6 +60,20 @@ function blobPaths(builder: OpenApiBuilder, c: Collection, field: string, sizes:
           in: 'query',
           required: false,
           description: 'The version from the metadata url: naming the current one makes the answer cacheable for good',
+          schema: { type: 'string' },
+        },
+        {
+          name: 'exp',
+          in: 'query',
+          required: false,
+          description: 'From the signed metadata url: when its signature expires (unix seconds). With exp and sig, no credentials are needed',
+          schema: { type: 'string' },
+        },
+        {
+          name: 'sig',
+          in: 'query',
+          required: false,
+          description: 'From the signed metadata url: HMAC-SHA256 (base64url) of the path, v and exp; altered or expired answers 403',
           schema: { type: 'string' },
         },
         { name: 'Range', in: 'header', required: false, description: 'One byte range, e.g. bytes=0-1023', schema: { type: 'string' } },

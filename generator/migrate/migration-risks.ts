@@ -16,6 +16,8 @@ interface Field {
   optional: boolean;
   /** Has `@default(...)` or `@updatedAt`, so the database can fill it for existing rows. */
   filled: boolean;
+  /** Has `@unique`. */
+  unique: boolean;
 }
 
 /**
@@ -30,7 +32,7 @@ export function columnsOf(schema: string): Map<string, Map<string, Field>> {
     for (const line of block[2].split('\n')) {
       const m = /^\s+(\w+)\s+(\w+)(\[\])?(\?)?(.*)$/.exec(line);
       if (!m || !SCALARS.has(m[2]) || m[3]) continue;
-      fields.set(m[1], { type: m[2], optional: m[4] === '?', filled: /@default\(|@updatedAt/.test(m[5]) });
+      fields.set(m[1], { type: m[2], optional: m[4] === '?', filled: /@default\(|@updatedAt/.test(m[5]), unique: /@unique\b/.test(m[5]) });
     }
     models.set(block[1], fields);
   }
@@ -84,4 +86,20 @@ export function migrationRisks(previous: string | null, next: string): { lossy: 
     }
   }
   return { lossy, unfillable };
+}
+
+/**
+ * Columns that `previous` already had without `@unique` and `next` makes unique: the migration adds a
+ * unique index over the values their rows hold, which fails when two rows share one (issue 22 item 4).
+ * @returns model (collection) and field (property) names, in schema order; none for the first migration
+ */
+export function newUniqueColumns(previous: string | null, next: string): { collection: string; property: string }[] {
+  if (previous === null) return [];
+  const before = columnsOf(previous);
+  const out: { collection: string; property: string }[] = [];
+  for (const [model, fields] of columnsOf(next)) {
+    const old = before.get(model);
+    for (const [name, field] of fields) if (field.unique && old?.get(name)?.unique === false) out.push({ collection: model, property: name });
+  }
+  return out;
 }

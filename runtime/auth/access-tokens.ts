@@ -6,6 +6,7 @@
  * issuer, the audience and the `at+jwt` type, so `alg: none`, HS256-with-the-public-key and tokens of
  * other keys or other apps fail.
  */
+import { hkdfSync } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT, type CryptoKey, type JWK } from 'jose';
 import { HttpError } from '../errors.js';
 import type { Database } from '../data/database.js';
@@ -22,6 +23,12 @@ export interface SigningKeys {
   kid: string;
   privateKey: CryptoKey;
   publicKey: CryptoKey;
+  /**
+   * A 32-byte secret for one `purpose` (e.g. `blob-url`), derived with HKDF-SHA256 from the private
+   * key, so every instance sharing the database derives the same one and no purpose's key reveals
+   * another's (DESIGN §11 "Blob URLs").
+   */
+  derive(purpose: string): Buffer;
 }
 
 /**
@@ -42,10 +49,13 @@ export async function loadSigningKeys(db: Database): Promise<SigningKeys> {
     if (!row) throw new Error('the signing key could not be stored');
   }
   const publicJwk = JSON.parse(row.publicJwk) as JWK;
+  const privateJwk = JSON.parse(row.privateJwk) as JWK;
+  const secret = Buffer.from(privateJwk.d ?? '', 'base64url');
   return {
     kid: await calculateJwkThumbprint(publicJwk),
-    privateKey: (await importJWK(JSON.parse(row.privateJwk) as JWK, ALGORITHM)) as CryptoKey,
+    privateKey: (await importJWK(privateJwk, ALGORITHM)) as CryptoKey,
     publicKey: (await importJWK(publicJwk, ALGORITHM)) as CryptoKey,
+    derive: (purpose) => Buffer.from(hkdfSync('sha256', secret, 'svc', `svc ${purpose}`, 32)),
   };
 }
 

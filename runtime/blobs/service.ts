@@ -8,6 +8,7 @@ import { STORAGE_DEFAULTS, type S3Settings, type StorageSettings } from '../cont
 import type { Logger } from '../log.js';
 import { parseStoredBlob } from './metadata.js';
 import { LocalBlobStore, type BlobStore } from './store.js';
+import type { BlobUrlSigner } from './signed-url.js';
 
 /**
  * Storage settings in force: svc.json's with defaults, the S3 environment overrides (`SVC_S3_BUCKET`,
@@ -35,6 +36,8 @@ export class BlobService {
     readonly store: BlobStore,
     readonly settings: StorageSettings,
     private readonly logger: Logger,
+    /** Signs the metadata urls of rows and checks the signature of downloads (DESIGN §11); absent in bare runtimes. */
+    readonly signer?: BlobUrlSigner,
   ) {}
 
   /**
@@ -56,12 +59,12 @@ export class BlobService {
 
 /**
  * Opens the store of `settings` (the local folder relative to `appDir`, or the bucket) and removes
- * what a crash left behind.
+ * what a crash left behind. `signer` signs blob URLs (`signed-url.ts`).
  * A clean-up that fails (a bucket that cannot be reached yet) is logged; uploads then fail with 500 until it answers.
  */
-export async function openBlobService(appDir: string, settings: StorageSettings, logger: Logger): Promise<BlobService> {
+export async function openBlobService(appDir: string, settings: StorageSettings, logger: Logger, signer?: BlobUrlSigner): Promise<BlobService> {
   // The S3 SDK is loaded only for an app that stores its blobs in S3.
   const store: BlobStore = settings.s3 ? new (await import('./s3-store.js')).S3BlobStore(settings.s3) : new LocalBlobStore(join(appDir, settings.directory));
   await store.cleanUp().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'blob store clean-up at start failed'));
-  return new BlobService(store, settings, logger);
+  return new BlobService(store, settings, logger, signer);
 }

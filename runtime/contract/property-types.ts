@@ -106,7 +106,11 @@ export const BLOB_METADATA_SCHEMA: JsonSchema = {
     size: { type: 'integer', minimum: 0, description: 'Bytes' },
     contentType: { type: 'string', description: 'The media type the client declared' },
     sha256: { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'Hex SHA-256 of the bytes (the download ETag)' },
-    url: { type: 'string', description: 'Download path of this version, under the API origin' },
+    url: {
+      type: 'string',
+      description:
+        'Download path of this version under the API origin, signed (?v=…&exp=…&sig=…): GET it without cookie or bearer until exp (storage.signedUrlSeconds)',
+    },
   },
   required: ['name', 'size', 'contentType', 'sha256', 'url'],
 };

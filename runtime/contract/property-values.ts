@@ -52,7 +52,10 @@ export interface BlobMetadata {
   contentType: string;
   /** Hex SHA-256 of the bytes; the download's ETag. */
   sha256: string;
-  /** `/api/<collection>/<id>/<field>?v=<version>`: GET it to download. */
+  /**
+   * `/api/<collection>/<id>/<field>?v=<version>` as stored; rows read it signed, `…&exp=<unix s>&sig=<HMAC>`
+   * (DESIGN §11): GET it to download, without credentials until `exp`.
+   */
   url: string;
 }
 

@@ -143,12 +143,22 @@ export interface StorageSettings {
    * fits inside it. Any other size answers 400.
    */
   thumbnails: string[];
+  /**
+   * Lifetime in seconds of the signed `url` in blob metadata (DESIGN §11 "Blob URLs"): rows read it
+   * valid for between 3/4 of this and all of it.
+   */
+  signedUrlSeconds: number;
   /** Store blobs in this bucket instead of the local folder. */
   s3?: S3Settings;
 }
 
-/** Defaults of `storage`: `data/blobs`, 50 MiB, three square thumbnail sizes. */
-export const STORAGE_DEFAULTS: StorageSettings = { directory: 'data/blobs', maxBytes: 50 * 1024 * 1024, thumbnails: ['100x100', '200x200', '400x400'] };
+/** Defaults of `storage`: `data/blobs`, 50 MiB, three square thumbnail sizes, URLs signed for an hour. */
+export const STORAGE_DEFAULTS: StorageSettings = {
+  directory: 'data/blobs',
+  maxBytes: 50 * 1024 * 1024,
+  thumbnails: ['100x100', '200x200', '400x400'],
+  signedUrlSeconds: 3600,
+};
 
 /**
  * Sign-up of an app's own users (svc.json `auth.signup`, DESIGN §11), defaults applied (see

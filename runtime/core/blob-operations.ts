@@ -11,6 +11,7 @@ import { setBlobColumn, updateItem } from '../data/write.js';
 import { UUID } from '../query/list-params.js';
 import { blobPrefix, parseStoredBlob, publicMetadata, type BlobMetadata, type StoredBlob } from '../blobs/metadata.js';
 import type { BlobService } from '../blobs/service.js';
+import { signedMetadata } from '../blobs/signed-url.js';
 import type { Property } from '../manifest.js';
 import { collectionScopes } from './operations.js';
 import type { CollectionResource } from './resources.js';
@@ -74,7 +75,7 @@ export function newBlobPrefix(t: BlobTarget): string {
 /**
  * Commits written bytes as the blob of the row (a PATCH: `updatedAt`, change notification); the
  * previous file is released after the commit. A refused commit deletes the new bytes.
- * @returns the metadata rows now show
+ * @returns the metadata rows now show (the url signed, DESIGN §11)
  * @throws HttpError 401/403, NOT_FOUND (404) when the row went away meanwhile
  */
 export async function commitBlob(ctx: RequestContext, t: BlobTarget, written: WrittenBlob): Promise<BlobMetadata> {
@@ -95,7 +96,7 @@ export async function commitBlob(ctx: RequestContext, t: BlobTarget, written: Wr
     await service(ctx).store.deletePrefix(written.prefix);
     throw err;
   }
-  return publicMetadata(stored)!;
+  return signedMetadata(t.resource.collection, publicMetadata(stored))!;
 }
 
 /**

@@ -6,6 +6,8 @@
 import type { Collection, Property } from '../manifest.js';
 import { SYSTEM_COLUMN_NAMES } from '../contract/system-fields.js';
 import { PROPERTY_TYPE_TABLE } from '../contract/property-types.js';
+import type { BlobMetadata } from '../contract/property-values.js';
+import { signedMetadata } from '../blobs/signed-url.js';
 
 export type Item = Record<string, unknown>;
 export const SYSTEM_COLUMNS = SYSTEM_COLUMN_NAMES;
@@ -47,7 +49,11 @@ export function columnDecoder(c: Collection, name: string): ColumnDecoder {
     const p = c.properties.find((q) => q.name === name);
     if (!p) throw new Error(`${c.name} has no column ${name}`);
     const typed = PROPERTY_TYPE_TABLE[p.type].decode;
-    decode = (v) => (v === null || v === undefined ? null : typed(v));
+    // A blob's url is signed as it is read (DESIGN §11 "Blob URLs"): its expiry moves with the clock.
+    decode =
+      p.type === 'blob'
+        ? (v) => (v === null || v === undefined ? null : signedMetadata(c, typed(v) as BlobMetadata | null))
+        : (v) => (v === null || v === undefined ? null : typed(v));
     byName.set(name, decode);
   }
   return decode;

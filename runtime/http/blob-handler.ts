@@ -2,7 +2,8 @@
  * @module The HTTP adapter of blobs (SPEC §4.5, issue "blobs"), on plain `node:http`:
  * - `POST /api/{collection}/{id}/{field}`: multipart upload (part `file`), 200 with the metadata;
  * - `GET`/`HEAD` of the same path: the file, with `ETag`, `Last-Modified`, conditional 304, single
- *   byte ranges (206/416), `Content-Disposition` (RFC 6266) and `?thumb=WxH[f]` for images;
+ *   byte ranges (206/416), `Content-Disposition` (RFC 6266) and `?thumb=WxH[f]` for images; with
+ *   `&exp=…&sig=…` (the signed metadata url, DESIGN §11) without credentials, else under the GET rule;
  * - `DELETE`: removes the blob (as PATCH with null), 204;
  * - `…/{field}/tus[/{upload}]`: resumable uploads (`runtime/blobs/tus.ts`).
  * Any other path is left to the next handler.
@@ -17,6 +18,7 @@ import type { AppRuntime, RequestContext } from '../core/context.js';
 import { requestContext } from '../core/context.js';
 import type { AuthService } from '../auth/auth-service.js';
 import { authenticateCredentials, credentialInput } from '../auth/authenticate.js';
+import type { Caller } from '../auth/caller.js';
 import { admitUpload, blobTarget, clearBlob, commitBlob, newBlobPrefix, readBlob, type BlobTarget, type WrittenBlob } from '../core/blob-operations.js';
 import { readUpload } from '../blobs/multipart.js';
 import { originalKey, type StoredBlob } from '../blobs/metadata.js';
@@ -24,6 +26,9 @@ import { ensureThumbnail, parseThumbnail, thumbnailType } from '../blobs/thumbna
 import type { BlobService } from '../blobs/service.js';
 import { isMediaType, type TusUploads } from '../blobs/tus.js';
 import { sendError, trackRequest } from './api-handler.js';
+
+/** Who reads a blob through a valid signed URL: the signature is the permission, so no rule applies. */
+const SIGNED_URL_READER: Caller = Object.freeze({ kind: 'serviceAccount', id: null, username: null, roles: [], admin: true }) as Caller;
 
 /** Types a browser may show inline: no scripts run in them. Anything else downloads as an attachment. */
 const INLINE = /^(image\/(png|jpeg|gif|webp|avif|bmp)|audio\/[\w.+-]+|video\/[\w.+-]+|application\/pdf|text\/plain)$/i;
@@ -59,8 +64,19 @@ function notModified(req: IncomingMessage, etag: string, lastModified: Date): bo
 }
 
 /** Streams a stored blob (or a thumbnail of it), honouring validators and one byte range. */
-async function download(ctx: RequestContext, blobs: BlobService, t: BlobTarget, req: IncomingMessage, res: ServerResponse, query: Record<string, unknown>) {
+async function download(
+  ctx: RequestContext,
+  blobs: BlobService,
+  t: BlobTarget,
+  req: IncomingMessage,
+  res: ServerResponse,
+  query: Record<string, unknown>,
+  signed: boolean,
+) {
   const stored: StoredBlob = await readBlob(ctx, t);
+  // A signature admits the version it names only: a replaced file's URL does not reach the new one.
+  if (signed && !stored.prefix.endsWith(`/${String(query.v)}/`))
+    throw new HttpError('NOT_FOUND', `${t.resource.name} ${JSON.stringify(t.id)} has another ${t.field.name} now`);
   let key = originalKey(stored.prefix);
   let size = stored.size;
   // A type stored before uploads were checked may not be a header value: it is served as bytes.
@@ -149,19 +165,22 @@ export function blobHandler(app: AppRuntime, auth: AuthService, blobs: BlobServi
     const reqId = trackRequest(app.logger, req, res);
     void (async () => {
       try {
-        const { caller } = await authenticateCredentials(auth, credentialInput(req));
+        const q = url.indexOf('?');
+        const query = q < 0 ? {} : parseQuery(url.slice(q + 1));
+        const reading = req.method === 'GET' || req.method === 'HEAD';
+        // A signed URL (valid, or 403) stands instead of credentials; without exp and sig, the usual auth applies.
+        const signed = reading && !path.tus && blobs.signer !== undefined && blobs.signer.verify(q < 0 ? url : url.slice(0, q), query);
+        const caller = signed ? SIGNED_URL_READER : (await authenticateCredentials(auth, credentialInput(req))).caller;
         const ctx = requestContext(app, { caller, reqId });
         const t = blobTarget(resource, path.id, path.field);
         if (path.tus) {
           await tus.handle(ctx, t, path.upload, req, res);
           return;
         }
-        const q = url.indexOf('?');
-        const query = q < 0 ? {} : parseQuery(url.slice(q + 1));
         switch (req.method) {
           case 'GET':
           case 'HEAD':
-            await download(ctx, blobs, t, req, res, query);
+            await download(ctx, blobs, t, req, res, query, signed);
             return;
           case 'POST': {
             const body = JSON.stringify(await upload(ctx, blobs, t, req));

@@ -4,7 +4,7 @@
  * could not be given a value for.
  */
 import { describe, expect, it } from 'vitest';
-import { columnsOf, migrationRisks } from '../../generator/migrate/migration-risks.js';
+import { columnsOf, migrationRisks, newUniqueColumns } from '../../generator/migrate/migration-risks.js';
 
 const schema = (models: string) => `datasource db {\n  provider = "sqlite"\n}\n${models}`;
 const folder = (extra = '') =>
@@ -17,7 +17,7 @@ describe('migration risks', () => {
     const cols = columnsOf(schema(folder() + note));
     expect([...cols.get('Folder')!.keys()]).toEqual(['id', 'name', 'updatedAt']);
     expect([...cols.get('Note')!.keys()]).toEqual(['id', 'folder']);
-    expect(cols.get('Folder')!.get('updatedAt')).toEqual({ type: 'DateTime', optional: false, filled: true });
+    expect(cols.get('Folder')!.get('updatedAt')).toEqual({ type: 'DateTime', optional: false, filled: true, unique: false });
   });
 
   it('the first migration has no risk', () => {
@@ -42,5 +42,19 @@ describe('migration risks', () => {
       ['collections/Folder.json', '/properties/color'],
       ['collections/Note.json', ''],
     ]);
+  });
+
+  it('a column of an existing table that becomes @unique is a new unique column; new tables and columns, and already unique ones, are not', () => {
+    const before = schema(folder('  code String? @unique\n') + note);
+    const after = schema(
+      folder('  code String? @unique\n  tag String? @unique\n').replace('  name      String\n', '  name      String @unique\n') +
+        note.replace('folder String?', 'folder String? @unique') +
+        'model Tag {\n  id String @id\n  label String @unique\n}\n',
+    );
+    expect(newUniqueColumns(before, after)).toEqual([
+      { collection: 'Folder', property: 'name' },
+      { collection: 'Note', property: 'folder' },
+    ]);
+    expect(newUniqueColumns(null, after)).toEqual([]);
   });
 });

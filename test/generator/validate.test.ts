@@ -113,7 +113,7 @@ describe('a valid app', () => {
       functions: { allowFetch: false, timeoutMs: 30000, maxMemoryMb: 256 },
       agent: { providers: {}, rungs: {}, mcpServers: {}, idleTimeoutSeconds: 900, maxStepsPerTurn: 25 },
       credits: { mode: 'business', initialBalance: 0, monthlyCap: null },
-      storage: { directory: 'data/blobs', maxBytes: 52428800, thumbnails: ['100x100', '200x200', '400x400'] },
+      storage: { directory: 'data/blobs', maxBytes: 52428800, thumbnails: ['100x100', '200x200', '400x400'], signedUrlSeconds: 3600 },
       mail: {},
     });
     expect(manifest.collections.map((c) => c.name)).toEqual(['Customer', 'Order', 'OrderLine', 'Product']);
@@ -252,6 +252,12 @@ describe('sign-up and mail settings (DESIGN §11)', () => {
       expect.stringContaining('unknown key "open"'),
     ]);
   });
+});
+
+test('storage.signedUrlSeconds reaches the manifest (default 3600); zero, a fraction or text is refused', async () => {
+  const set = (signedUrlSeconds: unknown) => ({ ...shop, 'svc.json': { name: 'shop', storage: { signedUrlSeconds } } });
+  expect((await loadAndValidate(writeApp(set(60)), {})).manifest.settings.storage.signedUrlSeconds).toBe(60);
+  for (const bad of [0, 1.5, '60']) expect(await problems(set(bad))).toEqual([expect.stringMatching(/^svc\.json: \/storage\/signedUrlSeconds: /)]);
 });
 
 test('a query\'s "joins": "caller" reaches the manifest; "query" (the default) leaves it out', async () => {

@@ -173,7 +173,7 @@ export interface Schemas {
       contentType: string;
       /** Hex SHA-256 of the bytes (the download ETag) */
       sha256: string;
-      /** Download path of this version, under the API origin */
+      /** Download path of this version under the API origin, signed (?v=…&exp=…&sig=…): GET it without cookie or bearer until exp (storage.signedUrlSeconds) */
       url: string;
     } | null;
     /** When the row was created */
@@ -350,7 +350,7 @@ export interface Schemas {
       contentType: string;
       /** Hex SHA-256 of the bytes (the download ETag) */
       sha256: string;
-      /** Download path of this version, under the API origin */
+      /** Download path of this version under the API origin, signed (?v=…&exp=…&sig=…): GET it without cookie or bearer until exp (storage.signedUrlSeconds) */
       url: string;
     } | null;
     /** When the row was created */
@@ -448,7 +448,7 @@ export interface Schemas {
     contentType: string;
     /** Hex SHA-256 of the bytes (the download ETag) */
     sha256: string;
-    /** Download path of this version, under the API origin */
+    /** Download path of this version under the API origin, signed (?v=…&exp=…&sig=…): GET it without cookie or bearer until exp (storage.signedUrlSeconds) */
     url: string;
   };
   /** Paid orders per customer: how many, revenue and the latest order */
