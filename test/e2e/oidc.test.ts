@@ -219,6 +219,12 @@ function oidcSuite(backend: Backend): void {
       const missing = await call(server.url, 'POST', '/_auth', { authority: 'idp' });
       expect(missing.status).toBe(400);
       expect(missing.json.details).toEqual([expect.objectContaining({ path: '/idToken' })]);
+      // Refused tokens count as failed sign-ins from this address: the 11th attempt within 15 minutes is 429.
+      for (let i = Object.keys(refused).length; i < 10; i++)
+        expect((await call(server.url, 'POST', '/_auth', { authority: 'idp', idToken: forged })).status).toBe(401);
+      const limited = await call(server.url, 'POST', '/_auth', { authority: 'idp', idToken });
+      expect(limited.status).toBe(429);
+      expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
       const oauth2 = await call(server.url, 'POST', '/_auth', { authority: 'github', idToken: 'x' });
       expect(oauth2.status).toBe(400);
       expect(oauth2.json.details).toEqual([expect.objectContaining({ path: '/authority' })]);
@@ -290,6 +296,11 @@ function oidcSuite(backend: Backend): void {
         }
       }
       expect((await fetch(`${origin}/login/nobody`)).status).toBe(404);
+      // An issuer that cannot be reached: a 502 page to start again, and 502 from _auth.
+      const down = await fetch(`${origin}/login/down`, { redirect: 'manual' });
+      expect(down.status).toBe(502);
+      expect(await down.text()).toContain('could not be reached');
+      expect((await call(server.url, 'POST', '/_auth', { authority: 'down', idToken: 'x.y.z' })).json).toMatchObject({ code: 'BAD_GATEWAY' });
       expect((await fetch(`${origin}/login/nobody/callback?code=1`)).status).toBe(404);
       const health = await fetch(`${server.url}/_health`);
       expect(health.status).toBeLessThan(500);

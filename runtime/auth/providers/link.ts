@@ -37,6 +37,7 @@ export function usernameBase(identity: ProviderIdentity, provider: string): stri
   const raw = identity.login ?? identity.email?.split('@')[0] ?? '';
   const cleaned = raw
     .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '') // accents: é → e
     .replace(/[^A-Za-z0-9._-]+/g, '-')
     .replace(/^[-.]+|[-.]+$/g, '')
     .slice(0, USERNAME_MAX);
