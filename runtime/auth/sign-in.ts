@@ -126,5 +126,16 @@ export function meBody(caller: Caller): { id: string | null; username: string | 
   return { id: caller.id, username: caller.username, roles: caller.roles };
 }
 
-/** The body of `GET /api/_webAppConfig`. */
+/** The body of `GET /api/_webAppConfig` without identity providers. */
 export const WEB_APP_CONFIG = Object.freeze({ loginUrl: '/login', loginMethods: ['password'], refreshUrl: '/api/_refresh', logoutUrl: '/api/_logout' });
+
+/**
+ * The body of `GET /api/_webAppConfig`: `WEB_APP_CONFIG`, with each identity provider's name added to
+ * `loginMethods` and listed in `providers` (`{ name, displayName, loginUrl }`, DESIGN §11) so a web
+ * app can draw its own buttons.
+ */
+export function webAppConfig(auth: AuthService): Record<string, unknown> {
+  if (auth.providers.size === 0) return WEB_APP_CONFIG;
+  const providers = [...auth.providers.values()].map((p) => ({ name: p.name, displayName: p.displayName, loginUrl: `/login/${p.name}` }));
+  return { ...WEB_APP_CONFIG, loginMethods: [...WEB_APP_CONFIG.loginMethods, ...providers.map((p) => p.name)], providers };
+}

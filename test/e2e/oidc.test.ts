@@ -91,6 +91,9 @@ function oidcSuite(backend: Backend): void {
       await page.goto(`${origin}/login?returnUrl=${encodeURIComponent('/api/_me?from=login')}`);
       expect(await page.getByRole('link', { name: 'Continue with Test IdP' }).count()).toBe(1);
       expect(await page.getByRole('link', { name: 'Continue with Github' }).count()).toBe(1);
+      const config = await call(server.url, 'GET', '/_webAppConfig');
+      expect(config.json.loginMethods).toEqual(['password', 'idp', 'github', 'down']);
+      expect(config.json.providers[0]).toEqual({ name: 'idp', displayName: 'Test IdP', loginUrl: '/login/idp' });
       await page.getByRole('link', { name: 'Continue with Test IdP' }).click();
       await atProvider(page, 'alice');
       await page.waitForURL(`${origin}/api/_me?from=login`);
