@@ -6,7 +6,7 @@
  * callback, the cookies of SPEC §5 and `/api/_me`; a second sign-in linking to the same user; linking
  * by verified e-mail; `svc user show|list` with the links; a tampered state and a tampered nonce
  * refused; a foreign `returnUrl` ignored; a disabled user refused; deleting the user deletes the
- * links; `_auth { authority, idToken }` with the provider's real ID token and with forged, expired and
+ * links; the sign-in state read by a second instance; `_auth { authority, idToken }` with the provider's real ID token and with forged, expired and
  * foreign-audience tokens; the GitHub preset with PKCE; the callback fuzzed with malformed queries.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -137,6 +137,27 @@ function oidcSuite(backend: Backend): void {
       await page.close();
       const list = JSON.parse((await runCli(['user', 'list', app.dir], app.env)).stdout) as { username: string; providers: { provider: string }[] }[];
       expect(list.find((u) => u.username === 'robert')?.providers.map((p) => p.provider)).toEqual(['idp']);
+    });
+
+    it("keeps the sign-in state where every instance can read it: a second instance takes the first one's cookie", async () => {
+      const second = await serve(app.dir, app.env);
+      try {
+        const start = await fetch(`${origin}/login/idp`, { redirect: 'manual' });
+        const cookie = start.headers.getSetCookie()[0].split(';')[0];
+        const state = new URL(start.headers.get('location')!).searchParams.get('state')!;
+        const elsewhere = `${new URL(second.url).origin}/login/idp/callback`;
+        // With the cookie, the second instance gets past the state check to the code exchange (the code is made up).
+        const taken = await fetch(`${elsewhere}?state=${state}&code=made-up&iss=${encodeURIComponent(idp.issuer)}`, {
+          headers: { cookie },
+          redirect: 'manual',
+        });
+        expect(taken.status).toBe(400);
+        expect(await taken.text()).toMatch(/refused the sign-in \(invalid_grant\)/);
+        const without = await fetch(`${elsewhere}?state=${state}&code=made-up`, { redirect: 'manual' });
+        expect(await without.text()).toContain('has expired or was started in another browser');
+      } finally {
+        await second.close();
+      }
     });
 
     it('refuses a tampered state and a tampered nonce without setting session cookies', async () => {

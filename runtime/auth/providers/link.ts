@@ -13,7 +13,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Database } from '../../data/database.js';
 import type { AuthService } from '../auth-service.js';
-import { insertUser, userByEmail, userById } from '../identities.js';
+import { insertUser, normaliseEmail, userByEmail, userById } from '../identities.js';
 import { randomToken } from '../secrets.js';
 import { first, TABLE, toDate, type Raw, type UserRow } from '../store.js';
 import { sql } from '../../query/sql.js';
@@ -58,7 +58,8 @@ async function insertLink(db: Database, userId: string, provider: string, identi
 
 async function createUserFor(auth: AuthService, provider: string, identity: ProviderIdentity): Promise<string> {
   const base = usernameBase(identity, provider);
-  let email = identity.email ?? undefined;
+  // An address the users table would refuse (no dot in the domain, too long) is left out, not an error.
+  let email = (identity.email && normaliseEmail(identity.email)) || undefined;
   for (let attempt = 1; attempt <= 20; attempt++) {
     const suffix = attempt === 1 ? '' : attempt <= 10 ? `-${attempt}` : `-${randomToken(4).toLowerCase()}`;
     const result = await insertUser(auth.db, {
