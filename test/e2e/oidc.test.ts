@@ -5,7 +5,7 @@
  * Debian's Chromium driving the hosted `/login` page. Covers: the provider buttons; sign-in, consent,
  * callback, the cookies of SPEC §5 and `/api/_me`; a second sign-in linking to the same user; linking
  * by verified e-mail; `svc user show|list` with the links; a tampered state and a tampered nonce
- * refused; a foreign `returnUrl` ignored; a disabled user refused; deleting the user deletes the
+ * refused; a cancelled consent; a foreign `returnUrl` ignored; a disabled user refused; deleting the user deletes the
  * links; the sign-in state read by a second instance; `_auth { authority, idToken }` with the
  * provider's real ID token and with forged, expired and foreign-audience tokens (and the limiter);
  * the GitHub preset with PKCE; an unreachable issuer; the callback fuzzed with malformed queries.
@@ -186,6 +186,18 @@ function oidcSuite(backend: Backend): void {
         await page.close();
       }
       expect(Number((await selectRows(app.env, `SELECT COUNT(*) AS n FROM "_svc_users" WHERE "username" = 'carol'`))[0].n)).toBe(0);
+    });
+
+    it('shows a page to start again when the person cancels at the provider (access_denied)', async () => {
+      const page = await freshPage();
+      await page.goto(`${origin}/login/idp?returnUrl=/notes`);
+      await page.waitForURL((u) => u.origin === idp.issuer);
+      await page.click('a:has-text("Cancel")');
+      await page.waitForURL((u) => u.origin === origin && u.pathname === '/login/idp/callback');
+      expect(await page.textContent('.error')).toBe('You did not allow the sign-in at Test IdP.');
+      expect(await page.getAttribute('a:has-text("Try again")', 'href')).toBe('/login/idp?returnUrl=%2Fnotes');
+      expect((await context.cookies([origin])).map((c) => c.name)).not.toContain('svc_access');
+      await page.close();
     });
 
     it('answers tokens for a real ID token of the provider, 401 for forged, expired and foreign-audience tokens', async () => {
