@@ -5,8 +5,8 @@
  * Debian's Chromium driving the hosted `/login` page. Covers: the provider buttons; sign-in, consent,
  * callback, the cookies of SPEC §5 and `/api/_me`; a second sign-in linking to the same user; linking
  * by verified e-mail; `svc user show|list` with the links; a tampered state and a tampered nonce
- * refused; a cancelled consent; a foreign `returnUrl` ignored; a disabled user refused; deleting the user deletes the
- * links; the sign-in state read by a second instance; `_auth { authority, idToken }` with the
+ * refused; a cancelled consent; a foreign `returnUrl` ignored; a disabled user refused; deleting
+ * the user deletes the links; the sign-in state read by a second instance; `_auth { authority, idToken }` with the
  * provider's real ID token and with forged, expired and foreign-audience tokens (and the limiter);
  * the GitHub preset with PKCE; an unreachable issuer; the callback fuzzed with malformed queries.
  */
