@@ -124,7 +124,8 @@ export function oauthErrors(auth: AuthService) {
   };
 }
 
-function sendLoginPage(res: Response, result: LoginPageResult): void {
+/** Writes a `LoginPageResult` (the login, account and provider pages): headers, cookies, then the redirect or the HTML. */
+export function sendLoginPage(res: Response, result: LoginPageResult): void {
   res.set(result.headers);
   if (result.cookies.length > 0) res.append('Set-Cookie', result.cookies);
   if (result.redirect !== undefined) return res.redirect(303, result.redirect);

@@ -4,18 +4,11 @@
  * `runtime/auth/providers/login-flow.ts`. A name that is an account page (`signup`, `forgot`, …) is
  * left to the account routes (the generator refuses such provider names).
  */
-import { Router, type Response } from 'express';
+import { Router } from 'express';
 import type { AuthService } from '../auth/auth-service.js';
 import { isAccountPage } from '../auth/login-account-pages.js';
 import { finishProviderLogin, startProviderLogin } from '../auth/providers/login-flow.js';
-import type { LoginPageResult } from '../auth/login-page.js';
-
-function send(res: Response, result: LoginPageResult): void {
-  res.set(result.headers);
-  if (result.cookies.length > 0) res.append('Set-Cookie', result.cookies);
-  if (result.redirect !== undefined) return res.redirect(303, result.redirect);
-  res.status(result.status).type('html').send(result.html);
-}
+import { sendLoginPage } from './auth-routes.js';
 
 /** The raw query string of a request URL (`/login/x/callback?a=1` → `a=1`). */
 const rawQuery = (url: string): string => {
@@ -32,10 +25,10 @@ export function providerRouter(auth: AuthService): Router {
   router.get('/login/:provider', async (req, res, next) => {
     if (isAccountPage(req.params.provider)) return next();
     const returnUrl = typeof req.query.returnUrl === 'string' ? req.query.returnUrl : undefined;
-    send(res, await startProviderLogin(auth, auth.providers, req.params.provider, returnUrl));
+    sendLoginPage(res, await startProviderLogin(auth, auth.providers, req.params.provider, returnUrl));
   });
   router.get('/login/:provider/callback', async (req, res) => {
-    send(res, await finishProviderLogin(auth, auth.providers, req.params.provider, rawQuery(req.originalUrl), req.headers.cookie));
+    sendLoginPage(res, await finishProviderLogin(auth, auth.providers, req.params.provider, rawQuery(req.originalUrl), req.headers.cookie));
   });
   return router;
 }
