@@ -176,6 +176,22 @@ user
     print(await (await runtime()).setIdentityRolesInApp(dir, { kind: 'user', username: opts.username }, opts.roles));
   });
 
+user
+  .command('list')
+  .description('list the users with their e-mail address, roles, state and linked identity providers; prints a JSON array')
+  .argument('[dir]', 'app folder', '.')
+  .action(async (dir: string) => {
+    print(await (await runtime()).listUsersInApp(dir));
+  });
+user
+  .command('show')
+  .description('show one user with its linked identity providers; prints {"id", "username", "email", "roles", "disabled", "providers": [...]}')
+  .argument('[dir]', 'app folder', '.')
+  .requiredOption('--username <name>', 'the user to show')
+  .action(async (dir: string, opts: { username: string }) => {
+    print(await (await runtime()).showUserInApp(dir, opts.username));
+  });
+
 const serviceAccount = program.command('service-account').description('manage service accounts (OAuth 2.0 clients)');
 serviceAccount
   .command('create')

@@ -35,6 +35,7 @@ export { creditsInApp } from './agent/credit-commands.js';
 export { osloMonth, type CreditState, type CreditChange } from './agent/credits.js';
 export { FunctionApiError } from './functions/collection-client.js';
 export { createUserInApp, createServiceAccountInApp, deleteIdentityInApp, disableIdentityInApp, setIdentityRolesInApp } from './identity-commands.js';
+export { listUsersInApp, showUserInApp, type UserSummary } from './user-commands.js';
 export type { IdentityRef } from './auth/identities.js';
 export { authorize, authorizeRead, type Grant } from './auth/authorize.js';
 export { startDevServer, type DevServer, type DevProblem, type DevReload } from './dev-server.js';

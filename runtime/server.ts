@@ -32,6 +32,7 @@ import { buildAppVersion, liveRuntime, type AppVersion, type ServerServices } fr
 export { createAppRuntime } from './app-version.js';
 import { createMailer } from './auth/mailer.js';
 import { mailsSettled } from './auth/account-mail.js';
+import { createProviders } from './auth/providers/registry.js';
 
 export interface ServeOptions {
   appDir: string;
@@ -144,6 +145,7 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   // Secrets first: a missing storage secret stops the start before anything is opened.
   const storage = storageSettings(manifest.settings.storage, env, (v) => resolveRefs(v, env, 'storage.s3'));
   const mailer = createMailer(manifest.settings.mail, env, logger, manifest.name);
+  const providers = createProviders(manifest.settings.auth.providers ?? {}, env);
   const policyProblems = checkPolicies(manifest);
   if (policyProblems.length > 0) throw new StartupError(`invalid policy filters: ${policyProblems.join('; ')}`);
   const applied = await applyPending(appDir, manifest, url);
@@ -153,7 +155,15 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   const redisUrl = env.REDIS_URL || manifest.settings.realtime.redis || undefined;
   const backplane = await realtimeBackplane(manifest.name, logger, redisUrl);
   const mail = { mailer, origin: () => manifest.settings.mail?.baseUrl ?? baseUrl };
-  const auth = await createAuthService(db, manifest, logger, undefined, backplane.redis && sharedLimiter(backplane.redis, manifest.name, logger), mail);
+  const auth = await createAuthService(
+    db,
+    manifest,
+    logger,
+    undefined,
+    backplane.redis && sharedLimiter(backplane.redis, manifest.name, logger),
+    mail,
+    providers,
+  );
   if (auth.signup.enabled && !mailer.configured)
     logger.warn('sign-up is enabled but svc.json has no mail.smtp: verification and reset mails are written to the log, not sent (development only)');
   const realtime = await startRealtime({ manifest, auth, logger, backplane });

@@ -13,13 +13,31 @@ const FORM = 'application/x-www-form-urlencoded';
 
 const SCHEMAS: Record<string, SchemaObject> = {
   'svc.AuthRequest': {
-    type: 'object',
-    required: ['authority', 'clientId', 'clientSecret'],
-    properties: {
-      authority: { type: 'string', description: '`serviceaccount` for a service account' },
-      clientId: { type: 'string' },
-      clientSecret: { type: 'string' },
-    },
+    oneOf: [
+      {
+        type: 'object',
+        required: ['authority', 'clientId', 'clientSecret'],
+        properties: {
+          authority: { type: 'string', description: '`serviceaccount` for a service account' },
+          clientId: { type: 'string' },
+          clientSecret: { type: 'string' },
+        },
+      },
+      {
+        type: 'object',
+        required: ['authority', 'username', 'password'],
+        properties: { authority: { type: 'string', enum: ['password'] }, username: { type: 'string' }, password: { type: 'string' } },
+      },
+      {
+        type: 'object',
+        required: ['authority', 'idToken'],
+        description: 'A native client signs in with an ID token of an OpenID Connect provider of svc.json auth.providers (DESIGN §11)',
+        properties: {
+          authority: { type: 'string', description: 'The name of the provider (a key of svc.json auth.providers)' },
+          idToken: { type: 'string', description: "The provider's ID token: its signature, iss, aud (the client id) and exp are checked" },
+        },
+      },
+    ],
   },
   'svc.TokenRequest': {
     description: 'OAuth 2.0 token request (RFC 6749 §4.4 client_credentials, §6 refresh_token)',
@@ -100,7 +118,7 @@ export function authOpenApi(builder: OpenApiBuilder): void {
       summary: 'Sign in (browser-oriented): answers tokens and sets the access and refresh cookies',
       security: NO_CREDENTIALS,
       requestBody: { required: true, content: json(ref('svc.AuthRequest')) },
-      responses: { 200: { description: 'Tokens (cookies are set too)', content: json(ref('svc.TokenResponse')) }, ...errorResponses(400, 401) },
+      responses: { 200: { description: 'Tokens (cookies are set too)', content: json(ref('svc.TokenResponse')) }, ...errorResponses(400, 401, 403, 429, 502) },
       ...ext('_auth'),
     },
   });

@@ -98,7 +98,7 @@ export function emitPrismaSchema(manifest: AppManifest): string {
   });
   const system = SYSTEM_MODELS.map((m) => {
     const fields = m.fields.map((f) => ({ name: f.name, type: f.type, attributes: pg ? f.postgresql : f.sqlite }));
-    return { name: m.name, fields, indexes: m.indexes, table: m.table, width: Math.max(...fields.map((f) => f.name.length)) };
+    return { name: m.name, fields, indexes: m.indexes, uniques: m.uniques ?? [], table: m.table, width: Math.max(...fields.map((f) => f.name.length)) };
   });
   return renderTemplate('schema.prisma.hbs', { provider: manifest.provider, models: [...models, ...system] });
 }

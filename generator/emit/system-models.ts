@@ -18,12 +18,13 @@ export interface SystemField {
   postgresql: string;
 }
 
-/** A system model: Prisma model name, table name (`@@map`), fields, indexed columns. */
+/** A system model: Prisma model name, table name (`@@map`), fields, indexed columns, unique column groups (`"a, b"`). */
 export interface SystemModel {
   name: string;
   table: string;
   fields: SystemField[];
   indexes: string[];
+  uniques?: string[];
 }
 
 const field = (name: string, type: string, sqlite = '', postgresql = sqlite): SystemField => ({ name, type, sqlite, postgresql });
@@ -37,7 +38,9 @@ const time = (name: string, optional = false) => field(name, optional ? 'DateTim
  * passwords as argon2id hashes; refresh tokens and mail tokens as SHA-256 hex digests. A user's `email` is
  * kept as given and `emailKey` (its lower-cased form) is unique, so addresses are unique
  * case-insensitively (DESIGN §11); mail tokens are single use (`usedAt`), `purpose` `verify` or
- * `reset`; `_svc_mail_sent` has one row per mail sent, counted per address over the last hour. A user or service account with
+ * `reset`; `_svc_mail_sent` has one row per mail sent, counted per address over the last hour;
+ * `_svc_user_providers` links a user to identity-provider subjects (unique per provider and subject,
+ * deleted with the user). A user or service account with
  * `disabledAt` set can neither sign in nor use its tokens (`svc user disable`). `_log` has the columns of a
  * collection row (`id`, `createdAt`, `updatedAt`, `createdBy`) so the runtime reads it with the list
  * machinery of SPEC §4.2.
@@ -59,6 +62,13 @@ export const SYSTEM_MODELS: readonly SystemModel[] = [
       field('emailKey', 'String?', '@unique'),
       field('emailVerified', 'Boolean', '@default(false)'),
     ],
+  },
+  {
+    name: 'SvcUserProvider',
+    table: '_svc_user_providers',
+    indexes: ['userId'],
+    uniques: ['provider, subject'],
+    fields: [id, field('userId', 'String'), field('provider', 'String'), field('subject', 'String'), field('email', 'String?'), createdAt],
   },
   {
     name: 'SvcMailToken',

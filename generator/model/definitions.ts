@@ -11,6 +11,7 @@ import type {
   StorageSettings,
   MailSettings,
   SignupSettings,
+  ProviderSettings,
   ExternalConnection,
   Property,
   RealtimeSettings,
@@ -31,7 +32,14 @@ export interface RawSvcDefinition {
   name: string;
   database?: string;
   port?: number;
-  auth?: { accessTokenTtlSeconds?: number; refreshTokenTtlDays?: number; secureCookies?: boolean; signup?: Partial<SignupSettings> };
+  auth?: {
+    accessTokenTtlSeconds?: number;
+    refreshTokenTtlDays?: number;
+    secureCookies?: boolean;
+    signup?: Partial<SignupSettings>;
+    providers?: Record<string, ProviderSettings>;
+    linkByVerifiedEmail?: boolean;
+  };
   realtime?: RealtimeSettings;
   functions?: { allowFetch?: boolean; timeoutMs?: number; maxMemoryMb?: number };
   agent?: Partial<AgentSettings>;

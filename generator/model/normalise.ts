@@ -93,6 +93,8 @@ function settingsOf(svc: RawSvcDefinition): AppSettings {
       refreshTokenTtlDays: svc.auth?.refreshTokenTtlDays ?? 70,
       secureCookies: svc.auth?.secureCookies ?? false,
       signup: { ...structuredClone(SIGNUP_DEFAULTS), ...structuredClone(svc.auth?.signup ?? {}) },
+      providers: structuredClone(svc.auth?.providers ?? {}),
+      linkByVerifiedEmail: svc.auth?.linkByVerifiedEmail ?? true,
     },
     realtime: structuredClone(svc.realtime ?? {}),
     functions: { allowFetch: svc.functions?.allowFetch ?? false, timeoutMs: svc.functions?.timeoutMs ?? 30000, maxMemoryMb: svc.functions?.maxMemoryMb ?? 256 },

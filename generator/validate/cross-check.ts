@@ -19,6 +19,7 @@ import type {
 import { databaseProvider, resolveDatabaseUrl } from '../model/normalise.js';
 import { checkProperty } from './check-properties.js';
 import { checkQuery } from './check-queries.js';
+import { checkProviders } from './check-providers.js';
 import { RESERVED_COLLECTION_NAMES } from '../emit/system-models.js';
 import { pointer, type Diagnostic } from './diagnostics.js';
 import { buildModelIndex, collectionRefProblem, type ModelIndex } from './model-index.js';
@@ -35,12 +36,12 @@ const FOLDER_OF = { collection: 'collections', view: 'views', query: 'queries', 
  * @returns diagnostics (codes: `DEF_FILE_NAME_MISMATCH`, `DEF_DUPLICATE_NAME`, `DEF_RESERVED_NAME`, `DEF_UNKNOWN_COLLECTION`,
  *   `DEF_NOT_A_COLLECTION`, `DEF_CREATOR_IN_LISTEN`, `DEF_ENDPOINT_MISMATCH`, `DEF_INPUT_TYPE_NOT_SCALAR`, `DEF_ENUM_TYPE_MISMATCH`,
  *   `DEF_MISSING_FUNCTION_CODE`, `DEF_SEARCH_WITHOUT_TEXT`, `DEF_UNSUPPORTED_DATABASE_URL`, `DEF_SECRET_IN_CLEAR`,
- *   `DEF_CREATOR_ON_EXTERNAL`, `DEF_EXTERNAL_URL`, and those of `checkProperty`/`checkQuery`)
+ *   `DEF_CREATOR_ON_EXTERNAL`, `DEF_EXTERNAL_URL`, `DEF_PROVIDER_URL`, and those of `checkProperty`/`checkQuery`/`checkProviders`)
  * Source: DESIGN §3, §4 "Function details"; SPEC §2, §5.7.
  */
 export function crossCheck(raw: RawApp, env: NodeJS.ProcessEnv, invalidFiles: Set<string>): Diagnostic[] {
   const index = buildModelIndex(raw, invalidFiles);
-  const out: Diagnostic[] = [...checkNames(index), ...checkDatabase(raw, env), ...checkMail(raw)];
+  const out: Diagnostic[] = [...checkNames(index), ...checkDatabase(raw, env), ...checkMail(raw), ...checkProviders(raw)];
   for (const d of index.all) {
     if (!d.isValid) continue;
     switch (d.kind) {

@@ -14,6 +14,7 @@ import { loadCaller } from './identities.js';
 import { IdentityCache } from './identity-cache.js';
 import { logMailer, type Mailer } from './mailer.js';
 import { SIGNUP_DEFAULTS, type SignupSettings } from '../contract/settings.js';
+import type { IdentityProvider } from './providers/types.js';
 
 export interface AuthService {
   db: Database;
@@ -31,8 +32,10 @@ export interface AuthService {
   secureCookies: boolean;
   /** svc.json `auth.signup`, defaults applied (DESIGN §11). */
   signup: SignupSettings;
-  /** Outgoing mail, and the origin its links point at. */
+  /** Outgoing mail, and the origin its links point at (and provider callbacks, DESIGN §11). */
   mail: MailContext;
+  /** The identity providers of svc.json `auth.providers` by name (`createProviders`). */
+  providers: ReadonlyMap<string, IdentityProvider>;
 }
 
 /** The mailer of the identity endpoints and the public origin of the links in their mails (`https://shop.example`). */
@@ -45,6 +48,7 @@ export interface MailContext {
  * Loads (or creates) the signing keys and sets up the limiter.
  * @param limiter - the shared limiter when Redis is configured; default: one in this process's memory
  * @param mail - the mailer of svc.json `mail` (`createMailer`); default: mails go to the log
+ * @param providers - the identity providers (`createProviders`); default none
  */
 export async function createAuthService(
   db: Database,
@@ -53,6 +57,7 @@ export async function createAuthService(
   rateLimit?: RateLimitOptions,
   limiter?: AttemptLimiter,
   mail?: MailContext,
+  providers: ReadonlyMap<string, IdentityProvider> = new Map(),
 ): Promise<AuthService> {
   const auth = manifest.settings.auth;
   return {
@@ -68,6 +73,7 @@ export async function createAuthService(
     secureCookies: auth?.secureCookies ?? false,
     signup: { ...SIGNUP_DEFAULTS, ...auth?.signup },
     mail: mail ?? { mailer: logMailer(logger, `${manifest.name} <no-reply@localhost>`), origin: () => manifest.settings.mail?.baseUrl ?? 'http://localhost' },
+    providers,
   };
 }
 

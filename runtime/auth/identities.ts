@@ -231,7 +231,7 @@ export async function disableIdentity(db: Database, ref: IdentityRef): Promise<s
 }
 
 /**
- * Deletes an identity and its refresh tokens. Rows it created keep its id in `createdBy`.
+ * Deletes an identity, its refresh tokens and (a user's) provider links. Rows it created keep its id in `createdBy`.
  * @returns its id
  * @throws HttpError NOT_FOUND when no such identity exists
  */
@@ -241,6 +241,7 @@ export async function deleteIdentity(db: Database, ref: IdentityRef): Promise<st
   if (rows.length === 0) throw new HttpError('NOT_FOUND', t.label);
   const id = String(rows[0].id);
   await deleteSubjectTokens(db, ref.kind, id);
+  if (ref.kind === 'user') await db.query(sql`DELETE FROM ${TABLE.userProviders} WHERE "userId" = ${id}`);
   return id;
 }
 

@@ -6,7 +6,7 @@
  * same-origin path, else shows a signed-in page; failure shows the form again with the error (401, or
  * 429 while locked out, 403 until the user's e-mail address is verified). The POST must come from this
  * origin (no login CSRF). Under the form: "Create account" and "Forgot password" (DESIGN §11, pages
- * in `login-account-pages.ts`).
+ * in `login-account-pages.ts`). Above the form: one "Continue with <Name>" per identity provider.
  */
 import { HttpError } from '../errors.js';
 import { startSession, type AuthService } from './auth-service.js';
@@ -48,7 +48,8 @@ export function page(title: string, body: string): string {
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title>
 <style>body{font-family:system-ui,sans-serif;max-width:22rem;margin:4rem auto;padding:0 1rem}label{display:block;margin:.8rem 0 .2rem}
-input{width:100%;padding:.4rem;box-sizing:border-box}button{margin-top:1rem;padding:.5rem 1rem}.error{color:#a00}</style>
+input{width:100%;padding:.4rem;box-sizing:border-box}button{margin-top:1rem;padding:.5rem 1rem}.error{color:#a00}
+a.provider{display:block;padding:.5rem 1rem;border:1px solid #888;border-radius:4px;text-align:center;text-decoration:none;color:inherit}</style>
 </head><body>${body}</body></html>
 `;
 }
@@ -62,13 +63,25 @@ function accountLinks(auth: AuthService): string {
   return links.length > 0 ? `<p>${links.join(' · ')}</p>` : '';
 }
 
+/**
+ * One "Continue with <Name>" link per provider of `auth.providers` (DESIGN §11), carrying `returnUrl`.
+ * Links, not forms: the page's CSP `form-action 'self'` would stop a form's redirect to the provider.
+ */
+function providerButtons(auth: AuthService, returnUrl: string | null): string {
+  const query = returnUrl ? `?returnUrl=${encodeURIComponent(returnUrl)}` : '';
+  const links = [...auth.providers.values()].map(
+    (p) => `<p><a class="provider" href="/login/${escapeHtml(p.name)}${escapeHtml(query)}">Continue with ${escapeHtml(p.displayName)}</a></p>`,
+  );
+  return links.length > 0 ? `<div class="providers">${links.join('')}</div><p>or sign in with your username:</p>` : '';
+}
+
 function form(auth: AuthService, options: { error?: string; username?: string; returnUrl: string | null }): string {
   const appName = auth.manifest.name;
   const error = options.error ? `<p class="error" role="alert">${escapeHtml(options.error)}</p>` : '';
   const returnField = options.returnUrl ? `<input type="hidden" name="returnUrl" value="${escapeHtml(options.returnUrl)}">` : '';
   return page(
     `Sign in to ${appName}`,
-    `<h1>Sign in to ${escapeHtml(appName)}</h1>${error}
+    `<h1>Sign in to ${escapeHtml(appName)}</h1>${error}${providerButtons(auth, options.returnUrl)}
 <form method="post" action="/login">${returnField}
 <label for="username">Username</label><input id="username" name="username" autocomplete="username" required value="${escapeHtml(options.username ?? '')}">
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>

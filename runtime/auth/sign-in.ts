@@ -12,6 +12,7 @@ import { checkClientSecret, checkPassword } from './identities.js';
 import { attemptKey } from './rate-limit.js';
 import { revokeRefreshToken } from './refresh-tokens.js';
 import { requireVerifiedEmail } from './email-verified.js';
+import { signInWithIdToken } from './providers/native.js';
 
 /** Longest accepted credential field, in characters. */
 const MAX_FIELD = 1000;
@@ -57,11 +58,12 @@ export async function limitedCheck(
 }
 
 /**
- * `POST /api/_auth`: signs in with `{ authority: "serviceaccount", clientId, clientSecret }` or
- * `{ authority: "password", username, password }` and starts a session (the HTTP layer sets the
+ * `POST /api/_auth`: signs in with `{ authority: "serviceaccount", clientId, clientSecret }`,
+ * `{ authority: "password", username, password }` or `{ authority: "<provider>", idToken }` (an
+ * OpenID Connect provider's ID token, `providers/native.ts`) and starts a session (the HTTP layer sets the
  * cookies of `session` only for same-origin callers).
  * @throws HttpError VALIDATION_FAILED (400), UNAUTHORIZED (401, wrong or disabled credentials),
- *   EMAIL_NOT_VERIFIED (403, DESIGN §11), RATE_LIMITED (429)
+ *   EMAIL_NOT_VERIFIED (403, DESIGN §11), RATE_LIMITED (429), BAD_GATEWAY (502, a provider unreachable)
  * Source: SPEC §4.6, §5; DESIGN §4 "Auth details", §11.
  */
 export async function signIn(auth: AuthService, body: unknown, remoteAddress: string | undefined): Promise<Session> {
@@ -76,9 +78,16 @@ export async function signIn(auth: AuthService, body: unknown, remoteAddress: st
     const f = credentialFields(body, ['username', 'password']);
     clientId = f.username;
     caller = await limitedCheck(auth, `user:${f.username}`, remoteAddress, () => checkPassword(auth.db, f.username, f.password));
+  } else if (typeof authority === 'string' && auth.providers.has(authority)) {
+    return signInWithIdToken(auth, authority, body, remoteAddress);
   } else {
-    throw new HttpError('VALIDATION_FAILED', 'authority must be "serviceaccount" (with clientId, clientSecret) or "password" (with username, password)', {
-      details: [{ path: '/authority', message: 'must be "serviceaccount" or "password"' }],
+    const named = [
+      '"serviceaccount" (with clientId, clientSecret)',
+      '"password" (with username, password)',
+      ...[...auth.providers.keys()].map((n) => `"${n}" (with idToken)`),
+    ];
+    throw new HttpError('VALIDATION_FAILED', `authority must be ${named.join(' or ')}`, {
+      details: [{ path: '/authority', message: `must be ${named.map((n) => n.split(' ')[0]).join(' or ')}` }],
     });
   }
   if (!caller) throw new HttpError('UNAUTHORIZED', 'the credentials are not valid');
@@ -117,5 +126,16 @@ export function meBody(caller: Caller): { id: string | null; username: string | 
   return { id: caller.id, username: caller.username, roles: caller.roles };
 }
 
-/** The body of `GET /api/_webAppConfig`. */
+/** The body of `GET /api/_webAppConfig` without identity providers. */
 export const WEB_APP_CONFIG = Object.freeze({ loginUrl: '/login', loginMethods: ['password'], refreshUrl: '/api/_refresh', logoutUrl: '/api/_logout' });
+
+/**
+ * The body of `GET /api/_webAppConfig`: `WEB_APP_CONFIG`, with each identity provider's name added to
+ * `loginMethods` and listed in `providers` (`{ name, displayName, loginUrl }`, DESIGN §11) so a web
+ * app can draw its own buttons.
+ */
+export function webAppConfig(auth: AuthService): Record<string, unknown> {
+  if (auth.providers.size === 0) return WEB_APP_CONFIG;
+  const providers = [...auth.providers.values()].map((p) => ({ name: p.name, displayName: p.displayName, loginUrl: `/login/${p.name}` }));
+  return { ...WEB_APP_CONFIG, loginMethods: [...WEB_APP_CONFIG.loginMethods, ...providers.map((p) => p.name)], providers };
+}

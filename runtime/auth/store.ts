@@ -20,6 +20,7 @@ export const TABLE = {
   signingKeys: ident('_svc_signing_keys'),
   mailTokens: ident('_svc_mail_tokens'),
   mailSent: ident('_svc_mail_sent'),
+  userProviders: ident('_svc_user_providers'),
   log: ident('_log'),
 } as const;
 

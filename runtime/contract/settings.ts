@@ -176,12 +176,52 @@ export interface SignupSettings {
 /** Defaults of `auth.signup`: off, no roles, e-mail verification required. */
 export const SIGNUP_DEFAULTS: SignupSettings = { enabled: false, roles: [], requireEmailVerification: true };
 
+/**
+ * An OpenID Connect issuer (svc.json `auth.providers.<name>`, DESIGN §11), found by discovery
+ * (`<issuer>/.well-known/openid-configuration`). Values may be `${secrets.NAME}` / `${env.NAME}`
+ * references; `clientSecret` must be one.
+ */
+export interface OidcProviderSettings {
+  type: 'oidc';
+  /** The issuer URL, e.g. `https://accounts.google.com`. */
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  /** Scopes asked for; default `openid email profile` (`openid` is always added). */
+  scopes?: string[];
+  /** The button's label ("Continue with <displayName>"); default the provider's key, capitalised. */
+  displayName?: string;
+}
+
+/**
+ * GitHub's OAuth 2.0 (svc.json `auth.providers.<name>` with `preset: "github"`, DESIGN §11): the
+ * authorize and token endpoints under `baseUrl` (default `https://github.com`), `/user` and
+ * `/user/emails` under `apiUrl` (default `https://api.github.com`); both are overridable for tests
+ * and GitHub Enterprise.
+ */
+export interface OAuth2ProviderSettings {
+  type: 'oauth2';
+  preset: 'github';
+  clientId: string;
+  clientSecret: string;
+  baseUrl?: string;
+  apiUrl?: string;
+  displayName?: string;
+}
+
+/** An identity provider of svc.json `auth.providers`. */
+export type ProviderSettings = OidcProviderSettings | OAuth2ProviderSettings;
+
 /** Token and cookie settings (svc.json `auth`), defaults applied. */
 export interface AuthSettings {
   accessTokenTtlSeconds: number;
   refreshTokenTtlDays: number;
   secureCookies: boolean;
   signup: SignupSettings;
+  /** Identity providers by name (the path segment of `/login/<name>`); default none. */
+  providers: Record<string, ProviderSettings>;
+  /** A provider sign-in with a verified e-mail address links to the user with that address; default true. */
+  linkByVerifiedEmail: boolean;
 }
 
 /**

@@ -17,6 +17,7 @@ import type { AuthService } from '../auth/auth-service.js';
 import { authenticate, authRouter, loginRouter, oauthErrors, tokenRouter } from './auth-routes.js';
 import { clientLogRouter } from './client-log-routes.js';
 import { accountRouter, ACCOUNT_PATHS } from './account-routes.js';
+import { providerRouter } from './provider-routes.js';
 import { healthRouter, type HealthDeps } from './health.js';
 import { creditsRouter } from './credits-routes.js';
 import type { CreditLedger } from '../agent/credits.js';
@@ -75,7 +76,7 @@ export function createApp(options: AppOptions): express.Express {
   // to an unknown route, or one refused before its handler, is never parsed.
   const json = (limit: number) => express.json({ limit, type: ['application/json', 'application/*+json'], verify: captureRawBody });
 
-  app.use(loginRouter(options.auth));
+  app.use(loginRouter(options.auth), providerRouter(options.auth));
   // Liveness and readiness answer before authentication: load balancers carry no credentials.
   app.use('/api', healthRouter(options.health));
   const api = express.Router();

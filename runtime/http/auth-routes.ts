@@ -12,7 +12,7 @@ import type { AuthService } from '../auth/auth-service.js';
 import { authenticateCredentials, credentialInput, isSameOrigin, requireSameOrigin } from '../auth/authenticate.js';
 import { callerOf } from '../auth/caller.js';
 import { clearedCookies, readCookie, REFRESH_COOKIE, sessionCookies } from '../auth/cookies.js';
-import { endSession, meBody, renewSession, signIn, WEB_APP_CONFIG } from '../auth/sign-in.js';
+import { endSession, meBody, renewSession, signIn, webAppConfig } from '../auth/sign-in.js';
 import { oauthError, tokenGrant } from '../auth/token-grant.js';
 import { loginForm, submitLogin, type LoginPageResult } from '../auth/login-page.js';
 import { accountForm, isAccountPage, submitAccountForm } from '../auth/login-account-pages.js';
@@ -86,7 +86,7 @@ export function authRouter(auth: AuthService): Router {
     res.json(meBody(callerOf(res)));
   });
   router.get('/_webAppConfig', (_req, res) => {
-    res.json(WEB_APP_CONFIG);
+    res.json(webAppConfig(auth));
   });
   notAllowed(router, ['/_auth', '/_refresh', '/_logout', '/_me', '/_webAppConfig']);
   return router;
@@ -124,7 +124,8 @@ export function oauthErrors(auth: AuthService) {
   };
 }
 
-function sendLoginPage(res: Response, result: LoginPageResult): void {
+/** Writes a `LoginPageResult` (the login, account and provider pages): headers, cookies, then the redirect or the HTML. */
+export function sendLoginPage(res: Response, result: LoginPageResult): void {
   res.set(result.headers);
   if (result.cookies.length > 0) res.append('Set-Cookie', result.cookies);
   if (result.redirect !== undefined) return res.redirect(303, result.redirect);

@@ -108,6 +108,8 @@ describe('a valid app', () => {
         refreshTokenTtlDays: 70,
         secureCookies: false,
         signup: { enabled: false, roles: [], requireEmailVerification: true },
+        providers: {},
+        linkByVerifiedEmail: true,
       },
       realtime: {},
       functions: { allowFetch: false, timeoutMs: 30000, maxMemoryMb: 256 },
@@ -258,6 +260,41 @@ test('storage.signedUrlSeconds reaches the manifest (default 3600); zero, a frac
   const set = (signedUrlSeconds: unknown) => ({ ...shop, 'svc.json': { name: 'shop', storage: { signedUrlSeconds } } });
   expect((await loadAndValidate(writeApp(set(60)), {})).manifest.settings.storage.signedUrlSeconds).toBe(60);
   for (const bad of [0, 1.5, '60']) expect(await problems(set(bad))).toEqual([expect.stringMatching(/^svc\.json: \/storage\/signedUrlSeconds: /)]);
+});
+
+describe('identity providers (DESIGN §11)', () => {
+  const google = { type: 'oidc', issuer: 'https://accounts.google.com', clientId: 'abc', clientSecret: '${secrets.GOOGLE}' };
+  const github = { type: 'oauth2', preset: 'github', clientId: 'gh', clientSecret: '${secrets.GITHUB}', baseUrl: 'http://127.0.0.1:9999' };
+
+  test('reach the manifest as written, references unresolved, linkByVerifiedEmail as given', async () => {
+    const dir = writeApp({ ...shop, 'svc.json': { name: 'shop', auth: { providers: { google, github }, linkByVerifiedEmail: false } } });
+    const { manifest } = await loadAndValidate(dir, { SVC_SECRET_GOOGLE: 'hidden-secret' });
+    expect(manifest.settings.auth.providers).toEqual({ google, github });
+    expect(manifest.settings.auth.linkByVerifiedEmail).toBe(false);
+    expect(JSON.stringify(manifest)).not.toContain('hidden-secret');
+  });
+
+  test('refuse a secret in clear, a non-https issuer, a reserved or malformed name, an unknown type and unknown keys, naming each', async () => {
+    const providers = {
+      google: { ...google, clientSecret: 'plain-secret', issuer: 'http://accounts.example' },
+      signup: github,
+      Bad_Name: github,
+      saml: { type: 'saml' },
+      gh: { ...github, scopes: ['x'] },
+      idp: { type: 'oidc', clientId: 'a', clientSecret: '${env.A}' },
+    };
+    expect(await problems({ ...shop, 'svc.json': { name: 'shop', auth: { providers } } })).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining('svc.json: /auth/providers/google/clientSecret: clientSecret must be a reference such as "${secrets.GOOGLE}"'),
+        expect.stringContaining('svc.json: /auth/providers/google/issuer: issuer must be an https:// URL'),
+        expect.stringContaining('svc.json: /auth/providers/signup: "signup" cannot name a provider'),
+        expect.stringMatching(/^svc\.json: \/auth\/providers.*Bad_Name/),
+        expect.stringContaining('svc.json: /auth/providers/saml/type:'),
+        expect.stringContaining('svc.json: /auth/providers/gh/scopes: unknown key "scopes"'),
+        expect.stringContaining('svc.json: /auth/providers/idp: missing required key "issuer"'),
+      ]),
+    );
+  });
 });
 
 test('a query\'s "joins": "caller" reaches the manifest; "query" (the default) leaves it out', async () => {

@@ -529,6 +529,15 @@ export interface Schemas {
     authority: string;
     clientId: string;
     clientSecret: string;
+  } | {
+    authority: "password";
+    username: string;
+    password: string;
+  } | {
+    /** The name of the provider (a key of svc.json auth.providers) */
+    authority: string;
+    /** The provider's ID token: its signature, iss, aud (the client id) and exp are checked */
+    idToken: string;
   };
   /** OAuth 2.0 token request (RFC 6749 §4.4 client_credentials, §6 refresh_token) */
   "svc.TokenRequest": {
