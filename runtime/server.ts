@@ -145,7 +145,9 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   // Secrets first: a missing storage secret stops the start before anything is opened.
   const storage = storageSettings(manifest.settings.storage, env, (v) => resolveRefs(v, env, 'storage.s3'));
   const mailer = createMailer(manifest.settings.mail, env, logger, manifest.name);
-  const providers = createProviders(manifest.settings.auth.providers ?? {}, env);
+  const providers = createProviders(manifest.settings.auth.providers ?? {}, env, (name, why) =>
+    logger.warn(`identity provider "${name}" is not configured, its sign-in is off: ${why}`),
+  );
   const policyProblems = checkPolicies(manifest);
   if (policyProblems.length > 0) throw new StartupError(`invalid policy filters: ${policyProblems.join('; ')}`);
   const applied = await applyPending(appDir, manifest, url);

@@ -31,31 +31,46 @@ export function urlSetting(value: string, env: NodeJS.ProcessEnv, where: string)
 
 /**
  * The providers of svc.json `auth.providers`, their references resolved; nothing is fetched yet.
+ * A provider whose settings cannot be resolved (a referenced variable not set, a wrong URL) is left
+ * out and reported to `leftOut`, like an external collection whose secret is missing: the rest of
+ * the app serves, the login page shows no button for it and `/login/<name>` answers 404.
+ * @param leftOut - called once per provider left out, with its name and why (a StartupError's text);
+ *   default: throw that StartupError instead
  * @returns name → provider, in the order of svc.json
- * @throws StartupError naming the setting when a referenced variable is not set or a URL is wrong
+ * @throws StartupError naming the setting when a provider is wrong and no `leftOut` is given
  */
-export function createProviders(settings: Record<string, ProviderSettings>, env: NodeJS.ProcessEnv): Map<string, IdentityProvider> {
+export function createProviders(
+  settings: Record<string, ProviderSettings>,
+  env: NodeJS.ProcessEnv,
+  leftOut?: (name: string, why: string) => void,
+): Map<string, IdentityProvider> {
   const providers = new Map<string, IdentityProvider>();
   for (const [name, s] of Object.entries(settings)) {
-    const at = `auth.providers.${name}`;
-    const base = {
-      name,
-      displayName: s.displayName ?? capitalised(name),
-      clientId: resolveRefs(s.clientId, env, `${at}.clientId`),
-      clientSecret: resolveRefs(s.clientSecret, env, `${at}.clientSecret`),
-    };
-    if (s.type === 'oidc') {
-      providers.set(name, oidcProvider({ ...base, issuer: urlSetting(s.issuer, env, `${at}.issuer`), scopes: s.scopes ?? ['openid', 'email', 'profile'] }));
-    } else {
-      providers.set(
-        name,
-        githubProvider({
-          ...base,
-          baseUrl: urlSetting(s.baseUrl ?? 'https://github.com', env, `${at}.baseUrl`),
-          apiUrl: urlSetting(s.apiUrl ?? 'https://api.github.com', env, `${at}.apiUrl`),
-        }),
-      );
+    try {
+      providers.set(name, createProvider(name, s, env));
+    } catch (err) {
+      if (!(err instanceof StartupError) || !leftOut) throw err;
+      leftOut(name, err.message);
     }
   }
   return providers;
+}
+
+/** One provider of `createProviders`. @throws StartupError naming the setting */
+function createProvider(name: string, s: ProviderSettings, env: NodeJS.ProcessEnv): IdentityProvider {
+  const at = `auth.providers.${name}`;
+  const base = {
+    name,
+    displayName: s.displayName ?? capitalised(name),
+    clientId: resolveRefs(s.clientId, env, `${at}.clientId`),
+    clientSecret: resolveRefs(s.clientSecret, env, `${at}.clientSecret`),
+  };
+  if (s.type === 'oidc') {
+    return oidcProvider({ ...base, issuer: urlSetting(s.issuer, env, `${at}.issuer`), scopes: s.scopes ?? ['openid', 'email', 'profile'] });
+  }
+  return githubProvider({
+    ...base,
+    baseUrl: urlSetting(s.baseUrl ?? 'https://github.com', env, `${at}.baseUrl`),
+    apiUrl: urlSetting(s.apiUrl ?? 'https://api.github.com', env, `${at}.apiUrl`),
+  });
 }

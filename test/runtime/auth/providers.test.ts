@@ -33,6 +33,15 @@ describe('createProviders', () => {
     expect(() => createProviders({ gh: { ...github, apiUrl: 'ftp://x' } }, { SVC_SECRET_GH: 't' })).toThrow(/auth\.providers\.gh\.apiUrl/);
   });
 
+  it('with a leftOut callback, leaves a provider it cannot resolve out and keeps the others', () => {
+    const why: string[] = [];
+    const providers = createProviders({ idp: oidc, github }, { ISSUER: 'https://id.example', SVC_SECRET_GH: 't' }, (name, reason) =>
+      why.push(`${name}: ${reason}`),
+    );
+    expect([...providers.keys()]).toEqual(['github']);
+    expect(why).toEqual([expect.stringMatching(/^idp: auth\.providers\.idp\.clientSecret refers to \$\{secrets\.IDP\}.*SVC_SECRET_IDP/)]);
+  });
+
   it('builds GitHub authorization URLs under baseUrl with PKCE and state', async () => {
     const providers = createProviders({ gh: { ...github, baseUrl: 'https://ghe.example/' } }, { SVC_SECRET_GH: 't' });
     const url = await providers
