@@ -38,7 +38,11 @@ const time = (name: string, optional = false) => field(name, optional ? 'DateTim
  * kept as given and `emailKey` (its lower-cased form) is unique, so addresses are unique
  * case-insensitively (DESIGN §11); mail tokens are single use (`usedAt`), `purpose` `verify` or
  * `reset`; `_svc_mail_sent` has one row per mail sent, counted per address over the last hour. A user or service account with
- * `disabledAt` set can neither sign in nor use its tokens (`svc user disable`). `_log` has the columns of a
+ * `disabledAt` set can neither sign in nor use its tokens (`svc user disable`); a user with `admin` bypasses access
+ * rules and policies like an admin service account (DESIGN §9); `lastSignInAt` is the last password or
+ * client-secret sign-in. `_svc_logs` is the log store of DESIGN §9 (request lines, client `_log` entries,
+ * function output), written in batches by `runtime/logs/log-store.ts`; `_svc_agent_turns.credits` is
+ * what a turn was charged. `_log` has the columns of a
  * collection row (`id`, `createdAt`, `updatedAt`, `createdBy`) so the runtime reads it with the list
  * machinery of SPEC §4.2.
  */
@@ -58,6 +62,8 @@ export const SYSTEM_MODELS: readonly SystemModel[] = [
       field('email', 'String?'),
       field('emailKey', 'String?', '@unique'),
       field('emailVerified', 'Boolean', '@default(false)'),
+      field('admin', 'Boolean', '@default(false)'),
+      time('lastSignInAt', true),
     ],
   },
   {
@@ -94,6 +100,7 @@ export const SYSTEM_MODELS: readonly SystemModel[] = [
       createdAt,
       updatedAt,
       time('disabledAt', true),
+      time('lastSignInAt', true),
     ],
   },
   {
@@ -135,6 +142,27 @@ export const SYSTEM_MODELS: readonly SystemModel[] = [
     ],
   },
   {
+    name: 'SvcLogEntry',
+    table: '_svc_logs',
+    indexes: ['time', 'reqId'],
+    fields: [
+      field('id', 'String', '@id'),
+      time('time'),
+      field('instance', 'String'),
+      field('kind', 'String'),
+      field('reqId', 'String?'),
+      field('method', 'String?'),
+      field('path', 'String?', '', '@db.Text'),
+      field('status', 'Int?'),
+      field('durationMs', 'Float?'),
+      field('identityId', 'String?'),
+      field('identityKind', 'String?'),
+      field('severity', 'Int?'),
+      field('source', 'String?'),
+      field('message', 'String?', '', '@db.Text'),
+    ],
+  },
+  {
     name: 'SvcApp',
     table: '_svc_app',
     indexes: [],
@@ -167,6 +195,7 @@ export const SYSTEM_MODELS: readonly SystemModel[] = [
       field('items', 'String'),
       field('status', 'String'),
       field('error', 'String?'),
+      field('credits', 'Int', '@default(0)'),
       createdAt,
     ],
   },

@@ -21,6 +21,7 @@ export const TABLE = {
   mailTokens: ident('_svc_mail_tokens'),
   mailSent: ident('_svc_mail_sent'),
   log: ident('_log'),
+  logs: ident('_svc_logs'),
 } as const;
 
 export interface UserRow {
@@ -32,6 +33,10 @@ export interface UserRow {
   /** The address as given; null when the user has none. */
   email: string | null;
   emailVerified: boolean;
+  /** An admin user bypasses access rules and policies (DESIGN §9). */
+  admin: boolean;
+  createdAt: Date;
+  lastSignInAt: Date | null;
 }
 export interface ServiceAccountRow {
   id: string;
@@ -41,6 +46,8 @@ export interface ServiceAccountRow {
   roles: string[];
   admin: boolean;
   disabledAt: Date | null;
+  createdAt: Date;
+  lastSignInAt: Date | null;
 }
 export interface RefreshTokenRow {
   id: string;
@@ -98,6 +105,9 @@ export function decodeUser(r: Raw): UserRow {
     disabledAt: toDateOrNull(r.disabledAt),
     email: r.email === null || r.email === undefined ? null : String(r.email),
     emailVerified: toBool(r.emailVerified),
+    admin: toBool(r.admin),
+    createdAt: toDate(r.createdAt),
+    lastSignInAt: toDateOrNull(r.lastSignInAt),
   };
 }
 
@@ -110,6 +120,8 @@ export function decodeServiceAccount(r: Raw): ServiceAccountRow {
     roles: parseRoles(r.roles),
     admin: toBool(r.admin),
     disabledAt: toDateOrNull(r.disabledAt),
+    createdAt: toDate(r.createdAt),
+    lastSignInAt: toDateOrNull(r.lastSignInAt),
   };
 }
 

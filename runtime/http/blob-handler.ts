@@ -24,6 +24,7 @@ import { ensureThumbnail, parseThumbnail, thumbnailType } from '../blobs/thumbna
 import type { BlobService } from '../blobs/service.js';
 import { isMediaType, type TusUploads } from '../blobs/tus.js';
 import { sendError, trackRequest } from './api-handler.js';
+import { noteCaller } from '../logs/request-log.js';
 
 /** Types a browser may show inline: no scripts run in them. Anything else downloads as an attachment. */
 const INLINE = /^(image\/(png|jpeg|gif|webp|avif|bmp)|audio\/[\w.+-]+|video\/[\w.+-]+|application\/pdf|text\/plain)$/i;
@@ -146,10 +147,11 @@ export function blobHandler(app: AppRuntime, auth: AuthService, blobs: BlobServi
     const path = blobPath(url);
     const resource = path && app.resources.get(path.name);
     if (!path || !resource || resource.kind !== 'collection') return false;
-    const reqId = trackRequest(app.logger, req, res);
+    const reqId = trackRequest(app.logger, req, res, app.logs);
     void (async () => {
       try {
         const { caller } = await authenticateCredentials(auth, credentialInput(req));
+        noteCaller(res, caller);
         const ctx = requestContext(app, { caller, reqId });
         const t = blobTarget(resource, path.id, path.field);
         if (path.tus) {
