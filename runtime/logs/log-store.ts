@@ -97,7 +97,8 @@ export class LogStore {
   record(entry: LogEntry): void {
     if (this.closed) return;
     const now = this.options.now?.() ?? Date.now();
-    this.buffer.push({ id: uuidv7({ msecs: now }), time: new Date(now), entry });
+    // Ids are time-ordered and monotonic in this process (uuid's v7 state), so `maxRows` keeps the newest.
+    this.buffer.push({ id: uuidv7(), time: new Date(now), entry });
     const max = this.options.maxBuffer ?? 20_000;
     if (this.buffer.length > max) {
       const over = this.buffer.length - max;

@@ -37,8 +37,8 @@ function withoutPassword(value: string): string {
  */
 export function hideSecrets(value: unknown, key = ''): unknown {
   if (typeof value === 'string') {
-    if (SECRET_KEY.test(key)) return REFERENCE.test(value) ? value : '[hidden]';
     if (URL_KEY.test(key)) return withoutPassword(value);
+    if (SECRET_KEY.test(key)) return REFERENCE.test(value) ? value : '[hidden]';
     return value;
   }
   if (Array.isArray(value)) return value.map((v) => hideSecrets(v, key));
