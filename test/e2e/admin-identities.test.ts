@@ -216,6 +216,18 @@ function adminIdentitiesSuite(backend: Backend): void {
       expect(short.status).toBe(400);
       const patch = await call(base, 'PATCH', `/_admin/identities/${plain.id}`, { disabled: 'no' }, admin.headers);
       expect(patch.json.details[0].path).toBe('/disabled');
+      const nul = await call(base, 'POST', '/_admin/identities', { username: 'a\u0000b', password: 'long-enough' }, admin.headers);
+      expect(nul.json.details[0].path).toBe('/username');
+      for (const path of [
+        '/_admin/identities/%00',
+        '/_admin/identities/%00/sessions',
+        `/_admin/identities/${plain.id}/sessions/%00`,
+        '/_admin/agent/threads/%00',
+      ]) {
+        const method = path.endsWith('sessions/%00') ? 'DELETE' : path.endsWith('%00') && path.startsWith('/_admin/identities') ? 'PATCH' : 'GET';
+        const r = await call(base, method, path, method === 'PATCH' ? { disabled: true } : undefined, admin.headers);
+        expect(r.status, `${method} ${path}`).toBe(404);
+      }
     });
   });
 }

@@ -11,7 +11,7 @@ import { HttpError } from '../../errors.js';
 import { ident, raw, sql } from '../../query/sql.js';
 import { toDate, type Raw } from '../../auth/store.js';
 import { invalidParameter } from '../../query/list-params.js';
-import { intParam, isOffset, pageOf, pageParams, requireAdmin, textParam, timeParam } from './params.js';
+import { idParam, intParam, isOffset, pageOf, pageParams, requireAdmin, textParam, timeParam } from './params.js';
 
 const THREADS = ident('_svc_agent_threads');
 const TURNS = ident('_svc_agent_turns');
@@ -78,7 +78,8 @@ export function agentAdminRouter(db: Database): Router {
   router.get('/agent/threads/:id', async (req: Request, res: Response) => {
     requireAdmin(res);
     const id = String(req.params.id);
-    const [thread] = await db.query<Raw>(sql`SELECT * FROM ${THREADS} WHERE "id" = ${id}`);
+    const checked = idParam(id);
+    const [thread] = checked === null ? [] : await db.query<Raw>(sql`SELECT * FROM ${THREADS} WHERE "id" = ${checked}`);
     if (!thread) throw new HttpError('NOT_FOUND', `no agent thread has the id ${JSON.stringify(id)}`);
     const turns = await db.query<Raw>(sql`SELECT * FROM ${TURNS} WHERE "threadId" = ${id} ORDER BY "seq"`);
     res.json({

@@ -23,7 +23,7 @@ import {
   type IdentityRef,
 } from '../../auth/identities.js';
 import { revokeFamily } from '../../auth/refresh-tokens.js';
-import { enumParam, isKey, isOffset, pageOf, pageParams, requireAdmin, textParam } from './params.js';
+import { enumParam, idParam, isKey, isOffset, pageOf, pageParams, requireAdmin, textParam } from './params.js';
 
 /** One identity as the admin endpoints show it. */
 export interface AdminIdentity {
@@ -71,8 +71,10 @@ export async function identityById(db: Database, id: string): Promise<AdminIdent
   return rows.length > 0 ? decode(rows[0]) : null;
 }
 
-async function found(db: Database, id: string): Promise<AdminIdentity> {
-  const identity = await identityById(db, id);
+async function found(db: Database, given: unknown): Promise<AdminIdentity> {
+  const id = String(given);
+  const checked = idParam(id);
+  const identity = checked === null ? null : await identityById(db, checked);
   if (!identity) throw new HttpError('NOT_FOUND', `no user or service account has the id ${JSON.stringify(id)}`);
   return identity;
 }
@@ -99,6 +101,7 @@ function stringField(body: Body, field: string, required: boolean): string | und
   const v = body[field];
   if (v === undefined && !required) return undefined;
   if (typeof v !== 'string') throw badField(field, 'must be a string');
+  if (v.includes('\u0000')) throw badField(field, 'may not contain NUL characters');
   return v;
 }
 
@@ -112,7 +115,8 @@ function boolField(body: Body, field: string): boolean | undefined {
 function rolesField(body: Body): string[] | undefined {
   const v = body.roles;
   if (v === undefined) return undefined;
-  if (!Array.isArray(v) || v.length > 100 || !v.every((r) => typeof r === 'string')) throw badField('roles', 'must be an array of at most 100 role names');
+  if (!Array.isArray(v) || v.length > 100 || !v.every((r) => typeof r === 'string' && !r.includes('\u0000')))
+    throw badField('roles', 'must be an array of at most 100 role names');
   return v as string[];
 }
 
@@ -174,7 +178,7 @@ export function identitiesRouter(db: Database, auth: AuthService): Router {
     const roles = rolesField(body);
     const admin = boolField(body, 'admin');
     const password = stringField(body, 'password', false);
-    const identity = await found(db, String(req.params.id));
+    const identity = await found(db, req.params.id);
     if (password !== undefined && identity.kind !== 'user') throw badField('password', 'applies to users only (a service account has a client secret)');
     const ref = refOf(identity);
     if (roles !== undefined) await setIdentityRoles(db, ref, roles);
@@ -188,7 +192,7 @@ export function identitiesRouter(db: Database, auth: AuthService): Router {
 
   router.delete('/identities/:id', async (req: Request, res: Response) => {
     requireAdmin(res);
-    const identity = await found(db, String(req.params.id));
+    const identity = await found(db, req.params.id);
     await deleteIdentity(db, refOf(identity));
     forget(identity);
     res.status(204).end();
@@ -198,7 +202,7 @@ export function identitiesRouter(db: Database, auth: AuthService): Router {
     requireAdmin(res);
     const query = req.query as Record<string, unknown>;
     const page = pageParams(query, isOffset);
-    const identity = await found(db, String(req.params.id));
+    const identity = await found(db, req.params.id);
     const offset = page.after ?? 0;
     const rows = await db.query<Raw>(
       sql`SELECT "familyId", MIN("clientId") AS "clientId", MIN("createdAt") AS "startedAt", MAX("createdAt") AS "lastUsedAt", MAX("expiresAt") AS "expiresAt",
@@ -224,8 +228,8 @@ export function identitiesRouter(db: Database, auth: AuthService): Router {
 
   router.delete('/identities/:id/sessions/:familyId', async (req: Request, res: Response) => {
     requireAdmin(res);
-    const identity = await found(db, String(req.params.id));
-    const familyId = String(req.params.familyId);
+    const identity = await found(db, req.params.id);
+    const familyId = idParam(req.params.familyId) ?? '';
     const rows = await db.query<Raw>(
       sql`SELECT "id" FROM ${TABLE.refreshTokens} WHERE "familyId" = ${familyId} AND "subjectKind" = ${identity.kind} AND "subjectId" = ${identity.id} LIMIT 1`,
     );

@@ -28,7 +28,14 @@ export function textParam(query: Query, name: string, max = 500): string | undef
   if (v === undefined) return undefined;
   if (typeof v !== 'string') throw invalidParameter(name, 'give it once, as one value');
   if (v.length > max) throw invalidParameter(name, `at most ${max} characters`);
+  if (v.includes('\u0000')) throw invalidParameter(name, 'may not contain NUL characters');
   return v;
+}
+
+/** A path segment (an id) fit for a lookup: NUL (which PostgreSQL text refuses) or over 200 characters finds nothing. */
+export function idParam(value: unknown): string | null {
+  const v = String(value);
+  return v.length > 200 || v.includes('\u0000') ? null : v;
 }
 
 /** One whole-number parameter in [min, max]. @throws HttpError INVALID_PARAMETER otherwise */
