@@ -53,6 +53,8 @@ export interface LogStoreOptions {
 
 /** Rows per INSERT statement (14 parameters each: well under SQLite's and PostgreSQL's limits). */
 const ROWS_PER_INSERT = 200;
+/** Longest wait for the last flush when the store closes, ms. */
+const CLOSE_WAIT_MS = 2000;
 /** Longest stored message, characters. */
 const MAX_MESSAGE = 10_000;
 
@@ -152,11 +154,13 @@ export class LogStore {
     return old.length + over.length;
   }
 
-  /** Stops the timers and writes what is left (best effort). */
+  /** Stops the timers and writes what is left (best effort: at most `CLOSE_WAIT_MS`, so a database that is down never holds up a stop). */
   async close(): Promise<void> {
     for (const t of this.timers) clearInterval(t);
-    await this.flush();
     this.closed = true;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.flush(), new Promise<void>((ok) => (timer = setTimeout(ok, CLOSE_WAIT_MS)))]);
+    clearTimeout(timer);
   }
 
   /** Logs a problem of the store at most every 10 s, with the count of dropped entries. */
