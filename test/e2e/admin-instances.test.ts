@@ -30,7 +30,9 @@ describe('admin endpoints across two instances', () => {
     await redis.start();
     app = await prepareApp(join(ROOT, 'test/fixtures/apps/secure'), 'postgresql');
     const env = { ...app.env, REDIS_URL: redis.url };
-    [a, b] = await Promise.all([serve(app.dir, env), serve(app.dir, env)]);
+    // One after the other: the first applies the migrations.
+    a = await serve(app.dir, env);
+    b = await serve(app.dir, env);
     admin = await adminIdentity(app, a.url);
     user = await userIdentity(app, a.url, 'roamer');
   });
