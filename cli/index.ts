@@ -147,8 +147,9 @@ user
   .requiredOption('--password <password>', 'at least 8 characters (stored as an argon2id hash)')
   .option('--roles <a,b>', 'custom roles, comma-separated', roles, [] as string[])
   .option('--email <address>', 'an e-mail address (unique; counts as verified: you vouch for it)')
-  .action(async (dir: string, opts: { username: string; password: string; roles: string[]; email?: string }) => {
-    print(await (await runtime()).createUserInApp(dir, opts));
+  .option('--admin', 'an admin user: bypasses access rules and policies, and may use the console')
+  .action(async (dir: string, opts: { username: string; password: string; roles: string[]; email?: string; admin?: boolean }) => {
+    print(await (await runtime()).createUserInApp(dir, { ...opts, admin: opts.admin === true }));
   });
 user
   .command('delete')
@@ -174,6 +175,17 @@ user
   .requiredOption('--roles <a,b>', 'the new custom roles, comma-separated ("" removes them all)', roles)
   .action(async (dir: string, opts: { username: string; roles: string[] }) => {
     print(await (await runtime()).setIdentityRolesInApp(dir, { kind: 'user', username: opts.username }, opts.roles));
+  });
+user
+  .command('set-admin')
+  .description(`make a user an admin (--on) or not (--off); prints {"id": ..., "admin": true|false}; ${TAKES_EFFECT}`)
+  .argument('[dir]', 'app folder', '.')
+  .requiredOption('--username <name>', 'the user to change')
+  .option('--on', 'make the user an admin')
+  .option('--off', 'make the user an ordinary user')
+  .action(async (dir: string, opts: { username: string; on?: boolean; off?: boolean }) => {
+    if (opts.on === opts.off) throw new InvalidArgumentError('give exactly one of --on and --off');
+    print(await (await runtime()).setIdentityAdminInApp(dir, { kind: 'user', username: opts.username }, opts.on === true));
   });
 
 user

@@ -36,6 +36,8 @@ import type { Logger } from './log.js';
 import type { AppManifest } from './manifest.js';
 import { functionRealtime, realtimeHttpHandler, type RealtimeService } from './realtime/index.js';
 import { resolveRefs } from './secret-refs.js';
+import type { LogStore } from './logs/log-store.js';
+import type { Presence } from './http/admin/presence.js';
 
 /**
  * The app's long-lived services: built once at start, shared by every version.
@@ -58,6 +60,10 @@ export interface ServerServices {
   redisUrl?: string;
   /** `svc dev`: files of `public/` are answered with `Cache-Control: no-cache`. */
   dev: boolean;
+  /** The log store of DESIGN §9 (request lines, client `_log` entries, function output). */
+  logs?: LogStore;
+  /** Instances seen on the bus and their real-time (the admin endpoints read it). */
+  presence?: Presence;
 }
 
 /** One version: its manifest and services, and the HTTP handler that serves it. */
@@ -83,6 +89,7 @@ export function createAppRuntime(options: {
   sink?: ChangeSink;
   blobs?: BlobService;
   externals?: ReadonlyMap<string, ExternalSource>;
+  logs?: LogStore;
 }): AppRuntime {
   const writers = new Map<string, CollectionWriter>(options.manifest.collections.map((c) => [c.name, { collection: c, checker: compileInputChecker(c) }]));
   if (options.blobs?.signer) registerBlobUrlSigner(options.manifest.collections, options.blobs.signer);
@@ -95,6 +102,7 @@ export function createAppRuntime(options: {
     writerOf: (name) => writers.get(name)!,
     blobs: options.blobs,
     externals: options.externals,
+    logs: options.logs,
   };
 }
 
@@ -108,7 +116,7 @@ export function buildAppVersion(services: ServerServices, manifest: AppManifest)
   const policyProblems = checkPolicies(manifest);
   if (policyProblems.length > 0) throw new StartupError(`invalid policy filters: ${policyProblems.join('; ')}`);
   const externals = externalSources(manifest.externals ?? [], (v, where) => resolveRefs(v, env, where), logger);
-  const runtime = createAppRuntime({ manifest, db, logger, sink: services.sink, blobs: services.blobs, externals });
+  const runtime = createAppRuntime({ manifest, db, logger, sink: services.sink, blobs: services.blobs, externals, logs: services.logs });
   const functions = {
     svcDir,
     secrets: secretsFromEnv(env),
@@ -117,8 +125,15 @@ export function buildAppVersion(services: ServerServices, manifest: AppManifest)
     callApi: (caller: Caller, request: ApiCall, signal: AbortSignal, reqId?: string) => apiClientFor(runtime, caller, { signal, reqId }).request(request),
     callRealtime: functionRealtime(realtime),
     callAgent: (request: AgentRequest) => services.agent!.handle(request),
+    logs: services.logs,
   };
   const invokeFunction = functionInvoker({ manifest, logger, ...functions });
+  const migrationsDir = join(appDir, 'migrations', manifest.provider);
+  const health = {
+    ping: () => db.ping(),
+    pendingMigrations: () => pendingMigrations(appliedThrough(db), migrationsDir),
+    redisUrl: services.redisUrl,
+  };
   const publicDir = join(appDir, 'public');
   const hasPublicDir = existsSync(publicDir);
   let openapi: object;
@@ -138,10 +153,16 @@ export function buildAppVersion(services: ServerServices, manifest: AppManifest)
     credits: services.agent?.ledger,
     publicDir: hasPublicDir ? publicDir : undefined,
     publicNoCache: services.dev,
-    health: {
-      ping: () => db.ping(),
-      pendingMigrations: () => pendingMigrations(appliedThrough(db), join(appDir, 'migrations', manifest.provider)),
-      redisUrl: services.redisUrl,
+    health,
+    logs: services.logs,
+    admin: services.presence && {
+      db,
+      auth,
+      manifest: () => manifest,
+      health,
+      migrationsDir,
+      presence: services.presence,
+      logs: services.logs,
     },
   });
   const data = apiHandler(runtime, auth);
@@ -178,5 +199,6 @@ export function liveRuntime(services: ServerServices, current: () => AppVersion)
     get externals() {
       return current().runtime.externals;
     },
+    logs: services.logs,
   };
 }

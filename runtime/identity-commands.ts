@@ -1,5 +1,5 @@
 /**
- * @module What `svc user create|delete|disable|set-roles` and `svc service-account
+ * @module What `svc user create|delete|disable|set-roles|set-admin` and `svc service-account
  * create|delete|disable` run (DESIGN §3a): apply pending migrations, open the app's database, create
  * or change the identity with compiled SQL, close. Users are named by username, service accounts by
  * client id (their name is not unique). Running servers see deletions, disabling and new roles within
@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { openDatabase, type Database } from './data/database.js';
 import { loadManifest } from './load-manifest.js';
 import { databaseUrlFor, migrateApp } from './server.js';
-import { createServiceAccount, createUser, deleteIdentity, disableIdentity, setIdentityRoles, type IdentityRef } from './auth/identities.js';
+import { createServiceAccount, createUser, deleteIdentity, disableIdentity, setIdentityAdmin, setIdentityRoles, type IdentityRef } from './auth/identities.js';
 
 /** Applies pending migrations, opens the app's database for `fn`, closes it. */
 export async function withAppDatabase<T>(appDir: string, env: NodeJS.ProcessEnv, fn: (db: Database) => Promise<T>): Promise<T> {
@@ -28,13 +28,13 @@ export async function withAppDatabase<T>(appDir: string, env: NodeJS.ProcessEnv,
 
 /**
  * `svc user create`: a user with an argon2id password hash, and an e-mail address (`--email`, taken as
- * verified: the operator vouches for it; DESIGN §11).
+ * verified: the operator vouches for it; DESIGN §11); `admin` (`--admin`) makes an admin user (DESIGN §9).
  * @returns `{ id }`
  * @throws HttpError VALIDATION_FAILED (bad username, password shorter than 8, bad e-mail address or role name), CONFLICT (username or e-mail address taken); StartupError (no `.svc/`, wrong database URL)
  */
 export async function createUserInApp(
   appDir: string,
-  input: { username: string; password: string; roles?: string[]; email?: string },
+  input: { username: string; password: string; roles?: string[]; email?: string; admin?: boolean },
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<{ id: string }> {
   return withAppDatabase(appDir, env, async (db) => ({ id: await createUser(db, input) }));
@@ -87,4 +87,19 @@ export async function setIdentityRolesInApp(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<{ id: string; roles: string[] }> {
   return withAppDatabase(appDir, env, (db) => setIdentityRoles(db, ref, roles));
+}
+
+/**
+ * `svc user set-admin --on|--off` (DESIGN §9): an admin user bypasses access rules and policies; running
+ * servers apply the change within 5 s, also to access tokens already issued and open sockets.
+ * @returns `{ id, admin }`
+ * @throws HttpError NOT_FOUND when no user has that username
+ */
+export async function setIdentityAdminInApp(
+  appDir: string,
+  ref: IdentityRef,
+  admin: boolean,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ id: string; admin: boolean }> {
+  return withAppDatabase(appDir, env, (db) => setIdentityAdmin(db, ref, admin));
 }

@@ -34,7 +34,14 @@ export { agUiAdapter, type AgUiEvent, type AgentFrame } from './agent/ag-ui.js';
 export { creditsInApp } from './agent/credit-commands.js';
 export { osloMonth, type CreditState, type CreditChange } from './agent/credits.js';
 export { FunctionApiError } from './functions/collection-client.js';
-export { createUserInApp, createServiceAccountInApp, deleteIdentityInApp, disableIdentityInApp, setIdentityRolesInApp } from './identity-commands.js';
+export {
+  createUserInApp,
+  createServiceAccountInApp,
+  deleteIdentityInApp,
+  disableIdentityInApp,
+  setIdentityRolesInApp,
+  setIdentityAdminInApp,
+} from './identity-commands.js';
 export { listUsersInApp, showUserInApp, type UserSummary } from './user-commands.js';
 export type { IdentityRef } from './auth/identities.js';
 export { authorize, authorizeRead, type Grant } from './auth/authorize.js';

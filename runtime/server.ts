@@ -33,6 +33,8 @@ export { createAppRuntime } from './app-version.js';
 import { createMailer } from './auth/mailer.js';
 import { mailsSettled } from './auth/account-mail.js';
 import { createProviders } from './auth/providers/registry.js';
+import { LogStore } from './logs/log-store.js';
+import { Presence } from './http/admin/presence.js';
 
 export interface ServeOptions {
   appDir: string;
@@ -185,7 +187,25 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
     maxMemoryMb: manifest.settings.functions.maxMemoryMb,
     logger,
   });
-  const services: ServerServices = { appDir, svcDir, env, logger, db, auth, realtime, sink, blobs, tus, pool, redisUrl, dev: options.dev === true };
+  const logs = new LogStore(db, realtime.instanceId, manifest.settings.logs, logger).start();
+  const presence = new Presence(realtime).start();
+  const services: ServerServices = {
+    appDir,
+    svcDir,
+    env,
+    logger,
+    db,
+    auth,
+    realtime,
+    sink,
+    blobs,
+    tus,
+    pool,
+    redisUrl,
+    dev: options.dev === true,
+    logs,
+    presence,
+  };
   let version: AppVersion | undefined;
   const current = () => version!;
   let baseUrl = '';
@@ -257,6 +277,7 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
         await blobs.close();
         await mailsSettled();
         mailer.close();
+        await logs.close();
         await db.close();
         logger.info('server stopped');
       })();

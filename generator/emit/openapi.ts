@@ -13,6 +13,7 @@ import { functionsOpenApi } from './openapi-functions.js';
 import { queriesOpenApi } from './openapi-queries.js';
 import { externalsOpenApi } from './openapi-externals.js';
 import { blobsOpenApi } from './openapi-blobs.js';
+import { adminOpenApi } from './openapi-admin.js';
 import { ERROR_DESCRIPTIONS, json, ref, SECURITY_SCHEMES, type PathBuilder } from './openapi-shared.js';
 
 export { errorResponses, ID_PARAMETER, json, LIST_PARAMETERS, ref, securityFor, type PathBuilder } from './openapi-shared.js';
@@ -31,6 +32,7 @@ const PATH_BUILDERS: PathBuilder[] = [
   accountOpenApi,
   logOpenApi,
   agentOpenApi,
+  adminOpenApi,
   metaOpenApi,
 ];
 

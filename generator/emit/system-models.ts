@@ -41,7 +41,11 @@ const time = (name: string, optional = false) => field(name, optional ? 'DateTim
  * `reset`; `_svc_mail_sent` has one row per mail sent, counted per address over the last hour;
  * `_svc_user_providers` links a user to identity-provider subjects (unique per provider and subject,
  * deleted with the user). A user or service account with
- * `disabledAt` set can neither sign in nor use its tokens (`svc user disable`). `_log` has the columns of a
+ * `disabledAt` set can neither sign in nor use its tokens (`svc user disable`); a user with `admin` bypasses access
+ * rules and policies like an admin service account (DESIGN §9); `lastSignInAt` is the last sign-in
+ * (password, client secret or identity provider). `_svc_logs` is the log store of DESIGN §9 (request lines, client `_log` entries,
+ * function output), written in batches by `runtime/logs/log-store.ts`; `_svc_agent_turns.credits` is
+ * what a turn was charged. `_log` has the columns of a
  * collection row (`id`, `createdAt`, `updatedAt`, `createdBy`) so the runtime reads it with the list
  * machinery of SPEC §4.2.
  */
@@ -61,6 +65,8 @@ export const SYSTEM_MODELS: readonly SystemModel[] = [
       field('email', 'String?'),
       field('emailKey', 'String?', '@unique'),
       field('emailVerified', 'Boolean', '@default(false)'),
+      field('admin', 'Boolean', '@default(false)'),
+      time('lastSignInAt', true),
     ],
   },
   {
@@ -104,6 +110,7 @@ export const SYSTEM_MODELS: readonly SystemModel[] = [
       createdAt,
       updatedAt,
       time('disabledAt', true),
+      time('lastSignInAt', true),
     ],
   },
   {
@@ -145,6 +152,27 @@ export const SYSTEM_MODELS: readonly SystemModel[] = [
     ],
   },
   {
+    name: 'SvcLogEntry',
+    table: '_svc_logs',
+    indexes: ['time', 'reqId'],
+    fields: [
+      field('id', 'String', '@id'),
+      time('time'),
+      field('instance', 'String'),
+      field('kind', 'String'),
+      field('reqId', 'String?'),
+      field('method', 'String?'),
+      field('path', 'String?', '', '@db.Text'),
+      field('status', 'Int?'),
+      field('durationMs', 'Float?'),
+      field('identityId', 'String?'),
+      field('identityKind', 'String?'),
+      field('severity', 'Int?'),
+      field('source', 'String?'),
+      field('message', 'String?', '', '@db.Text'),
+    ],
+  },
+  {
     name: 'SvcApp',
     table: '_svc_app',
     indexes: [],
@@ -177,6 +205,7 @@ export const SYSTEM_MODELS: readonly SystemModel[] = [
       field('items', 'String'),
       field('status', 'String'),
       field('error', 'String?'),
+      field('credits', 'Int', '@default(0)'),
       createdAt,
     ],
   },

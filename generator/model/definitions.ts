@@ -10,6 +10,7 @@ import type {
   CreditsSettings,
   StorageSettings,
   MailSettings,
+  LogsSettings,
   SignupSettings,
   ProviderSettings,
   ExternalConnection,
@@ -46,6 +47,7 @@ export interface RawSvcDefinition {
   credits?: Partial<CreditsSettings>;
   storage?: Partial<StorageSettings>;
   mail?: MailSettings;
+  logs?: Partial<LogsSettings>;
 }
 
 /** A property as written in a collection file: the manifest's `Property` before defaults and naming. */

@@ -22,7 +22,7 @@ import type {
   View,
 } from '../../runtime/index.js';
 import type { RawApp, RawFile } from '../load/load-app.js';
-import { AGENT_DEFAULTS, CREDITS_DEFAULTS, SIGNUP_DEFAULTS, STORAGE_DEFAULTS, SYSTEM_FIELD_TYPES } from '../../runtime/contract/index.js';
+import { AGENT_DEFAULTS, CREDITS_DEFAULTS, LOGS_DEFAULTS, SIGNUP_DEFAULTS, STORAGE_DEFAULTS, SYSTEM_FIELD_TYPES } from '../../runtime/contract/index.js';
 import { compiledPathOf } from '../compile/compile-functions.js';
 import { DefinitionError } from '../validate/diagnostics.js';
 import {
@@ -102,6 +102,7 @@ function settingsOf(svc: RawSvcDefinition): AppSettings {
     credits: { ...CREDITS_DEFAULTS, ...structuredClone(svc.credits ?? {}) },
     storage: { ...structuredClone(STORAGE_DEFAULTS), ...structuredClone(svc.storage ?? {}) },
     mail: structuredClone(svc.mail ?? {}),
+    logs: { ...LOGS_DEFAULTS, ...structuredClone(svc.logs ?? {}) },
   };
 }
 

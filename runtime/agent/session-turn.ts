@@ -162,10 +162,14 @@ export abstract class SessionTurns extends SessionTools {
       this.turn = undefined;
       if (turn.pendingText) turn.items.push({ type: 'text', delta: turn.pendingText });
       if (outcome.status === 'failed' && outcome.error !== 'cancelled') this.emit({ type: 'error', message: outcome.error ?? 'the turn failed' });
-      await this.host.threads
-        .appendTurn(threadId, { userText: text, messages: outcome.messages, items: turn.items, status: outcome.status, error: outcome.error })
-        .catch((err: unknown) => this.host.logger.error({ err, identityId: this.identityId }, 'agent turn could not be stored'));
       const turnCreditsConsumed = await this.host.meter(this.identityId, rungName, outcome.usage);
+      await this.host.threads
+        .appendTurn(
+          threadId,
+          { userText: text, messages: outcome.messages, items: turn.items, status: outcome.status, error: outcome.error },
+          turnCreditsConsumed,
+        )
+        .catch((err: unknown) => this.host.logger.error({ err, identityId: this.identityId }, 'agent turn could not be stored'));
       if (this.state === 'busy') this.state = 'idle';
       completed = true;
       this.emit({ type: 'turn-completed', status: outcome.status, ...(outcome.status === 'failed' && { error: outcome.error ?? 'failed' }) });

@@ -169,14 +169,14 @@ export class ThreadStore {
     };
   }
 
-  /** Appends a finished turn (its number is one past the thread's last). */
-  async appendTurn(threadId: string, turn: Omit<StoredTurn, 'id' | 'seq'>): Promise<void> {
+  /** Appends a finished turn (its number is one past the thread's last), with the credits it was charged (the console shows them). */
+  async appendTurn(threadId: string, turn: Omit<StoredTurn, 'id' | 'seq'>, credits = 0): Promise<void> {
     await this.db.transaction(async (tx) => {
       const [last] = await this.db.query<Raw>(sql`SELECT MAX(${ident('seq')}) AS ${ident('n')} FROM ${TURNS} WHERE ${ident('threadId')} = ${threadId}`, tx);
       const seq = last?.n === null || last?.n === undefined ? 1 : Number(last.n) + 1;
       await this.db.query(
-        sql`INSERT INTO ${TURNS} (${ident('id')}, ${ident('threadId')}, ${ident('seq')}, ${ident('userText')}, ${ident('messages')}, ${ident('items')}, ${ident('status')}, ${ident('error')}, ${ident('createdAt')})
-            VALUES (${randomUUID()}, ${threadId}, ${seq}, ${turn.userText}, ${JSON.stringify(turn.messages)}, ${JSON.stringify(turn.items)}, ${turn.status}, ${turn.error}, ${new Date()})`,
+        sql`INSERT INTO ${TURNS} (${ident('id')}, ${ident('threadId')}, ${ident('seq')}, ${ident('userText')}, ${ident('messages')}, ${ident('items')}, ${ident('status')}, ${ident('error')}, ${ident('credits')}, ${ident('createdAt')})
+            VALUES (${randomUUID()}, ${threadId}, ${seq}, ${turn.userText}, ${JSON.stringify(turn.messages)}, ${JSON.stringify(turn.items)}, ${turn.status}, ${turn.error}, ${Math.round(credits)}, ${new Date()})`,
         tx,
       );
       await this.db.query(sql`UPDATE ${THREADS} SET ${ident('updatedAt')} = ${new Date()} WHERE ${ident('id')} = ${threadId}`, tx);

@@ -51,6 +51,8 @@ export interface NewUser {
   /** Stored as given; unique case-insensitively (`emailKey` is its lower-cased form). */
   email?: string;
   emailVerified?: boolean;
+  /** An admin user (DESIGN §9): bypasses access rules and policies. */
+  admin?: boolean;
 }
 
 /**
@@ -71,8 +73,8 @@ export async function insertUser(db: Database, input: NewUser): Promise<{ id: st
   const now = new Date();
   try {
     const inserted =
-      await db.query(sql`INSERT INTO ${TABLE.users} ("id", "username", "passwordHash", "roles", "email", "emailKey", "emailVerified", "createdAt", "updatedAt")
-      VALUES (${id}, ${username}, ${passwordHash}, ${JSON.stringify(roles)}, ${email}, ${email?.toLowerCase() ?? null}, ${input.emailVerified === true}, ${now}, ${now})
+      await db.query(sql`INSERT INTO ${TABLE.users} ("id", "username", "passwordHash", "roles", "email", "emailKey", "emailVerified", "admin", "createdAt", "updatedAt")
+      VALUES (${id}, ${username}, ${passwordHash}, ${JSON.stringify(roles)}, ${email}, ${email?.toLowerCase() ?? null}, ${input.emailVerified === true}, ${input.admin === true}, ${now}, ${now})
       ON CONFLICT ("username") DO NOTHING RETURNING "id"`);
     return inserted.length === 0 ? { taken: 'username' } : { id };
   } catch (err) {
@@ -138,7 +140,20 @@ export async function createServiceAccount(
   return { id, clientId, clientSecret };
 }
 
-const userCaller = (u: UserRow): Caller => ({ kind: 'user', id: u.id, username: u.username, roles: u.roles, admin: false });
+const userCaller = (u: UserRow): Caller => ({ kind: 'user', id: u.id, username: u.username, roles: u.roles, admin: u.admin });
+
+/** Records a successful sign-in (`lastSignInAt`, shown by the console); a failure to record it never fails the sign-in. */
+async function noteSignIn(db: Database, table: Sql, id: string): Promise<void> {
+  await db.query(sql`UPDATE ${table} SET "lastSignInAt" = ${new Date()} WHERE "id" = ${id}`).catch(() => undefined);
+}
+/**
+ * The caller of a user who has just signed in another way (an identity provider, DESIGN §11), with
+ * `lastSignInAt` recorded; the caller of a disabled user is not refused here (check `disabledAt`).
+ */
+export async function signedInUser(db: Database, user: UserRow): Promise<Caller> {
+  await noteSignIn(db, TABLE.users, user.id);
+  return userCaller(user);
+}
 const accountCaller = (sa: ServiceAccountRow): Caller => ({ kind: 'serviceAccount', id: sa.id, username: sa.name, roles: sa.roles, admin: sa.admin });
 
 /** The caller behind a username and password, or null when they do not match or the user is disabled. */
@@ -146,6 +161,7 @@ export async function checkPassword(db: Database, username: string, password: st
   const user = await first(db, sql`SELECT * FROM ${TABLE.users} WHERE "username" = ${username}`, decodeUser);
   // The hash is verified even for a disabled user, so the answer takes as long either way.
   if (!(await verifySecret(user?.passwordHash ?? null, password)) || !user || user.disabledAt) return null;
+  await noteSignIn(db, TABLE.users, user.id);
   return userCaller(user);
 }
 
@@ -153,6 +169,7 @@ export async function checkPassword(db: Database, username: string, password: st
 export async function checkClientSecret(db: Database, clientId: string, clientSecret: string): Promise<Caller | null> {
   const sa = await first(db, sql`SELECT * FROM ${TABLE.serviceAccounts} WHERE "clientId" = ${clientId}`, decodeServiceAccount);
   if (!(await verifySecret(sa?.secretHash ?? null, clientSecret)) || !sa || sa.disabledAt) return null;
+  await noteSignIn(db, TABLE.serviceAccounts, sa.id);
   return accountCaller(sa);
 }
 
@@ -202,13 +219,27 @@ export async function loadCallers(db: Database, kind: Caller['kind'], ids: reado
   return found;
 }
 
-/** Names one identity for the management commands: a user by username, a service account by client id. */
-export type IdentityRef = { kind: 'user'; username: string } | { kind: 'serviceAccount'; clientId: string };
+/**
+ * Names one identity for the management commands: a user by username, a service account by client id
+ * (the CLI), or either by its id (the admin endpoints of DESIGN §9).
+ */
+export type IdentityRef =
+  | { kind: 'user'; username: string }
+  | { kind: 'serviceAccount'; clientId: string }
+  | { kind: 'user' | 'serviceAccount'; id: string; username?: undefined; clientId?: undefined };
 
 function target(ref: IdentityRef): { table: Sql; where: Sql; label: string } {
+  if ('id' in ref && ref.id !== undefined) {
+    const table = ref.kind === 'user' ? TABLE.users : TABLE.serviceAccounts;
+    return { table, where: sql`"id" = ${ref.id}`, label: `no ${ref.kind === 'user' ? 'user' : 'service account'} has the id ${JSON.stringify(ref.id)}` };
+  }
   return ref.kind === 'user'
-    ? { table: TABLE.users, where: sql`"username" = ${ref.username}`, label: `no user is named ${JSON.stringify(ref.username)}` }
-    : { table: TABLE.serviceAccounts, where: sql`"clientId" = ${ref.clientId}`, label: `no service account has the client id ${JSON.stringify(ref.clientId)}` };
+    ? { table: TABLE.users, where: sql`"username" = ${ref.username!}`, label: `no user is named ${JSON.stringify(ref.username)}` }
+    : {
+        table: TABLE.serviceAccounts,
+        where: sql`"clientId" = ${ref.clientId!}`,
+        label: `no service account has the client id ${JSON.stringify(ref.clientId)}`,
+      };
 }
 
 async function updateOne(db: Database, ref: IdentityRef, set: Sql): Promise<string> {
@@ -254,4 +285,23 @@ export async function deleteIdentity(db: Database, ref: IdentityRef): Promise<st
 export async function setIdentityRoles(db: Database, ref: IdentityRef, roles: readonly string[]): Promise<{ id: string; roles: string[] }> {
   const checked = checkRoles(roles);
   return { id: await updateOne(db, ref, sql`"roles" = ${JSON.stringify(checked)}`), roles: checked };
+}
+
+/**
+ * Makes a user an admin or not (`svc user set-admin`, DESIGN §9); running servers apply it to existing
+ * access tokens once their identity caches expire (within 5 s), like `setIdentityRoles`.
+ * @returns its id and the flag stored
+ * @throws HttpError NOT_FOUND when no such user exists
+ */
+export async function setIdentityAdmin(db: Database, ref: IdentityRef, admin: boolean): Promise<{ id: string; admin: boolean }> {
+  return { id: await updateOne(db, ref, sql`"admin" = ${admin}`), admin };
+}
+
+/**
+ * Lifts `disableIdentity`: the identity may sign in again (its revoked refresh tokens stay revoked).
+ * @returns its id
+ * @throws HttpError NOT_FOUND when no such identity exists
+ */
+export async function enableIdentity(db: Database, ref: IdentityRef): Promise<string> {
+  return updateOne(db, ref, sql`"disabledAt" = ${null}`);
 }

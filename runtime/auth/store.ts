@@ -22,6 +22,7 @@ export const TABLE = {
   mailSent: ident('_svc_mail_sent'),
   userProviders: ident('_svc_user_providers'),
   log: ident('_log'),
+  logs: ident('_svc_logs'),
 } as const;
 
 export interface UserRow {
@@ -33,6 +34,10 @@ export interface UserRow {
   /** The address as given; null when the user has none. */
   email: string | null;
   emailVerified: boolean;
+  /** An admin user bypasses access rules and policies (DESIGN §9). */
+  admin: boolean;
+  createdAt: Date;
+  lastSignInAt: Date | null;
 }
 export interface ServiceAccountRow {
   id: string;
@@ -42,6 +47,8 @@ export interface ServiceAccountRow {
   roles: string[];
   admin: boolean;
   disabledAt: Date | null;
+  createdAt: Date;
+  lastSignInAt: Date | null;
 }
 export interface RefreshTokenRow {
   id: string;
@@ -99,6 +106,9 @@ export function decodeUser(r: Raw): UserRow {
     disabledAt: toDateOrNull(r.disabledAt),
     email: r.email === null || r.email === undefined ? null : String(r.email),
     emailVerified: toBool(r.emailVerified),
+    admin: toBool(r.admin),
+    createdAt: toDate(r.createdAt),
+    lastSignInAt: toDateOrNull(r.lastSignInAt),
   };
 }
 
@@ -111,6 +121,8 @@ export function decodeServiceAccount(r: Raw): ServiceAccountRow {
     roles: parseRoles(r.roles),
     admin: toBool(r.admin),
     disabledAt: toDateOrNull(r.disabledAt),
+    createdAt: toDate(r.createdAt),
+    lastSignInAt: toDateOrNull(r.lastSignInAt),
   };
 }
 

@@ -240,6 +240,17 @@ export interface MailSettings {
   baseUrl?: string;
 }
 
+/** The log store of the console (svc.json `logs`, DESIGN §9), defaults applied (see `LOGS_DEFAULTS`). */
+export interface LogsSettings {
+  /** Entries older than this many days are pruned. */
+  retentionDays: number;
+  /** At most this many entries are kept (the oldest go first). */
+  maxRows: number;
+}
+
+/** Defaults of `logs`: 7 days, 100,000 entries (DESIGN §9). */
+export const LOGS_DEFAULTS: LogsSettings = { retentionDays: 7, maxRows: 100_000 };
+
 /** App settings from `svc.json`, with defaults applied (DESIGN §3). */
 export interface AppSettings {
   /** The database URL written in svc.json (env `DATABASE_URL` overrides at run time). */
@@ -252,4 +263,6 @@ export interface AppSettings {
   credits: CreditsSettings;
   storage: StorageSettings;
   mail: MailSettings;
+  /** Absent in manifests generated before the log store: the runtime applies `LOGS_DEFAULTS`. */
+  logs?: LogsSettings;
 }

@@ -12,6 +12,7 @@ import type { Resource } from './resources.js';
 import type { CollectionWriter } from '../data/children.js';
 import type { BlobService } from '../blobs/service.js';
 import type { ExternalSource } from '../external/forward.js';
+import type { LogStore } from '../logs/log-store.js';
 
 /** The app's long-lived services, built once at start (`createAppRuntime`). */
 export interface AppRuntime {
@@ -28,6 +29,8 @@ export interface AppRuntime {
   blobs?: BlobService;
   /** External collections by name, with their connections (secrets resolved). */
   externals?: ReadonlyMap<string, ExternalSource>;
+  /** The log store of DESIGN §9 (request lines); absent in bare runtimes. */
+  logs?: LogStore;
 }
 
 /** One request's context. */

@@ -18,27 +18,45 @@ import { resourcePath } from '../core/resources.js';
 import type { Logger } from '../log.js';
 import { readJsonBody } from './body.js';
 import { MAX_BODY_BYTES, MAX_RESULT_BYTES } from '../contract/limits.js';
+import type { LogStore } from '../logs/log-store.js';
+import { redactPath } from '../logs/redact.js';
+import { callerAnswered, noteCaller } from '../logs/request-log.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' };
 
 /**
  * Gives a request its id (the caller's `x-request-id`, at most 64 characters, or a new UUID), sets the
- * `x-request-id` response header, and writes one log line when the answer is sent. Used by the data
- * routes and the Express application alike.
+ * `x-request-id` response header, and writes one log line when the answer is sent, to the process log
+ * and (when given) to the log store of DESIGN §9 (path redacted, the caller noted by `noteCaller`).
+ * Used by the data routes and the Express application alike.
  * @returns the request id
  */
-export function trackRequest(logger: Logger, req: IncomingMessage, res: ServerResponse): string {
+export function trackRequest(logger: Logger, req: IncomingMessage, res: ServerResponse, logs?: LogStore): string {
   const given = req.headers['x-request-id'];
   const reqId = (typeof given === 'string' && given.slice(0, 64)) || randomUUID();
   res.setHeader('x-request-id', reqId);
-  // Below level info the line would be dropped: no timing, no listener.
-  if (!logger.isLevelEnabled('info')) return reqId;
+  const info = logger.isLevelEnabled('info');
+  // Below level info and without a log store the line would be dropped: no timing, no listener.
+  if (!info && !logs) return reqId;
   const started = process.hrtime.bigint();
   // Read now: routers rewrite `req.url` while they route.
   const { method, url } = req;
   res.on('finish', () => {
-    const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
-    logger.info({ reqId, method, url, status: res.statusCode, durationMs: Math.round(durationMs * 10) / 10 }, 'request');
+    const durationMs = Math.round((Number(process.hrtime.bigint() - started) / 1e6) * 10) / 10;
+    if (info) logger.info({ reqId, method, url, status: res.statusCode, durationMs }, 'request');
+    if (logs) {
+      const caller = callerAnswered(res);
+      logs.record({
+        kind: 'request',
+        reqId,
+        method,
+        path: redactPath(url ?? '/'),
+        status: res.statusCode,
+        durationMs,
+        identityId: caller?.id ?? null,
+        identityKind: caller?.kind ?? null,
+      });
+    }
   });
   return reqId;
 }
@@ -92,10 +110,11 @@ export function apiHandler(app: AppRuntime, auth: AuthService): (req: IncomingMe
     }
     const resource = target && app.resources.get(target.name);
     if (!target || !resource) return false;
-    const reqId = trackRequest(app.logger, req, res);
+    const reqId = trackRequest(app.logger, req, res, app.logs);
     void (async () => {
       try {
         const { caller } = await authenticateCredentials(auth, credentialInput(req));
+        noteCaller(res, caller);
         const ctx = requestContext(app, { caller, reqId });
         const answer = await runOperation(ctx, resource, {
           method: req.method ?? 'GET',

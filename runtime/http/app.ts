@@ -21,6 +21,14 @@ import { providerRouter } from './provider-routes.js';
 import { healthRouter, type HealthDeps } from './health.js';
 import { creditsRouter } from './credits-routes.js';
 import type { CreditLedger } from '../agent/credits.js';
+import type { LogStore } from '../logs/log-store.js';
+import { adminRouter, type AdminDeps } from './admin/router.js';
+import { requireAdmin } from './admin/params.js';
+
+const adminOnly = (_req: Request, res: Response, next: NextFunction) => {
+  requireAdmin(res);
+  next();
+};
 
 export interface AppOptions {
   manifest: AppManifest;
@@ -42,6 +50,10 @@ export interface AppOptions {
   publicDir?: string;
   /** `svc dev` (DESIGN §10): files of `publicDir` are answered with `Cache-Control: no-cache`, so an edit shows at once. */
   publicNoCache?: boolean;
+  /** The log store of DESIGN §9: request lines and client `_log` entries go there. */
+  logs?: LogStore;
+  /** What the admin endpoints under `/api/_admin/` (DESIGN §9) read and change; absent: not served. */
+  admin?: AdminDeps;
 }
 
 /** Largest JSON body of the sign-in and account endpoints (`_auth`, `_token`, `_refresh`, `_logout`, `_signup`, …). */
@@ -60,7 +72,7 @@ export function createApp(options: AppOptions): express.Express {
   app.set('query parser', 'simple');
 
   app.use((req: Request, res: Response, next: NextFunction) => {
-    res.locals.reqId = trackRequest(logger, req, res);
+    res.locals.reqId = trackRequest(logger, req, res, options.logs);
     next();
   });
   // A path that is not valid percent-encoding (`/api/%`, `/api/%E0%A4%A`) cannot name any route.
@@ -85,8 +97,10 @@ export function createApp(options: AppOptions): express.Express {
   api.use(['/_auth', '/_token', '/_refresh', '/_logout', '/_me', ...ACCOUNT_PATHS], json(AUTH_BODY_BYTES));
   api.use('/_log', json(LOG_BODY_BYTES));
   api.use(['/_invoke', ...manifest.functions.filter((f) => f.enabled && f.functionTypeId === 1).map((f) => `/${f.name}`)], json(MAX_BODY_BYTES));
-  api.use(accountRouter(options.auth), authRouter(options.auth), tokenRouter(options.auth), clientLogRouter(options.db, logger, manifest));
+  api.use(accountRouter(options.auth), authRouter(options.auth), tokenRouter(options.auth), clientLogRouter(options.db, logger, manifest, options.logs));
   if (options.credits) api.use('/_agent', json(AUTH_BODY_BYTES), creditsRouter(options.credits));
+  // Admins only: refused before any body is parsed.
+  if (options.admin) api.use('/_admin', adminOnly, json(AUTH_BODY_BYTES), adminRouter(options.admin));
   api.get('/_openapi', (_req, res) => {
     res.json(options.openapi);
   });

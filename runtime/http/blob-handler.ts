@@ -26,6 +26,7 @@ import { ensureThumbnail, parseThumbnail, thumbnailType } from '../blobs/thumbna
 import type { BlobService } from '../blobs/service.js';
 import { isMediaType, type TusUploads } from '../blobs/tus.js';
 import { sendError, trackRequest } from './api-handler.js';
+import { noteCaller } from '../logs/request-log.js';
 
 /** Who reads a blob through a valid signed URL: the signature is the permission, so no rule applies. */
 const SIGNED_URL_READER: Caller = Object.freeze({ kind: 'serviceAccount', id: null, username: null, roles: [], admin: true }) as Caller;
@@ -162,7 +163,7 @@ export function blobHandler(app: AppRuntime, auth: AuthService, blobs: BlobServi
     const path = blobPath(url);
     const resource = path && app.resources.get(path.name);
     if (!path || !resource || resource.kind !== 'collection') return false;
-    const reqId = trackRequest(app.logger, req, res);
+    const reqId = trackRequest(app.logger, req, res, app.logs);
     void (async () => {
       try {
         const q = url.indexOf('?');
@@ -171,6 +172,7 @@ export function blobHandler(app: AppRuntime, auth: AuthService, blobs: BlobServi
         // A signed URL (valid, or 403) stands instead of credentials; without exp and sig, the usual auth applies.
         const signed = reading && !path.tus && blobs.signer !== undefined && blobs.signer.verify(q < 0 ? url : url.slice(0, q), query);
         const caller = signed ? SIGNED_URL_READER : (await authenticateCredentials(auth, credentialInput(req))).caller;
+        noteCaller(res, caller);
         const ctx = requestContext(app, { caller, reqId });
         const t = blobTarget(resource, path.id, path.field);
         if (path.tus) {

@@ -3,7 +3,7 @@
  * `{ message, severity? }` events from an authenticated caller (401 anonymous, 400 for a body that is
  * not valid JSON or not an array of valid events, 200 `{ "data": <count> }`). Each event becomes one
  * structured log line (pino level from the severity: 0 fatal … 5 trace, default 3 info) carrying the
- * caller, and a row of the `_log` table. `GET /api/_log` lets admin service accounts read the rows back
+ * caller, and a row of the `_log` table, and an entry of the log store (DESIGN §9, kind `client`). `GET /api/_log` lets admin service accounts read the rows back
  * with the list parameters of SPEC §4.2 (oldest first; `filter`, `sortBy`, `pageNo`, `pageSize`,
  * `lastKey`, `count`), with the user's id in `createdBy`.
  */
@@ -19,6 +19,7 @@ import { parseListParams } from '../query/list-params.js';
 import { callerOf } from '../auth/caller.js';
 import { TABLE } from '../auth/store.js';
 import { join, sql } from '../query/sql.js';
+import type { LogStore } from '../logs/log-store.js';
 
 /** Events accepted per request, and characters per message. */
 const MAX_EVENTS = 1000;
@@ -58,7 +59,7 @@ const LOG_COLLECTION: Collection = {
  * The `_log` router (mounted under `/api`).
  * Source: SPEC §4.9, §5.6 (`_log` always requires authentication), §8 (no sampling, no rate limiting).
  */
-export function clientLogRouter(db: Database, logger: Logger, manifest: AppManifest): Router {
+export function clientLogRouter(db: Database, logger: Logger, manifest: AppManifest, logs?: LogStore): Router {
   const router = Router();
   const logManifest: AppManifest = { ...manifest, collections: [LOG_COLLECTION] };
   router.post('/_log', async (req, res) => {
@@ -87,6 +88,14 @@ export function clientLogRouter(db: Database, logger: Logger, manifest: AppManif
       sql`INSERT INTO ${TABLE.log} ("id", "message", "severity", "username", "reqId", "createdAt", "updatedAt", "createdBy") VALUES ${join(values, ', ')}`,
     );
     for (const row of rows) {
+      logs?.record({
+        kind: 'client',
+        reqId: row.reqId,
+        identityId: caller.id,
+        identityKind: caller.kind,
+        severity: row.severity,
+        message: row.message,
+      });
       logger[LEVELS[row.severity]](
         {
           reqId: row.reqId,

@@ -12,6 +12,7 @@ import express, { Router, type Request, type RequestHandler, type Response } fro
 import type { AppManifest, FunctionDefinition } from '../manifest.js';
 import { MAX_BODY_BYTES } from '../contract/limits.js';
 import { HttpError } from '../errors.js';
+import type { LogStore } from '../logs/log-store.js';
 import type { Logger } from '../log.js';
 import { callerOf, requireRole, type Caller } from '../auth/caller.js';
 import { validationFailed } from '../data/input.js';
@@ -39,6 +40,8 @@ export interface FunctionRoutesOptions {
   callRealtime: CallRealtime;
   /** Answers the code's `agent.*` calls (the agent service); absent: they answer 503. */
   callAgent?: CallAgent;
+  /** The log store of DESIGN §9: each output line becomes an entry of kind `function`. */
+  logs?: LogStore;
 }
 
 /** A request whose raw JSON body was kept by `captureRawBody`. */
@@ -142,6 +145,15 @@ export function functionInvoker(options: FunctionRoutesOptions): FunctionInvoker
       callRealtime: options.callRealtime,
       callAgent: options.callAgent,
       output: (stream, text, capped) => {
+        options.logs?.record({
+          kind: 'function',
+          reqId: call.reqId,
+          identityId: caller.id,
+          identityKind: caller.kind,
+          severity: stream === 'stderr' || capped ? 2 : 3,
+          source: f.name,
+          message: text.endsWith('\n') ? text.slice(0, -1) : text,
+        });
         if (capped) options.logger.warn({ reqId: call.reqId, function: f.name, stream }, text);
         else options.logger.info({ reqId: call.reqId, function: f.name, stream }, text.endsWith('\n') ? text.slice(0, -1) : text);
       },

@@ -20,6 +20,7 @@ import { ANONYMOUS, type Caller } from '../auth/caller.js';
 import type { AppRuntime } from '../core/context.js';
 import { readJsonBody } from '../http/body.js';
 import { sendError, trackRequest } from '../http/api-handler.js';
+import { noteCaller } from '../logs/request-log.js';
 import { entityGroup } from './channels.js';
 import { authorizeListen, joinChannel, JOINING, requireSignedIn, sendToChannel, SENDING } from './client-rules.js';
 import { actorOf, type RealtimeService } from './service.js';
@@ -107,7 +108,7 @@ export function realtimeHttpHandler(service: RealtimeService, app: AppRuntime): 
     const route = listen ? undefined : routes.get(`${req.method} ${path.endsWith('/') ? path.slice(0, -1) : path}`);
     if (!listen && !route) {
       if (!path.startsWith('/api/_rt/')) return false;
-      const reqId = trackRequest(service.logger, req, res);
+      const reqId = trackRequest(service.logger, req, res, app.logs);
       sendError(
         app,
         req,
@@ -117,11 +118,12 @@ export function realtimeHttpHandler(service: RealtimeService, app: AppRuntime): 
       );
       return true;
     }
-    const reqId = trackRequest(service.logger, req, res);
+    const reqId = trackRequest(service.logger, req, res, app.logs);
     void (async () => {
       try {
         // The hub's negotiate carries the hub's own token as its bearer token, not an access token.
         const caller = path === NEGOTIATE ? ANONYMOUS : (await authenticateCredentials(service.auth, credentialInput(req))).caller;
+        noteCaller(res, caller);
         const body = () => objectBody(req);
         const answer = listen ? await listenRoute(service, app, safeDecode(listen[1]), req.method ?? 'GET', caller, body) : await route!({ req, caller, body });
         const text = JSON.stringify(answer);

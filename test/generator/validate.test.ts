@@ -117,6 +117,7 @@ describe('a valid app', () => {
       credits: { mode: 'business', initialBalance: 0, monthlyCap: null },
       storage: { directory: 'data/blobs', maxBytes: 52428800, thumbnails: ['100x100', '200x200', '400x400'], signedUrlSeconds: 3600 },
       mail: {},
+      logs: { retentionDays: 7, maxRows: 100000 },
     });
     expect(manifest.collections.map((c) => c.name)).toEqual(['Customer', 'Order', 'OrderLine', 'Product']);
     const [customer, order, orderLine, product] = manifest.collections;
@@ -215,6 +216,12 @@ describe('a valid app', () => {
     const { manifest } = await loadAndValidate(dir, {});
     expect(manifest.settings.agent).toEqual({ ...agent, idleTimeoutSeconds: 900 });
     expect(manifest.settings.credits).toEqual({ mode: 'self-serve', initialBalance: 500000, monthlyCap: null });
+  });
+
+  test('keeps the log store retention of svc.json, defaults filled in (DESIGN §9)', async () => {
+    const dir = writeApp({ ...shop, 'svc.json': { name: 'shop', logs: { retentionDays: 30 } } });
+    const { manifest } = await loadAndValidate(dir, {});
+    expect(manifest.settings.logs).toEqual({ retentionDays: 30, maxRows: 100000 });
   });
 });
 
@@ -348,7 +355,7 @@ describe('an app with many problems', () => {
       'collections/Product.json: /properties/price/type: unknown property type "money"; allowed types: string, text, integer, decimal, boolean, date, date-time, guid, lookup, blob',
       'functions/sendMail.json: /endpoint: endpoint must be "/sendMail" (the function is served at /api/sendMail); got "/send"',
       'functions/sendMail.json: /requestBody/0/type: requestBody field "payload" has type "object"; inputs must be scalar (string, text, integer, decimal, boolean, date, date-time, guid)',
-      'svc.json: /colour: unknown key "colour"; allowed keys: name, database, port, generate, auth, realtime, functions, agent, credits, storage, mail',
+      'svc.json: /colour: unknown key "colour"; allowed keys: name, database, port, generate, auth, realtime, functions, agent, logs, credits, storage, mail',
       'views/Customer.json: /name: name "Customer" is already used by collections/Customer.json',
     ]);
     expect(d.diagnostics.map((x) => x.code)).toEqual([
@@ -634,6 +641,17 @@ describe('single problems', () => {
           'svc.json: /agent/mcpServers/docs/port: unknown key "port"; allowed keys: command, args, env, timeoutMs',
           'svc.json: /credits/mode: mode must be one of: business, self-serve (got "free")',
           'svc.json: /credits/monthlyCap: monthlyCap must be at least 0 (got -1)',
+        ],
+      },
+    ],
+    [
+      'log store settings out of range',
+      {
+        given: { 'svc.json': { name: 'shop', logs: { retentionDays: 0, maxRows: 10, keep: true } } },
+        want: [
+          'svc.json: /logs/keep: unknown key "keep"; allowed keys: retentionDays, maxRows',
+          'svc.json: /logs/retentionDays: retentionDays must be at least 1 (got 0)',
+          'svc.json: /logs/maxRows: maxRows must be at least 100 (got 10)',
         ],
       },
     ],

@@ -16,6 +16,7 @@ import { sessionCookies } from '../cookies.js';
 import { escapeHtml, htmlResult, page, safeReturnUrl, type LoginPageResult } from '../login-page.js';
 import { clearedLoginState, loginStateCookie, readLoginState } from './login-state.js';
 import { userForIdentity } from './link.js';
+import { signedInUser } from '../identities.js';
 import { ProviderError, type AuthorizationChecks, type IdentityProvider } from './types.js';
 
 /** The providers of an app by name (`createProviders`). */
@@ -108,7 +109,7 @@ export async function finishProviderLogin(
     return errorPage(auth, err.status, err.message, withReturn, cleared);
   }
   if (user.disabledAt) return errorPage(auth, 403, 'This account is disabled.', null, cleared);
-  const caller = { kind: 'user' as const, id: user.id, username: user.username, roles: user.roles, admin: false };
+  const caller = await signedInUser(auth.db, user);
   const session = await startSession(auth, caller, user.username);
   return { status: 303, headers: { 'Cache-Control': 'no-store' }, redirect: kept.returnUrl ?? '/', cookies: [...cleared, ...sessionCookies(auth, session)] };
 }

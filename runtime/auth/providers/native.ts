@@ -10,6 +10,7 @@ import { startSession, type AuthService, type Session } from '../auth-service.js
 import type { Caller } from '../caller.js';
 import { limitedCheck } from '../sign-in.js';
 import { userForIdentity } from './link.js';
+import { signedInUser } from '../identities.js';
 import { ProviderError } from './types.js';
 
 /** Longest accepted ID token, characters. */
@@ -47,7 +48,7 @@ export async function signInWithIdToken(auth: AuthService, name: string, body: u
     }
     const { user } = await userForIdentity(auth, name, identity);
     if (user.disabledAt) return null;
-    return { kind: 'user', id: user.id, username: user.username, roles: user.roles, admin: false };
+    return signedInUser(auth.db, user);
   });
   if (!caller) throw new HttpError('UNAUTHORIZED', 'the ID token is not valid (signature, issuer, audience or expiry), or its user is disabled');
   return startSession(auth, caller, caller.username!);

@@ -640,6 +640,103 @@ export interface Schemas {
     /** false lifts a pause; true pauses agent turns and ask */
     paused?: boolean;
   };
+  "svc.AdminIdentity": {
+    /** User or service-account id */
+    id: string;
+    kind: "user" | "serviceAccount";
+    /** A user's username, a service account's name */
+    name: string;
+    roles: string[];
+    admin: boolean;
+    disabled: boolean;
+    /** ISO 8601 */
+    createdAt: string;
+    /** Last password or client-secret sign-in (ISO 8601) */
+    lastSignInAt: string | null;
+    /** Users only */
+    email?: string | null;
+    /** Service accounts only */
+    clientId?: string;
+    /** Only in the answer to creating a service account: shown once */
+    clientSecret?: string;
+  };
+  "svc.AdminIdentityCreate": {
+    kind?: "user" | "serviceAccount";
+    /** Users: the sign-in name */
+    username?: string;
+    /** Users: at least 8 characters */
+    password?: string;
+    /** Users: an e-mail address (counts as verified) */
+    email?: string;
+    /** Service accounts: a name for people */
+    name?: string;
+    roles?: string[];
+    admin?: boolean;
+  };
+  "svc.AdminIdentityChange": {
+    disabled?: boolean;
+    roles?: string[];
+    admin?: boolean;
+    /** Users only: the new password */
+    password?: string;
+  };
+  "svc.AdminSession": {
+    /** The refresh-token family */
+    familyId?: string;
+    /** The client it was issued to */
+    clientId?: string;
+    /** Sign-in */
+    startedAt?: string;
+    /** Last refresh */
+    lastUsedAt?: string;
+    /** When the family expires */
+    expiresAt?: string;
+    /** A live token of the family remains */
+    active?: boolean;
+  };
+  "svc.AdminLogEntry": {
+    /** Entry id (time-ordered) */
+    id?: string;
+    /** ISO 8601 */
+    time?: string;
+    /** The instance that wrote it */
+    instance?: string;
+    kind?: "request" | "client" | "function";
+    /** The request id */
+    reqId?: string | null;
+    /** Requests */
+    method?: string | null;
+    /** Requests: path and query, secret values redacted */
+    path?: string | null;
+    /** Requests */
+    status?: number | null;
+    /** Requests */
+    durationMs?: number | null;
+    /** The caller */
+    identityId?: string | null;
+    /** anonymous, user or serviceAccount */
+    identityKind?: string | null;
+    /** client and function entries: 0 fatal … 5 trace */
+    severity?: number | null;
+    /** function entries: the function */
+    source?: string | null;
+    /** client and function entries */
+    message?: string | null;
+  };
+  "svc.AdminSeries": {
+    /** ISO 8601 */
+    from?: string;
+    /** ISO 8601 */
+    to?: string;
+    /** Seconds per step */
+    step?: number;
+    data?: {
+      [key: string]: unknown;
+    }[];
+  };
+  "svc.AdminObject": {
+    [key: string]: unknown;
+  };
 }
 
 export type Customer = Schemas["Customer"];

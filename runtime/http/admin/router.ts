@@ -1,0 +1,33 @@
+/**
+ * @module The admin endpoints under `/api/_admin/` (DESIGN §9; shapes in docs/console.md "Admin
+ * endpoints"): identities, logs, real-time, agent, schema and status. Admin users and admin service
+ * accounts only (401 anonymous, 403 anyone else), JSON with the DESIGN §4 error body; in
+ * `openapi.json` under the tag `admin` with `x-svc-agent: false`, never offered to the agent.
+ */
+import { Router } from 'express';
+import type { Database } from '../../data/database.js';
+import type { AuthService } from '../../auth/auth-service.js';
+import { HttpError } from '../../errors.js';
+import { identitiesRouter } from './identities.js';
+import { logsRouter } from './logs.js';
+import { agentAdminRouter } from './agent.js';
+import { systemRouter, type SystemDeps } from './system.js';
+import { requireAdmin } from './params.js';
+
+/** What the admin endpoints read and change. */
+export interface AdminDeps extends SystemDeps {
+  db: Database;
+  auth: AuthService;
+}
+
+/** The router; mount it at `/api/_admin` after authentication and a JSON body parser. */
+export function adminRouter(deps: AdminDeps): Router {
+  const router = Router();
+  router.use(identitiesRouter(deps.db, deps.auth), logsRouter(deps.db), agentAdminRouter(deps.db), systemRouter(deps));
+  // Anything else under /api/_admin: the admin check first (no route list for others), then 404.
+  router.use((req, res) => {
+    requireAdmin(res);
+    throw new HttpError('NOT_FOUND', `no admin endpoint ${req.method} /api/_admin${req.path}`);
+  });
+  return router;
+}
