@@ -31,6 +31,7 @@ export interface RawSvcDefinition {
   name: string;
   database?: string;
   port?: number;
+  console?: boolean;
   auth?: { accessTokenTtlSeconds?: number; refreshTokenTtlDays?: number; secureCookies?: boolean; signup?: Partial<SignupSettings> };
   realtime?: RealtimeSettings;
   functions?: { allowFetch?: boolean; timeoutMs?: number; maxMemoryMb?: number };
