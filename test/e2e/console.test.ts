@@ -418,6 +418,16 @@ describe.each(backends())('the console on %s', (backend) => {
     await page.fill('#cap-input', '5000');
     await page.click('#set-cap');
     await page.waitForSelector('#credits-cap:text("5000")');
+    // The real-time live tail: the console's own connection, subscribed to Order's changes.
+    await page.goto(`${origin}/_/#/realtime`);
+    await page.selectOption('#tail-target', 'collection:Order');
+    await page.click('#tail-start');
+    await page.waitForSelector('#tail-state:text-is("listening")');
+    const customer = await apiCall('POST', '/Customer', { name: 'Tail Customer', email: 'tail@example.org', country: 'SE' });
+    const order = await apiCall('POST', '/Order', { title: 'Tailed', customer: { id: customer.body.data[0] } });
+    expect(order.status).toBe(201);
+    await page.waitForSelector(`#tail-lines code:has-text("${order.body.data[0]}")`);
+    expect(await page.textContent('#tail-lines code')).toContain('"action":"POST"');
     for (const p of ['identities', 'logs', 'realtime']) {
       await page.goto(`${origin}/_/#/${p}`);
       await page.waitForSelector('.page, [data-unavailable]');

@@ -85,6 +85,32 @@ function CreditsPanel() {
   );
 }
 
+interface Thread {
+  id: string;
+  preview?: string;
+  credits?: number;
+  turns?: { seq: number; userText: string; status: string; error: string | null; credits: number; createdAt: string; items: unknown[] }[];
+}
+
+/** A thread's transcript: each turn with the user's text, its status, error and credits, and its items (messages, tool and MCP calls). */
+function Transcript({ thread }: { thread: Thread }) {
+  return (
+    <section id="transcript">
+      <h4>
+        Thread {thread.id} <small class="muted">{String(thread.credits ?? 0)} credits</small>
+      </h4>
+      {(thread.turns ?? []).map((t) => (
+        <details class="turn" open>
+          <summary>
+            #{t.seq} {t.userText} — {t.status}, {t.credits} credits{t.error ? ` — error: ${t.error}` : ''}
+          </summary>
+          <Json value={t.items} />
+        </details>
+      ))}
+    </section>
+  );
+}
+
 export function AgentPage() {
   const [identity, setIdentity] = useState('');
   const [appliedIdentity, setAppliedIdentity] = useState('');
@@ -126,7 +152,11 @@ export function AgentPage() {
         ))}
       {thread &&
         transcript &&
-        (transcript.status === 200 ? <Json value={transcript.body} /> : <Unavailable path="/api/_admin/agent/threads/{id}" answer={transcript} />)}
+        (transcript.status === 200 ? (
+          <Transcript thread={transcript.body as Thread} />
+        ) : (
+          <Unavailable path="/api/_admin/agent/threads/{id}" answer={transcript} />
+        ))}
     </div>
   );
 }

@@ -92,22 +92,25 @@ export function IdentitiesPage() {
   const [applied, setApplied] = useState('');
   const [again, setAgain] = useState(0);
   const [chosen, setChosen] = useState<string>();
-  const [form, setForm] = useState({ username: '', password: '', roles: '', admin: false });
+  const [form, setForm] = useState({ kind: 'user', username: '', password: '', roles: '', admin: false });
   const [message, setMessage] = useState('');
-  const list = useGet<{ data?: Identity[]; nextPageToken?: string }>(`/_admin/identities${qs({ search: applied, pageSize: 200 })}`, again);
+  const [secret, setSecret] = useState<{ clientId: unknown; clientSecret: unknown }>();
+  const [pageToken, setPageToken] = useState<string>();
+  const list = useGet<{ data?: Identity[]; nextPageToken?: string }>(`/_admin/identities${qs({ q: applied, pageSize: 200, pageToken })}`, again);
   const create = async (e: Event) => {
     e.preventDefault();
+    const roles = form.roles
+      .split(',')
+      .map((r) => r.trim())
+      .filter(Boolean);
     try {
-      const created = await api<Identity>('POST', '/_admin/identities', {
-        username: form.username,
-        password: form.password,
-        roles: form.roles
-          .split(',')
-          .map((r) => r.trim())
-          .filter(Boolean),
-        admin: form.admin,
-      });
+      const body =
+        form.kind === 'user'
+          ? { kind: 'user', username: form.username, password: form.password, roles, admin: form.admin }
+          : { kind: 'serviceAccount', name: form.username, roles, admin: form.admin };
+      const created = await api<Identity & { clientSecret?: string; clientId?: string }>('POST', '/_admin/identities', body);
       setMessage(`Created ${form.username}`);
+      setSecret(created.clientSecret ? { clientId: created.clientId ?? created.id, clientSecret: created.clientSecret } : undefined);
       setAgain(again + 1);
       if (created?.id) setChosen(created.id);
     } catch (err) {
@@ -131,20 +134,51 @@ export function IdentitiesPage() {
         <button type="submit">Search</button>
       </form>
       <div class="grid-and-panel">
-        <Table rows={rows} columns={['name', 'kind', 'roles', 'admin', 'disabled', 'createdAt', 'lastSignInAt']} onRow={(r) => setChosen(String(r.id))} />
+        <div>
+          <Table rows={rows} columns={['name', 'kind', 'roles', 'admin', 'disabled', 'createdAt', 'lastSignInAt']} onRow={(r) => setChosen(String(r.id))} />
+          {pageToken && (
+            <button type="button" onClick={() => setPageToken(undefined)}>
+              First page
+            </button>
+          )}
+          {list?.body.nextPageToken && (
+            <button type="button" onClick={() => setPageToken(list.body.nextPageToken)}>
+              Next page
+            </button>
+          )}
+        </div>
         {identity && <IdentityPanel key={identity.id} identity={identity} onChanged={() => setAgain(again + 1)} />}
       </div>
       <form class="row-form" onSubmit={create}>
-        <h3>Create a user</h3>
-        <input placeholder="username" value={form.username} onInput={(e) => setForm({ ...form, username: e.currentTarget.value })} />
-        <input placeholder="password" type="password" value={form.password} onInput={(e) => setForm({ ...form, password: e.currentTarget.value })} />
+        <h3>Create a user or service account</h3>
+        <select value={form.kind} onChange={(e) => setForm({ ...form, kind: e.currentTarget.value })}>
+          <option value="user">user</option>
+          <option value="serviceAccount">service account</option>
+        </select>
+        <input
+          placeholder={form.kind === 'user' ? 'username' : 'name'}
+          value={form.username}
+          onInput={(e) => setForm({ ...form, username: e.currentTarget.value })}
+        />
+        {form.kind === 'user' && (
+          <input placeholder="password" type="password" value={form.password} onInput={(e) => setForm({ ...form, password: e.currentTarget.value })} />
+        )}
         <input placeholder="roles, comma-separated" value={form.roles} onInput={(e) => setForm({ ...form, roles: e.currentTarget.value })} />
         <label>
           <input type="checkbox" checked={form.admin} onChange={() => setForm({ ...form, admin: !form.admin })} /> admin
         </label>
-        <button type="submit">Create user</button>
+        <button type="submit">Create</button>
       </form>
       {message && <p class="notice">{message}</p>}
+      {secret && (
+        <div class="notice" id="new-secret">
+          <p>The client secret is shown this once: copy it now.</p>
+          <Json value={secret} />
+          <button type="button" onClick={() => setSecret(undefined)}>
+            I have copied it
+          </button>
+        </div>
+      )}
     </div>
   );
 }

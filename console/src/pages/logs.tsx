@@ -5,20 +5,25 @@
  */
 import { useMemo, useState } from 'preact/hooks';
 import { qs } from '../api';
-import { Json, Table, Unavailable, useGet } from '../ui';
+import { Table, Unavailable, useGet } from '../ui';
 import { Chart } from './chart';
 
 const FIELDS = ['from', 'to', 'status', 'method', 'path', 'identity', 'reqId', 'kind'] as const;
 type Filters = Record<(typeof FIELDS)[number], string>;
 
 /** Reads a stats answer loosely: `{ data: [{ t|time|at|from, requests, errors }] }` or an array of those. */
-function statsSeries(body: unknown): { times: number[]; requests: number[]; errors: number[] } {
+function statsSeries(body: unknown): { times: number[]; requests: number[]; errors: number[]; clientErrors: number[] } {
   const list = (Array.isArray(body) ? body : ((body as { data?: unknown[] })?.data ?? [])) as Record<string, unknown>[];
   const time = (e: Record<string, unknown>) => {
     const v = e.t ?? e.time ?? e.at ?? e.from ?? e.start;
     return typeof v === 'number' ? (v > 1e12 ? v / 1000 : v) : Date.parse(String(v)) / 1000;
   };
-  return { times: list.map(time), requests: list.map((e) => Number(e.requests ?? e.count ?? 0)), errors: list.map((e) => Number(e.errors ?? 0)) };
+  return {
+    times: list.map(time),
+    requests: list.map((e) => Number(e.requests ?? e.count ?? 0)),
+    errors: list.map((e) => Number(e.errors ?? 0)),
+    clientErrors: list.map((e) => Number(e.clientErrors ?? 0)),
+  };
 }
 
 export function LogsPage() {
@@ -27,7 +32,8 @@ export function LogsPage() {
   const [applied, setApplied] = useState<Filters>(filters);
   const [again, setAgain] = useState(0);
   const [request, setRequest] = useState<string>();
-  const list = useGet<{ data?: Record<string, unknown>[] }>(`/_admin/logs${qs({ ...applied, pageSize: 200 })}`, again);
+  const [pageToken, setPageToken] = useState<string>();
+  const list = useGet<{ data?: Record<string, unknown>[]; nextPageToken?: string }>(`/_admin/logs${qs({ ...applied, pageSize: 200, pageToken })}`, again);
   const stats = useGet(`/_admin/logs/stats${qs({ from: applied.from, to: applied.to, step: 60 })}`, again);
   const one = useGet<{ data?: Record<string, unknown>[] }>(request ? `/_admin/logs${qs({ reqId: request, pageSize: 1000 })}` : undefined);
   const series = useMemo(() => (stats?.status === 200 ? statsSeries(stats.body) : undefined), [stats]);
@@ -50,6 +56,7 @@ export function LogsPage() {
         onSubmit={(e) => {
           e.preventDefault();
           setApplied(filters);
+          setPageToken(undefined);
           setAgain(again + 1);
         }}
       >
@@ -60,15 +67,22 @@ export function LogsPage() {
       </form>
       {series && series.times.length > 0 && <Chart times={series.times} series={chartSeries} id="log-chart" />}
       <div class="grid-and-panel">
-        <Table
-          rows={list?.body.data ?? []}
-          columns={['time', 'kind', 'status', 'method', 'path', 'ms', 'identity', 'reqId', 'message']}
-          onRow={(r) => setRequest(String(r.reqId ?? ''))}
-        />
+        <div>
+          <Table
+            rows={list?.body.data ?? []}
+            columns={['time', 'kind', 'status', 'method', 'path', 'durationMs', 'identityId', 'reqId', 'message']}
+            onRow={(r) => r.reqId && setRequest(String(r.reqId))}
+          />
+          {list?.body.nextPageToken && (
+            <button type="button" onClick={() => setPageToken(list.body.nextPageToken)}>
+              Older entries
+            </button>
+          )}
+        </div>
         {request && one && (
           <section class="panel" id="log-request">
             <h3>Request {request}</h3>
-            <Json value={one.body} />
+            <Table rows={one.body.data ?? []} columns={['time', 'kind', 'status', 'method', 'path', 'durationMs', 'severity', 'source', 'message']} />
           </section>
         )}
       </div>
