@@ -10,7 +10,7 @@
 import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
 import { extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { NextFunction, Request, Response } from 'express';
+import type { Request, Response } from 'express';
 
 /** The headers of every console response (DESIGN §9). */
 export const CONSOLE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
@@ -42,16 +42,16 @@ function fail(res: Response, status: number, code: string, message: string): voi
  * Express middleware for `/_` (mount it with `app.use('/_', consoleHandler())`).
  * @param dir the built console (default `CONSOLE_DIR`); when its `index.html` is missing every console
  *   route answers 404 `NOT_FOUND` ("the console is not built").
- * Answers GET and HEAD only (405 otherwise); never calls `next` for a path under `/_/`.
+ * Answers GET and HEAD only (405 otherwise); answers every path under `/_` itself (never calls `next`).
  */
 export function consoleHandler(dir: string = CONSOLE_DIR) {
   const root = resolve(dir);
   const assets = join(root, 'assets');
   let shell: Buffer | undefined;
-  return (req: Request, res: Response, next: NextFunction): void => {
-    // `/_x` is not the console; `/_` alone redirects to `/_/`.
-    if (req.path !== '/' && !req.path.startsWith('/')) return next();
+  // Mounted at `/_`, so `req.path` is the rest (`/`, `/assets/x.js`); Express never routes `/_x` here.
+  return (req: Request, res: Response): void => {
     res.set(CONSOLE_HEADERS);
+    // `/_` alone redirects to `/_/`, where the shell's relative URLs resolve.
     if (req.originalUrl === '/_' || req.originalUrl.startsWith('/_?')) {
       res.redirect(301, '/_/');
       return;

@@ -144,6 +144,10 @@ describe.each(backends())('the console on %s', (backend) => {
     const redirect = await raw(origin, '/_');
     expect(redirect.status).toBe(301);
     expect(redirect.headers.location).toBe('/_/');
+    // `/_x` is no console path: the server's unknown-route 404.
+    const other = await raw(origin, '/_x');
+    expect(other.status).toBe(404);
+    expect(other.headers['content-security-policy']).toBeUndefined();
   });
 
   it('refuses every path that leaves the console (traversal, encoded, malformed) with 400 or 404 and never a file outside', async () => {
