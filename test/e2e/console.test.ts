@@ -276,7 +276,7 @@ describe.each(backends())('the console on %s', (backend) => {
     console.log(`console (${backend}): first render of the data grid ${firstRender} ms; ${lists.length} page requests to the end`);
   });
 
-  it("shows the server's filter error at the filter box, then filters", async () => {
+  it("shows the server's filter error at the filter box, sorts, chooses columns, then filters", async () => {
     await page.goto(`${origin}/_/#/data/Product`);
     await page.fill('#filter', 'price gtx 3');
     await page.click('#apply');
@@ -286,6 +286,20 @@ describe.each(backends())('the console on %s', (backend) => {
     const direct = await apiCall('GET', `/Product?filter=${encodeURIComponent('price gtx 3')}`);
     expect(direct.status).toBe(400);
     expect(message).toBe(direct.body.error);
+    // Sorting (sortBy, pageNo paging) and column choice.
+    await page.fill('#filter', '');
+    await page.click('#apply');
+    await page.click('.th[data-col="price"]');
+    await page.waitForSelector('.th[data-col="price"]:text("price ▲")');
+    await expect.poll(() => page.locator('.grid-row[data-index="0"] .td[data-col="price"]').textContent()).toBe('0');
+    await page.click('.th[data-col="price"]');
+    await expect.poll(() => page.locator('.grid-row[data-index="0"] .td[data-col="price"]').textContent()).toBe('96');
+    await page.click('.th[data-col="price"]');
+    await page.click('.menu:has([data-column]) summary');
+    await page.uncheck('[data-column="description"]');
+    expect(await page.locator('.th[data-col="description"]').count()).toBe(0);
+    await page.check('[data-column="description"]');
+    await page.click('.menu:has([data-column]) summary');
     await page.fill('#filter', 'sku eq "S-00042"');
     await page.click('#apply');
     await page.waitForSelector('#row-count:text("1 rows")');
