@@ -87,9 +87,13 @@ function RunForm({ op }: { op: Operation }) {
     const a = await call(op.method, `${op.path}${qs(query)}`, body);
     setAnswer(a);
     const reqId = a.headers.get('x-request-id');
-    if (reqId) {
-      const logs = await call('GET', `/_admin/logs${qs({ reqId, kind: 'function' })}`);
-      if (logs.status === 200) setLines(logs.body);
+    // Log entries reach the store up to about 1 s late: ask a few times until the call's lines are there.
+    for (let i = 0; reqId && i < 4; i++) {
+      await new Promise((ok) => setTimeout(ok, 500));
+      const logs = await call<{ data?: unknown[] }>('GET', `/_admin/logs${qs({ reqId, kind: 'function' })}`);
+      if (logs.status !== 200) break;
+      setLines(logs.body.data ?? logs.body);
+      if ((logs.body.data ?? []).length > 0) break;
     }
   };
   return (

@@ -71,14 +71,30 @@ function IdentityPanel({ identity, onChanged }: { identity: Identity; onChanged:
       <h4>Sessions (refresh-token families)</h4>
       {sessions &&
         (sessions.status === 200 ? (
-          <Table
-            rows={sessions.body.data ?? []}
-            onRow={(s) => act('Revoke session', 'DELETE', `/sessions/${encodeURIComponent(String(s.familyId ?? s.id))}`)}
-          />
+          <table class="table" id="sessions">
+            <tbody>
+              {(sessions.body.data ?? []).map((s) => (
+                <tr>
+                  <td>{String(s.familyId ?? '')}</td>
+                  <td>{String(s.clientId ?? '')}</td>
+                  <td>{String(s.lastUsedAt ?? '')}</td>
+                  <td>{s.active ? 'active' : 'ended'}</td>
+                  <td>
+                    <button
+                      type="button"
+                      class="danger small"
+                      onClick={() => act('Revoke session', 'DELETE', `/sessions/${encodeURIComponent(String(s.familyId))}`)}
+                    >
+                      Revoke
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
         ) : (
           <Unavailable path={`/api${path}/sessions`} answer={sessions} />
         ))}
-      <p class="muted">Click a session to revoke it.</p>
       <button type="button" class="danger" onClick={() => act('Delete', 'DELETE', '')}>
         Delete identity
       </button>
