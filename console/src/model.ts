@@ -205,7 +205,11 @@ function enrich(resources: Resource[], admin: JsonSchema): void {
         base.properties,
         r.props.filter((p) => SYSTEM.has(p.name)),
       );
-      r.children = Array.isArray(base.children) ? base.children : r.children;
+      // The include key is `<Child>.<field>`, rebuilt from its parts (a redacting copy may hide `key`).
+      if (Array.isArray(base.children))
+        r.children = base.children
+          .filter((c: any) => typeof c?.collection === 'string' && typeof c?.field === 'string')
+          .map((c: any) => ({ key: `${c.collection}.${c.field}`, collection: c.collection, field: c.field }));
       r.search = base.search === true;
     }
   }
