@@ -128,6 +128,9 @@ function fromManifestProps(list: any[], system: Prop[]): Prop[] {
   ];
 }
 
+/** The thumbnail size the row panel asks for: the app's first `storage.thumbnails` entry when the admin schema says, else the default `100x100`. */
+export let thumbSize = '100x100';
+
 /** Reads the model from the server. Never throws for a missing admin schema (404, 403). */
 export async function loadModel(): Promise<Model> {
   const [openapi, adminAnswer] = await Promise.all([call<JsonSchema>('GET', '/_openapi'), call<JsonSchema>('GET', '/_admin/schema')]);
@@ -168,6 +171,8 @@ export async function loadModel(): Promise<Model> {
     for (const p of r.props.filter((x) => x.type === 'lookup' && x.target))
       resources.find((x) => x.name === p.target && x.kind === 'collection')?.children.push({ key: `${r.name}.${p.name}`, collection: r.name, field: p.name });
   if (admin) enrich(resources, admin);
+  const sizes = admin?.settings?.storage?.thumbnails;
+  if (Array.isArray(sizes) && typeof sizes[0] === 'string') thumbSize = sizes[0];
   const functions: FunctionDef[] = Object.keys(paths)
     .filter((p) => p.startsWith('/_invoke/'))
     .map((p) => p.slice('/_invoke/'.length))

@@ -6,7 +6,7 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api, messageOf, qs } from '../api';
-import { labelOf, type Model, type Prop, type Resource } from '../model';
+import { labelOf, thumbSize, type Model, type Prop, type Resource } from '../model';
 import { go, href } from '../router';
 import { editable, FieldInput, fromInput, toInput } from './fields';
 import type { Row } from './loader';
@@ -184,7 +184,8 @@ function BlobField({ resource, rowId, prop, value, onChanged }: { resource: Reso
       setError(messageOf(err));
     }
   };
-  const withThumb = (url: string) => `${url}${url.includes('?') ? '&' : '?'}thumb=100x100`;
+  // A signed url (`?v=&exp=&sig=`) takes `&thumb=` too: the signature covers the file, not the size.
+  const withThumb = (url: string) => `${url}${url.includes('?') ? '&' : '?'}thumb=${thumbSize}`;
   return (
     <div class="blob" data-blob={prop.name}>
       {meta && typeof meta === 'object' && (
