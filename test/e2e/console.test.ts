@@ -431,6 +431,18 @@ describe.each(backends())('the console on %s', (backend) => {
       'const { data } = await api.collections.Order.list({ pageSize: 10 })',
     );
     expect(await page.textContent('#api-preview [data-endpoint="POST /Order"] [data-curl]')).toContain(`curl -X POST "${origin}/api/Order"`);
+    for (const name of ['CustomerRevenue', 'Rates', 'placeOrder', 'OpenOrders']) {
+      await page.goto(`${origin}/_/#/schema/${name}`);
+      await page.waitForSelector(`#schema-page h2:has-text("${name}")`);
+      expect(await page.locator('#api-preview [data-curl]').count()).toBeGreaterThan(0);
+    }
+    // A view and a query in the grid (a query pages by pageNo).
+    for (const name of ['OpenOrders', 'CustomerRevenue']) {
+      await page.goto(`${origin}/_/#/data/${name}`);
+      await page.waitForSelector(`.resource h2:has-text("${name}")`);
+      await expect.poll(() => page.textContent('#row-count')).toMatch(/^\d+ rows$/);
+      expect(await page.locator('.resource > .error').count()).toBe(0);
+    }
     await page.goto(`${origin}/_/#/agent`);
     await page.waitForSelector('#credits-mode');
     await page.fill('#cap-input', '5000');
