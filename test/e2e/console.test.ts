@@ -359,7 +359,7 @@ describe.each(backends())('the console on %s', (backend) => {
     for (const id of ids) expect((await apiCall('GET', `/Product/${id}`)).status).toBe(404);
   });
 
-  it('uploads a blob and shows its thumbnail and download link', async () => {
+  it('uploads a blob, shows its thumbnail and download link, and deletes it', async () => {
     const { body } = await apiCall('POST', '/Product', { sku: 'IMG-1', name: 'Pictured', price: 3 });
     const id = body.data[0];
     const png = await sharp({ create: { width: 40, height: 30, channels: 3, background: '#c33' } })
@@ -374,9 +374,12 @@ describe.each(backends())('the console on %s', (backend) => {
       .toBeGreaterThan(0);
     expect(await page.textContent('[data-blob="image"] a.download')).toBe('red.png');
     expect((await apiCall('GET', `/Product/${id}`)).body.image).toMatchObject({ name: 'red.png', contentType: 'image/png', size: png.length });
+    await page.click('[data-blob="image"] button.danger');
+    await page.waitForSelector('[data-blob="image"] img.thumb', { state: 'detached' });
+    expect((await apiCall('GET', `/Product/${id}`)).body.image).toBeNull();
   });
 
-  it('exports the current filter as CSV, page by page (1,000 rows a request)', async () => {
+  it('exports the current filter as CSV and JSON, page by page (1,000 rows a request)', async () => {
     await page.goto(`${origin}/_/#/data/Product`);
     await page.fill('#filter', 'sku sw "S-0"');
     await page.click('#apply');
@@ -389,6 +392,11 @@ describe.each(backends())('the console on %s', (backend) => {
     expect(lines.length).toBe(ROWS + 1);
     expect(lines[ROWS]).toContain('Product 4999');
     expect(download.suggestedFilename()).toBe('Product.csv');
+    // JSON: whole rows, every page.
+    const [json] = await Promise.all([page.waitForEvent('download'), page.click('#export-json')]);
+    const rows = JSON.parse(readFileSync((await json.path())!, 'utf8'));
+    expect(rows.length).toBe(ROWS);
+    expect(rows[ROWS - 1]).toMatchObject({ sku: `S-0${ROWS - 1}`, name: `Product ${ROWS - 1}` });
   });
 
   it('runs a function from a form generated from its input schema and shows status and duration', async () => {
