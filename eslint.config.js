@@ -98,6 +98,25 @@ export default tseslint.config(
     rules: { 'no-control-regex': 'off' },
   },
   {
+    // The console (DESIGN §9) runs in the browser and talks to the server over HTTP only: it imports
+    // nothing of runtime/, generator/ or cli/.
+    files: ['console/src/**/*.{ts,tsx}'],
+    languageOptions: { globals: { ...globals.browser } },
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(\\.\\./)+(runtime|generator|cli|schemas|templates)(/|$)',
+              message: 'DESIGN §9: the console talks to the server over HTTP; it imports nothing of runtime/, generator/ or cli/.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Layer rules, DESIGN §2 ("Architecture": who may import whom).
     files: ['runtime/**/*.ts'],
     ignores: ['runtime/contract/**'],

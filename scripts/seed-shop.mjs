@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Seeds examples/shop (or the app folder given) with a few thousand realistic rows, loaded through
 // the HTTP API of a server this script starts and stops, signed in as the demo user (created on the
-// first run: username "demo", password "demo-password", role "admin" of the shop's access rules; for
+// first run: username "demo", password "demo-password", role "admin" of the shop's access rules, an admin user who may use the console; for
 // local use only). Skips when the database already has customers. Deterministic: the same rows every
 // time (seeded PRNG).
 import { resolve } from 'node:path';
@@ -111,7 +111,7 @@ async function post(base, collection, rows) {
 }
 
 try {
-  await createUserInApp(appDir, { ...DEMO, roles: ['admin'] });
+  await createUserInApp(appDir, { ...DEMO, roles: ['admin'], admin: true });
   console.log(`seed: created the demo user (username "${DEMO.username}", password "${DEMO.password}")`);
 } catch (err) {
   if (err.code !== 'CONFLICT') throw err; // the demo user exists from an earlier run

@@ -38,6 +38,10 @@ const child = spawn(process.execPath, ['dist/cli/index.js', 'serve', 'examples/s
     SHOP_MODEL_URL: process.env.SHOP_MODEL_URL ?? 'http://127.0.0.1:4020/v1',
   },
 });
+console.log(
+  `The console: http://127.0.0.1:${process.env.PORT ?? 3000}/_/ (sign in as an admin; make an admin service account with ` +
+    '`node dist/cli/index.js service-account create examples/shop --name console --admin`)',
+);
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill('SIGTERM'));
 child.on('exit', (code) => {
   provider?.close();

@@ -83,4 +83,18 @@ describe('architecture', () => {
       for (const i of importsOf(file)) expect(i.target, `${file} imports ${i.spec}`).toMatch(/^test\/golden\/[^/]+\/functions\//);
     }
   });
+
+  it('console/ imports only its own files and its browser packages (it talks to the server over HTTP, DESIGN §9)', () => {
+    const files = readdirSync(join(ROOT, 'console'), { recursive: true, encoding: 'utf8' })
+      .filter((f) => /\.(ts|tsx)$/.test(f))
+      .map((f) => join('console', f));
+    expect(files.length).toBeGreaterThan(5);
+    const imports = files.flatMap(importsOf);
+    const bad = imports.filter((i) =>
+      i.target
+        ? !i.target.startsWith('console/')
+        : !/^(preact|preact\/hooks|@tanstack\/virtual-core|uplot|uplot\/dist\/uPlot\.min\.css|vite|node:url)$/.test(i.spec),
+    );
+    expect(bad).toEqual([]);
+  });
 });

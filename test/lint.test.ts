@@ -40,6 +40,16 @@ describe('lint', () => {
     expect(out.trim()).toBe('');
   }, 180_000);
 
+  it('the console (console/, TSX for the browser, outside the root tsconfig) typechecks', () => {
+    let out = '';
+    try {
+      out = execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'console/tsconfig.json'], { cwd: ROOT, encoding: 'utf8' });
+    } catch (err) {
+      out = String((err as { stdout?: string }).stdout ?? '') + String((err as { stderr?: string }).stderr ?? '');
+    }
+    expect(out.trim()).toBe('');
+  }, 120_000);
+
   it('runtime may not import the generator, templates, schemas or cli', async () => {
     expect(await restricted('runtime/data/probe.ts', "import { generate } from '../../generator/index.js';")).toEqual([
       expect.stringContaining('never imports the generator'),

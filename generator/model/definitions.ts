@@ -33,6 +33,7 @@ export interface RawSvcDefinition {
   name: string;
   database?: string;
   port?: number;
+  console?: boolean;
   auth?: {
     accessTokenTtlSeconds?: number;
     refreshTokenTtlDays?: number;

@@ -88,6 +88,7 @@ function settingsOf(svc: RawSvcDefinition): AppSettings {
   return {
     database: svc.database ?? `file:./data/${svc.name}.db`,
     port: svc.port ?? 3000,
+    console: svc.console ?? true,
     auth: {
       accessTokenTtlSeconds: svc.auth?.accessTokenTtlSeconds ?? 3600,
       refreshTokenTtlDays: svc.auth?.refreshTokenTtlDays ?? 70,

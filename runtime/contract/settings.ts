@@ -256,6 +256,8 @@ export interface AppSettings {
   /** The database URL written in svc.json (env `DATABASE_URL` overrides at run time). */
   database: string;
   port: number;
+  /** Whether `svc serve` serves the console at `/_/` (DESIGN §9); svc.json `console`, default true. */
+  console: boolean;
   auth: AuthSettings;
   realtime: RealtimeSettings;
   functions: { allowFetch: boolean; timeoutMs: number; /** Memory of one function thread (heap + external), MiB. */ maxMemoryMb: number };

@@ -21,6 +21,7 @@ import { providerRouter } from './provider-routes.js';
 import { healthRouter, type HealthDeps } from './health.js';
 import { creditsRouter } from './credits-routes.js';
 import type { CreditLedger } from '../agent/credits.js';
+import { consoleHandler } from './console.js';
 import type { LogStore } from '../logs/log-store.js';
 import { adminRouter, type AdminDeps } from './admin/router.js';
 import { requireAdmin } from './admin/params.js';
@@ -48,6 +49,8 @@ export interface AppOptions {
   credits?: CreditLedger;
   /** The app's `public/` folder, served at `/` (pages such as a chat widget); absent: nothing is. */
   publicDir?: string;
+  /** The built console served at `/_/` (DESIGN §9); default `dist/console/`. Off when svc.json says `"console": false`. */
+  consoleDir?: string;
   /** `svc dev` (DESIGN §10): files of `publicDir` are answered with `Cache-Control: no-cache`, so an edit shows at once. */
   publicNoCache?: boolean;
   /** The log store of DESIGN §9: request lines and client `_log` entries go there. */
@@ -75,6 +78,8 @@ export function createApp(options: AppOptions): express.Express {
     res.locals.reqId = trackRequest(logger, req, res, options.logs);
     next();
   });
+  // The console (DESIGN §9) sets its own headers and refuses malformed paths itself.
+  if (manifest.settings.console !== false) app.use('/_', consoleHandler(options.consoleDir));
   // A path that is not valid percent-encoding (`/api/%`, `/api/%E0%A4%A`) cannot name any route.
   app.use((req: Request, _res: Response, next: NextFunction) => {
     try {

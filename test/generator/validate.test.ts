@@ -103,6 +103,7 @@ describe('a valid app', () => {
     expect(manifest.settings).toEqual({
       database: 'file:./data/shop.db',
       port: 3000,
+      console: true,
       auth: {
         accessTokenTtlSeconds: 3600,
         refreshTokenTtlDays: 70,
@@ -355,7 +356,7 @@ describe('an app with many problems', () => {
       'collections/Product.json: /properties/price/type: unknown property type "money"; allowed types: string, text, integer, decimal, boolean, date, date-time, guid, lookup, blob',
       'functions/sendMail.json: /endpoint: endpoint must be "/sendMail" (the function is served at /api/sendMail); got "/send"',
       'functions/sendMail.json: /requestBody/0/type: requestBody field "payload" has type "object"; inputs must be scalar (string, text, integer, decimal, boolean, date, date-time, guid)',
-      'svc.json: /colour: unknown key "colour"; allowed keys: name, database, port, generate, auth, realtime, functions, agent, logs, credits, storage, mail',
+      'svc.json: /colour: unknown key "colour"; allowed keys: name, database, port, console, generate, auth, realtime, functions, agent, logs, credits, storage, mail',
       'views/Customer.json: /name: name "Customer" is already used by collections/Customer.json',
     ]);
     expect(d.diagnostics.map((x) => x.code)).toEqual([
@@ -405,6 +406,13 @@ describe('an app with many problems', () => {
   test('validateApp returns the same list without throwing', async () => {
     const raw = await loadApp(writeApp({ ...shop, 'svc.json': { name: 'shop', port: 'x' } }));
     expect(validateApp(raw, {}).map(formatDiagnostic)).toEqual(['svc.json: /port: port must be an integer']);
+  });
+
+  test('svc.json console is a boolean (DESIGN §9), written to the manifest', async () => {
+    const raw = await loadApp(writeApp({ ...shop, 'svc.json': { name: 'shop', console: 'off' } }));
+    expect(validateApp(raw, {}).map(formatDiagnostic)).toEqual(['svc.json: /console: console must be a boolean']);
+    const off = await loadApp(writeApp({ ...shop, 'svc.json': { name: 'shop', console: false } }));
+    expect(validateApp(off, {})).toEqual([]);
   });
 });
 

@@ -30,6 +30,8 @@ describe('hideSecrets', () => {
       other: { type: 'oauth2', clientId: 'id', clientSecret: '${secrets.CLIENT_SECRET}', tokenUrl: 'https://h.example/t?key=1' },
       settings: { database: 'postgres://u:pw@db:5432/app?sslmode=require', redis: 'redis://:pw@r:6379', mail: { smtp: { url: '${secrets.SMTP_URL}' } } },
       list: [{ password: 'x' }],
+      children: [{ key: 'OrderLine.order', collection: 'OrderLine', field: 'order' }],
+      agent: { providers: { p: { apiKey: 'sk-plain' } } },
       name: 'shop',
     });
     expect(shown).toEqual({
@@ -37,6 +39,8 @@ describe('hideSecrets', () => {
       other: { type: 'oauth2', clientId: 'id', clientSecret: '${secrets.CLIENT_SECRET}', tokenUrl: 'https://h.example/t?[hidden]' },
       settings: { database: 'postgres://u:[hidden]@db:5432/app?[hidden]', redis: 'redis://:[hidden]@r:6379', mail: { smtp: { url: '${secrets.SMTP_URL}' } } },
       list: [{ password: '[hidden]' }],
+      children: [{ key: 'OrderLine.order', collection: 'OrderLine', field: 'order' }],
+      agent: { providers: { p: { apiKey: '[hidden]' } } },
       name: 'shop',
     });
   });

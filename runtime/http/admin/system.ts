@@ -16,8 +16,12 @@ import type { LogStore } from '../../logs/log-store.js';
 import type { Presence } from './presence.js';
 import { requireAdmin } from './params.js';
 
-/** Keys whose string values are secrets unless they are references. */
-const SECRET_KEY = /secret|password|token|key|value|credential|authorization/i;
+/**
+ * Keys whose string values are secrets unless they are references: names of secrets, an API key,
+ * and `value` (an external collection's apiKey connection). A bare `key` is not one: a child
+ * relation's `key` names its `include` key, which the console needs.
+ */
+const SECRET_KEY = /secret|password|token|api[-_]?key|private[-_]?key|^value$|credential|authorization/i;
 /** Keys whose values are URLs that may carry a password. */
 const URL_KEY = /url|database|redis|smtp|endpoint/i;
 /** A value that is only `${secrets.NAME}` / `${env.NAME}` references (and text around them). */

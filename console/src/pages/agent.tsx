@@ -1,0 +1,162 @@
+/**
+ * Agent (DESIGN §7 credits, §9 agent endpoints): the credits panel (`GET`/`PATCH /api/_agent/credits`:
+ * mode, balance or consumption, this month's use, the cap, pause and resume, top-up), running
+ * sessions, threads per identity with their transcripts, and a chart of credits per day.
+ */
+import { useMemo, useState } from 'preact/hooks';
+import { api, messageOf, qs } from '../api';
+import { Json, Table, Unavailable, useGet } from '../ui';
+import { Chart } from './chart';
+
+interface Credits {
+  mode: string;
+  credits: number;
+  monthlyCap: number | null;
+  monthUsed: number;
+  paused: boolean;
+}
+
+function CreditsPanel() {
+  const [again, setAgain] = useState(0);
+  const [cap, setCap] = useState('');
+  const [topUp, setTopUp] = useState('');
+  const [message, setMessage] = useState('');
+  const state = useGet<Credits>('/_agent/credits', again);
+  const change = async (body: Record<string, unknown>) => {
+    try {
+      await api('PATCH', '/_agent/credits', body);
+      setMessage('Saved');
+      setAgain(again + 1);
+    } catch (err) {
+      setMessage(messageOf(err));
+    }
+  };
+  if (!state) return null;
+  if (state.status !== 200) return <Unavailable path="/api/_agent/credits" answer={state} />;
+  const c = state.body;
+  return (
+    <section id="credits">
+      <h3>Credits</h3>
+      <dl class="props">
+        <div class="prop">
+          <dt>Mode</dt>
+          <dd id="credits-mode">{c.mode}</dd>
+        </div>
+        <div class="prop">
+          <dt>{c.mode === 'self-serve' ? 'Balance' : 'Consumed'}</dt>
+          <dd id="credits-value">{String(c.credits)}</dd>
+        </div>
+        <div class="prop">
+          <dt>This month</dt>
+          <dd>{String(c.monthUsed)}</dd>
+        </div>
+        <div class="prop">
+          <dt>Monthly cap</dt>
+          <dd id="credits-cap">{c.monthlyCap === null ? 'none' : String(c.monthlyCap)}</dd>
+        </div>
+        <div class="prop">
+          <dt>Paused</dt>
+          <dd id="credits-paused">{c.paused ? 'yes' : 'no'}</dd>
+        </div>
+      </dl>
+      <div class="toolbar">
+        <input id="cap-input" placeholder="monthly cap (empty: none)" value={cap} onInput={(e) => setCap(e.currentTarget.value)} />
+        <button type="button" id="set-cap" onClick={() => change({ monthlyCap: cap.trim() === '' ? null : Number(cap) })}>
+          Set cap
+        </button>
+        <button type="button" id="toggle-pause" onClick={() => change({ paused: !c.paused })}>
+          {c.paused ? 'Resume' : 'Pause'}
+        </button>
+        {c.mode === 'self-serve' && (
+          <>
+            <input placeholder="top-up credits" value={topUp} onInput={(e) => setTopUp(e.currentTarget.value)} />
+            <button type="button" onClick={() => change({ addBalance: Number(topUp) })}>
+              Top up
+            </button>
+          </>
+        )}
+      </div>
+      {message && (
+        <p class="notice" id="credits-message">
+          {message}
+        </p>
+      )}
+    </section>
+  );
+}
+
+interface Thread {
+  id: string;
+  preview?: string;
+  credits?: number;
+  turns?: { seq: number; userText: string; status: string; error: string | null; credits: number; createdAt: string; items: unknown[] }[];
+}
+
+/** A thread's transcript: each turn with the user's text, its status, error and credits, and its items (messages, tool and MCP calls). */
+function Transcript({ thread }: { thread: Thread }) {
+  return (
+    <section id="transcript">
+      <h4>
+        Thread {thread.id} <small class="muted">{String(thread.credits ?? 0)} credits</small>
+      </h4>
+      {(thread.turns ?? []).map((t) => (
+        <details class="turn" open>
+          <summary>
+            #{t.seq} {t.userText} — {t.status}, {t.credits} credits{t.error ? ` — error: ${t.error}` : ''}
+          </summary>
+          <Json value={t.items} />
+        </details>
+      ))}
+    </section>
+  );
+}
+
+export function AgentPage() {
+  const [identity, setIdentity] = useState('');
+  const [appliedIdentity, setAppliedIdentity] = useState('');
+  const [thread, setThread] = useState<string>();
+  const sessions = useGet<{ data?: Record<string, unknown>[] }>('/_admin/agent/sessions');
+  const threads = useGet<{ data?: Record<string, unknown>[] }>(appliedIdentity ? `/_admin/agent/threads${qs({ identity: appliedIdentity })}` : undefined);
+  const transcript = useGet(thread ? `/_admin/agent/threads/${encodeURIComponent(thread)}` : undefined);
+  const from = useMemo(() => new Date(Date.now() - 30 * 86400_000).toISOString(), []);
+  const usage = useGet(`/_admin/agent/usage${qs({ from, step: 86400 })}`);
+  const usageSeries = useMemo(() => {
+    if (usage?.status !== 200) return undefined;
+    const list = (Array.isArray(usage.body) ? usage.body : ((usage.body as { data?: unknown[] })?.data ?? [])) as Record<string, unknown>[];
+    const times = list.map((e) => Date.parse(String(e.t ?? e.time ?? e.at ?? e.from ?? e.day)) / 1000);
+    return { times, series: [{ label: 'credits', values: list.map((e) => Number(e.credits ?? 0)) }] };
+  }, [usage]);
+  return (
+    <div class="page">
+      <h2>Agent</h2>
+      <CreditsPanel />
+      {usageSeries && usageSeries.times.length > 0 && <Chart times={usageSeries.times} series={usageSeries.series} id="usage-chart" />}
+      <h3>Running sessions</h3>
+      {sessions && (sessions.status === 200 ? <Table rows={sessions.body.data ?? []} /> : <Unavailable path="/api/_admin/agent/sessions" answer={sessions} />)}
+      <h3>Threads</h3>
+      <form
+        class="toolbar"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setAppliedIdentity(identity);
+        }}
+      >
+        <input placeholder="identity id" value={identity} onInput={(e) => setIdentity(e.currentTarget.value)} />
+        <button type="submit">Show threads</button>
+      </form>
+      {threads &&
+        (threads.status === 200 ? (
+          <Table rows={threads.body.data ?? []} onRow={(t) => setThread(String(t.id))} />
+        ) : (
+          <Unavailable path="/api/_admin/agent/threads" answer={threads} />
+        ))}
+      {thread &&
+        transcript &&
+        (transcript.status === 200 ? (
+          <Transcript thread={transcript.body as Thread} />
+        ) : (
+          <Unavailable path="/api/_admin/agent/threads/{id}" answer={transcript} />
+        ))}
+    </div>
+  );
+}

@@ -1,0 +1,37 @@
+/**
+ * Real-time (DESIGN §9 `/api/_admin/realtime`): connections per instance and channels with their
+ * member counts, refreshed every 5 seconds; and a live tail of one collection's changes or one channel.
+ */
+import { useEffect, useState } from 'preact/hooks';
+import type { Model } from '../model';
+import { LiveTail } from './tail';
+import { Table, Unavailable, useGet } from '../ui';
+
+export function RealtimePage({ model }: { model: Model }) {
+  const [again, setAgain] = useState(0);
+  useEffect(() => {
+    const timer = setInterval(() => setAgain((n) => n + 1), 5000);
+    return () => clearInterval(timer);
+  }, []);
+  const state = useGet<{ connections?: number; instances?: Record<string, unknown>[]; channels?: Record<string, unknown>[] }>('/_admin/realtime', again);
+  return (
+    <div class="page">
+      <h2>Real-time</h2>
+      <LiveTail model={model} />
+      {state &&
+        (state.status === 200 ? (
+          <div id="realtime-state">
+            <p>
+              <strong>{String(state.body.connections ?? 0)}</strong> connections
+            </p>
+            <h3>Instances</h3>
+            <Table rows={state.body.instances ?? []} />
+            <h3>Channels</h3>
+            <Table rows={state.body.channels ?? []} columns={['name', 'members']} />
+          </div>
+        ) : (
+          <Unavailable path="/api/_admin/realtime" answer={state} />
+        ))}
+    </div>
+  );
+}

@@ -1,0 +1,67 @@
+/** Small pieces shared by the pages: a loading hook, JSON shown as text, and the "not on this server" note. */
+import { useEffect, useState } from 'preact/hooks';
+import { call, type Answer } from './api';
+
+/** `GET /api<path>` when `path` changes (and when `again` does); undefined while loading. */
+export function useGet<T = unknown>(path: string | undefined, again = 0): Answer<T> | undefined {
+  const [answer, setAnswer] = useState<Answer<T>>();
+  useEffect(() => {
+    if (!path) return;
+    let live = true;
+    setAnswer(undefined);
+    call<T>('GET', path).then(
+      (a) => live && setAnswer(a),
+      (err) => live && setAnswer({ status: 0, body: { error: String(err) } as T, headers: new Headers(), ms: 0 }),
+    );
+    return () => {
+      live = false;
+    };
+  }, [path, again]);
+  return answer;
+}
+
+/** A value as indented JSON, always as text. */
+export function Json({ value, id }: { value: unknown; id?: string }) {
+  return (
+    <pre class="json" id={id}>
+      {typeof value === 'string' ? value : JSON.stringify(value, null, 2)}
+    </pre>
+  );
+}
+
+/** What a page shows when its admin endpoint is missing (404) or failed. */
+export function Unavailable({ path, answer }: { path: string; answer: Answer<unknown> }) {
+  const body = answer.body as { error?: string } | null;
+  return (
+    <p class={answer.status === 404 ? 'muted pad' : 'error pad'} data-unavailable={path}>
+      {answer.status === 404
+        ? `This server does not offer ${path} (the admin endpoints of DESIGN §9 are not on it).`
+        : `${path} answered ${answer.status}: ${body?.error ?? ''}`}
+    </p>
+  );
+}
+
+/** A table of objects: one column per key of the first row (or `columns`), values as text. */
+export function Table({ rows, columns, onRow }: { rows: Record<string, unknown>[]; columns?: string[]; onRow?: (r: Record<string, unknown>) => void }) {
+  const cols = columns ?? Object.keys(rows[0] ?? {});
+  return (
+    <table class="table">
+      <thead>
+        <tr>
+          {cols.map((c) => (
+            <th>{c}</th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((r) => (
+          <tr onClick={onRow ? () => onRow(r) : undefined} class={onRow ? 'clickable' : ''}>
+            {cols.map((c) => (
+              <td>{r[c] === null || r[c] === undefined ? '' : typeof r[c] === 'object' ? JSON.stringify(r[c]) : String(r[c])}</td>
+            ))}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
