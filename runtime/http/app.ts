@@ -7,12 +7,11 @@
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { AppManifest } from '../manifest.js';
-import { MAX_BODY_BYTES } from '../contract/limits.js';
 import { answerError, HttpError } from '../errors.js';
 import type { Database } from '../data/database.js';
 import type { Logger } from '../log.js';
 import { trackRequest } from './api-handler.js';
-import { captureRawBody, functionRouter, type FunctionInvoker, type FunctionRoutesOptions } from './function-routes.js';
+import { captureRawBody, functionJsonBody, functionRouter, type FunctionInvoker, type FunctionRoutesOptions } from './function-routes.js';
 import type { AuthService } from '../auth/auth-service.js';
 import { authenticate, authRouter, loginRouter, oauthErrors, tokenRouter } from './auth-routes.js';
 import { clientLogRouter } from './client-log-routes.js';
@@ -83,7 +82,7 @@ export function createApp(options: AppOptions): express.Express {
   api.use(authenticate(options.auth));
   api.use(['/_auth', '/_token', '/_refresh', '/_logout', '/_me', ...ACCOUNT_PATHS], json(AUTH_BODY_BYTES));
   api.use('/_log', json(LOG_BODY_BYTES));
-  api.use(['/_invoke', ...manifest.functions.filter((f) => f.enabled && f.functionTypeId === 1).map((f) => `/${f.name}`)], json(MAX_BODY_BYTES));
+  api.use(['/_invoke', ...manifest.functions.filter((f) => f.enabled && f.functionTypeId === 1).map((f) => `/${f.name}`)], functionJsonBody);
   api.use(accountRouter(options.auth), authRouter(options.auth), tokenRouter(options.auth), clientLogRouter(options.db, logger, manifest));
   if (options.credits) api.use('/_agent', json(AUTH_BODY_BYTES), creditsRouter(options.credits));
   api.get('/_openapi', (_req, res) => {
