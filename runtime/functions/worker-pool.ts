@@ -218,8 +218,9 @@ export class WorkerPool {
   }
 
   private refill(): void {
-    const idle = () => this.threads.filter((t) => !t.invocation).length;
-    while (!this.closed && idle() < this.spareThreads && this.threads.length < this.maxThreads) this.spawn();
+    let idle = 0;
+    for (const t of this.threads) if (!t.invocation) idle += 1;
+    for (; !this.closed && idle < this.spareThreads && this.threads.length < this.maxThreads; idle += 1) this.spawn();
   }
 
   private spawn(): Thread {

@@ -11,7 +11,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
 import { getHeapStatistics } from 'node:v8';
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { ErrorDetail } from '../errors.js';
 import type { AgentRequest, ApiReply, ApiRequest, RealtimeRequest } from './call-api.js';
 import { agentClient, collectionClient, FunctionApiError, FunctionUsageError, realtimeClient } from './collection-client.js';
@@ -128,7 +127,7 @@ async function invoke(id: number, job: FunctionJob): Promise<void> {
   reporter ??= setInterval(report, MEMORY_REPORT_MS).unref();
   const outcome = await run(id, job);
   // Let work started by the code settle one turn, then see whether any of it is still running.
-  await nextTurn();
+  await new Promise((turned) => setImmediate(turned));
   const clean = pending.size === 0 && process.getActiveResourcesInfo().every((r) => r === 'MessagePort' || r === 'CloseReq');
   current = -1;
   post({ type: 'done', id, outcome, clean, bytes: memoryBytes() });

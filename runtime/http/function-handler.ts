@@ -108,10 +108,12 @@ export function functionHandler(
     void (async () => {
       try {
         const { caller } = await authenticateCredentials(auth, credentialInput(req));
-        // The order of the Express routes: the JSON body, then access, then any other body.
-        await runMiddleware(functionJsonBody, req, res);
+        // The order of the Express routes: the JSON body, then access, then any other body. Without a
+        // body (no Transfer-Encoding, no numeric Content-Length: `type-is`'s test) both parsers pass.
+        const hasBody = req.headers['transfer-encoding'] !== undefined || !isNaN(req.headers['content-length'] as unknown as number);
+        if (hasBody) await runMiddleware(functionJsonBody, req, res);
         checkFunctionAccess(f, method, caller);
-        if (!req.rawBody) await runMiddleware(functionTextBody, req, res);
+        if (hasBody && !req.rawBody) await runMiddleware(functionTextBody, req, res);
         const isJson = req.rawBody !== undefined;
         const answer = await invoke(f.name, {
           method,
