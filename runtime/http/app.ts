@@ -1,6 +1,7 @@
 /**
- * @module The Express 5 application of everything under `/api` but the data routes (which
- * `api-handler.ts` serves first, without a framework): JSON body parsing, request ids and logs,
+ * @module The Express 5 application of everything under `/api` but the data routes and the canonical
+ * function paths (which `api-handler.ts` and `function-handler.ts` serve first, without a framework;
+ * the function routes here serve the other spellings, with the same answers): JSON body parsing, request ids and logs,
  * authentication, the auth endpoints and `/login`, the client log, `_openapi`, functions, the
  * unknown-route handler and the one error middleware that writes the DESIGN §4 body. Stack traces
  * never leave the server.

@@ -4,7 +4,9 @@
  * the context built from the request, the run on a warm worker thread with time and memory limits, the
  * code's `get`/`post`/`patch` answered through `callApi`, its output streamed to the log, and the answer.
  * Type 1 is served at `/api/<name>` (GET, POST) and `/api/_invoke/<name>` (GET, POST); type 2 only at
- * `/api/_invoke/<name>` (GET, POST, PUT, DELETE). A disabled function is not served (404).
+ * `/api/_invoke/<name>` (GET, POST, PUT, DELETE). A disabled function is not served (404). The
+ * canonical paths are served first by `function-handler.ts` on plain `node:http`, with this module's
+ * invoker, access check and body parsers; the Express router here serves every other spelling.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
