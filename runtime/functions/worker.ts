@@ -78,7 +78,10 @@ port.on('message', (message: ToWorker) => {
     readable = wire.readable ?? readable;
     writable = wire.writable ?? writable;
     // Each call gets its own copy of the secrets: what code does to it does not reach the next call.
-    void invoke(message.id, { ...wire, secrets: { ...secrets }, readable, writable });
+    wire.secrets = { ...secrets };
+    wire.readable = readable;
+    wire.writable = writable;
+    void invoke(message.id, wire as FunctionJob);
   } else {
     const waiter = pending.get(message.call);
     pending.delete(message.call);
@@ -170,7 +173,8 @@ async function run(id: number, job: FunctionJob): Promise<FunctionOutcome> {
     };
     // Globals too, as the default-export form may read them (only ctx counts there, SPEC §4.8 rule 4), and a
     // bare `res = …` at its top level must not throw. One call at a time per thread keeps them apart.
-    Object.assign(globalThis, { ...ctx, res: {} });
+    Object.assign(globalThis, ctx);
+    (globalThis as { res?: unknown }).res = {};
     const mod = await load(job);
     const script = mod.__svc_script ?? (mod.default as { __svc_script?: unknown } | undefined)?.__svc_script;
     if (typeof mod.default === 'function') {
