@@ -31,6 +31,7 @@ import { apiHandler } from './http/api-handler.js';
 import { createApp } from './http/app.js';
 import { blobHandler } from './http/blob-handler.js';
 import { functionInvoker, secretsFromEnv, type FunctionInvoker } from './http/function-routes.js';
+import { functionHandler } from './http/function-handler.js';
 import { StartupError } from './load-manifest.js';
 import type { Logger } from './log.js';
 import type { AppManifest } from './manifest.js';
@@ -168,13 +169,14 @@ export function buildAppVersion(services: ServerServices, manifest: AppManifest)
   const data = apiHandler(runtime, auth);
   const rt = realtimeHttpHandler(realtime, runtime);
   const blob = blobHandler(runtime, auth, services.blobs, services.tus);
+  const fn = functionHandler(manifest, logger, auth, invokeFunction, services.logs);
   return {
     manifest,
     runtime,
     invokeFunction,
     hasPublicDir,
     handle: (req, res) => {
-      if (!rt(req, res) && !blob(req, res) && !data(req, res)) app(req, res);
+      if (!rt(req, res) && !blob(req, res) && !data(req, res) && !fn(req, res)) app(req, res);
     },
   };
 }

@@ -47,7 +47,17 @@ export interface WorkerSettings {
   maxOutputBytes: number;
 }
 
-export type ToWorker = { type: 'run'; id: number; job: FunctionJob } | ({ type: 'api-reply'; call: number } & ({ reply: ApiReply } | { error: string }));
+/**
+ * The parts of a job that are the same object for every call of an app version (`secrets`, `readable`,
+ * `writable`): the pool sends each to a thread only when it differs from what that thread last got
+ * (at its first call, and after `svc dev` swapped the app), and the thread keeps them.
+ */
+export const KEPT_PARTS = ['secrets', 'readable', 'writable'] as const;
+
+/** A job as sent: a kept part that the thread already holds is left out. */
+export type WireJob = Omit<FunctionJob, (typeof KEPT_PARTS)[number]> & Partial<Pick<FunctionJob, (typeof KEPT_PARTS)[number]>>;
+
+export type ToWorker = { type: 'run'; id: number; job: WireJob } | ({ type: 'api-reply'; call: number } & ({ reply: ApiReply } | { error: string }));
 
 export type FromWorker =
   | { type: 'api'; id: number; call: number; request: ApiRequest }

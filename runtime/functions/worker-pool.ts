@@ -19,7 +19,16 @@ import { Worker } from 'node:worker_threads';
 import { HttpError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { AgentRequest, ApiReply, ApiRequest, RealtimeRequest } from './call-api.js';
-import { MEMORY_REPORT_MS, type FromWorker, type FunctionJob, type FunctionOutcome, type ToWorker, type WorkerSettings } from './protocol.js';
+import {
+  KEPT_PARTS,
+  MEMORY_REPORT_MS,
+  type FromWorker,
+  type FunctionJob,
+  type FunctionOutcome,
+  type ToWorker,
+  type WireJob,
+  type WorkerSettings,
+} from './protocol.js';
 
 export interface WorkerPoolOptions {
   /** Idle threads kept booted and waiting. Default 2. */
@@ -70,6 +79,8 @@ interface Thread {
   invocation?: Invocation;
   lastReport: number;
   idleSince: number;
+  /** The kept parts (`KEPT_PARTS`) this thread holds: the objects last sent to it. */
+  kept: Partial<Pick<FunctionJob, (typeof KEPT_PARTS)[number]>>;
 }
 
 const WORKER_URL = new URL('./worker.js', import.meta.url);
@@ -187,21 +198,34 @@ export class WorkerPool {
       thread.invocation = inv;
       thread.lastReport = Date.now();
       thread.worker.ref();
-      const version = this.versions.get(inv.job.modulePath);
-      this.post(thread, { type: 'run', id: inv.id, job: version ? { ...inv.job, moduleVersion: version } : inv.job });
+      this.post(thread, { type: 'run', id: inv.id, job: this.wireJob(thread, inv.job) });
       this.watchMemory();
     }
     this.refill();
   }
 
+  /** The job as sent to `thread`: the module version of `refresh`, and only the kept parts it lacks. */
+  private wireJob(thread: Thread, job: FunctionJob): WireJob {
+    const version = this.versions.get(job.modulePath);
+    const wire: WireJob = { modulePath: job.modulePath, req: job.req, me: job.me, api: job.api, allowFetch: job.allowFetch };
+    if (version) wire.moduleVersion = version;
+    for (const part of KEPT_PARTS) {
+      if (thread.kept[part] === job[part]) continue;
+      (wire as Record<string, unknown>)[part] = job[part];
+      (thread.kept as Record<string, unknown>)[part] = job[part];
+    }
+    return wire;
+  }
+
   private refill(): void {
-    const idle = () => this.threads.filter((t) => !t.invocation).length;
-    while (!this.closed && idle() < this.spareThreads && this.threads.length < this.maxThreads) this.spawn();
+    let idle = 0;
+    for (const t of this.threads) if (!t.invocation) idle += 1;
+    for (; !this.closed && idle < this.spareThreads && this.threads.length < this.maxThreads; idle += 1) this.spawn();
   }
 
   private spawn(): Thread {
     const worker = new Worker(WORKER_URL, { workerData: this.settings, resourceLimits: { maxOldGenerationSizeMb: this.maxMemoryMb } });
-    const thread: Thread = { worker, generation: this.generation, lastReport: Date.now(), idleSince: Date.now() };
+    const thread: Thread = { worker, generation: this.generation, lastReport: Date.now(), idleSince: Date.now(), kept: {} };
     this.threads.push(thread);
     // An idle thread must not keep the process alive.
     worker.unref();

@@ -11,12 +11,11 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
 import { getHeapStatistics } from 'node:v8';
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { ErrorDetail } from '../errors.js';
 import type { AgentRequest, ApiReply, ApiRequest, RealtimeRequest } from './call-api.js';
 import { agentClient, collectionClient, FunctionApiError, FunctionUsageError, realtimeClient } from './collection-client.js';
 import type { FunctionContext, FunctionResponse } from './context.js';
-import { MEMORY_REPORT_MS, type FromWorker, type FunctionJob, type FunctionOutcome, type ToWorker, type WorkerSettings } from './protocol.js';
+import { MEMORY_REPORT_MS, type FromWorker, type FunctionJob, type FunctionOutcome, type ToWorker, type WireJob, type WorkerSettings } from './protocol.js';
 
 const port = parentPort!;
 const settings = workerData as WorkerSettings;
@@ -27,6 +26,14 @@ let current = -1;
 let outputBytes = 0;
 const pending = new Map<number, { ok: (r: ApiReply) => void; fail: (e: Error) => void }>();
 let calls = 0;
+/** The kept parts of jobs (see `KEPT_PARTS`), as last sent by the server. */
+let secrets: Record<string, string> = {};
+let readable: string[] = [];
+let writable: string[] = [];
+/** Imported modules by URL: a warm thread resolves each module once, not per call. */
+const modules = new Map<string, { default?: unknown; __svc_script?: unknown }>();
+/** Reports memory every `MEMORY_REPORT_MS` while calls run; stops at the first tick between calls. */
+let reporter: NodeJS.Timeout | undefined;
 
 process.setSourceMapsEnabled(true);
 for (const name of ['exit', 'kill', 'abort'] as const) {
@@ -66,7 +73,15 @@ function forward(stream: 'stdout' | 'stderr', text: string): void {
 
 port.on('message', (message: ToWorker) => {
   if (message.type === 'run') {
-    void invoke(message.id, message.job);
+    const wire: WireJob = message.job;
+    secrets = wire.secrets ?? secrets;
+    readable = wire.readable ?? readable;
+    writable = wire.writable ?? writable;
+    // Each call gets its own copy of the secrets: what code does to it does not reach the next call.
+    wire.secrets = { ...secrets };
+    wire.readable = readable;
+    wire.writable = writable;
+    void invoke(message.id, wire as FunctionJob);
   } else {
     const waiter = pending.get(message.call);
     pending.delete(message.call);
@@ -88,14 +103,34 @@ function memoryBytes(): number {
   return h.used_heap_size + h.external_memory;
 }
 
+function report(): void {
+  if (current !== -1) {
+    post({ type: 'memory', bytes: memoryBytes() });
+    return;
+  }
+  clearInterval(reporter);
+  reporter = undefined;
+}
+
+/** The module of a job, imported once per URL (a recompiled module has a new `?v=` URL). */
+async function load(job: FunctionJob): Promise<{ default?: unknown; __svc_script?: unknown }> {
+  const key = `${job.modulePath}\0${job.moduleVersion ?? 0}`;
+  let mod = modules.get(key);
+  if (!mod) {
+    const url = pathToFileURL(job.modulePath).href + (job.moduleVersion ? `?v=${job.moduleVersion}` : '');
+    mod = (await import(url)) as { default?: unknown; __svc_script?: unknown };
+    modules.set(key, mod);
+  }
+  return mod;
+}
+
 async function invoke(id: number, job: FunctionJob): Promise<void> {
   current = id;
   outputBytes = 0;
-  const reporter = setInterval(() => post({ type: 'memory', bytes: memoryBytes() }), MEMORY_REPORT_MS);
+  reporter ??= setInterval(report, MEMORY_REPORT_MS).unref();
   const outcome = await run(id, job);
-  clearInterval(reporter);
   // Let work started by the code settle one turn, then see whether any of it is still running.
-  await nextTurn();
+  await new Promise((turned) => setImmediate(turned));
   const clean = pending.size === 0 && process.getActiveResourcesInfo().every((r) => r === 'MessagePort' || r === 'CloseReq');
   current = -1;
   post({ type: 'done', id, outcome, clean, bytes: memoryBytes() });
@@ -138,9 +173,9 @@ async function run(id: number, job: FunctionJob): Promise<FunctionOutcome> {
     };
     // Globals too, as the default-export form may read them (only ctx counts there, SPEC §4.8 rule 4), and a
     // bare `res = …` at its top level must not throw. One call at a time per thread keeps them apart.
-    Object.assign(globalThis, { ...ctx, res: {} });
-    const url = pathToFileURL(job.modulePath).href + (job.moduleVersion ? `?v=${job.moduleVersion}` : '');
-    const mod = (await import(url)) as { default?: unknown; __svc_script?: unknown };
+    Object.assign(globalThis, ctx);
+    (globalThis as { res?: unknown }).res = {};
+    const mod = await load(job);
     const script = mod.__svc_script ?? (mod.default as { __svc_script?: unknown } | undefined)?.__svc_script;
     if (typeof mod.default === 'function') {
       const returned: unknown = await (mod.default as (c: FunctionContext) => unknown)(ctx);

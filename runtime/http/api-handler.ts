@@ -2,8 +2,9 @@
  * @module The HTTP adapter of the data routes, on plain `node:http` (no framework on the hot path):
  * `/api/{collection|view|query}[/{id}]` is routed by a map lookup over the manifest's resources, the
  * caller is authenticated by the framework-free auth core, the body is read only after the operation
- * has admitted the caller, and the answer or the DESIGN §4 error body is written here. Every other
- * path is left to the Express application (auth endpoints, `/login`, functions, `_log`, `_openapi`).
+ * has admitted the caller, and the answer or the DESIGN §4 error body is written here. Functions are
+ * served beside it by `function-handler.ts`; every other path is left to the Express application
+ * (auth endpoints, `/login`, other spellings of function paths, `_log`, `_openapi`).
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';

@@ -1,18 +1,18 @@
 /**
- * @module The Express 5 application of everything under `/api` but the data routes (which
- * `api-handler.ts` serves first, without a framework): JSON body parsing, request ids and logs,
+ * @module The Express 5 application of everything under `/api` but the data routes and the canonical
+ * function paths (which `api-handler.ts` and `function-handler.ts` serve first, without a framework;
+ * the function routes here serve the other spellings, with the same answers): JSON body parsing, request ids and logs,
  * authentication, the auth endpoints and `/login`, the client log, `_openapi`, functions, the
  * unknown-route handler and the one error middleware that writes the DESIGN §4 body. Stack traces
  * never leave the server.
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { AppManifest } from '../manifest.js';
-import { MAX_BODY_BYTES } from '../contract/limits.js';
 import { answerError, HttpError } from '../errors.js';
 import type { Database } from '../data/database.js';
 import type { Logger } from '../log.js';
 import { trackRequest } from './api-handler.js';
-import { captureRawBody, functionRouter, type FunctionInvoker, type FunctionRoutesOptions } from './function-routes.js';
+import { captureRawBody, functionJsonBody, functionRouter, type FunctionInvoker, type FunctionRoutesOptions } from './function-routes.js';
 import type { AuthService } from '../auth/auth-service.js';
 import { authenticate, authRouter, loginRouter, oauthErrors, tokenRouter } from './auth-routes.js';
 import { clientLogRouter } from './client-log-routes.js';
@@ -101,7 +101,7 @@ export function createApp(options: AppOptions): express.Express {
   api.use(authenticate(options.auth));
   api.use(['/_auth', '/_token', '/_refresh', '/_logout', '/_me', ...ACCOUNT_PATHS], json(AUTH_BODY_BYTES));
   api.use('/_log', json(LOG_BODY_BYTES));
-  api.use(['/_invoke', ...manifest.functions.filter((f) => f.enabled && f.functionTypeId === 1).map((f) => `/${f.name}`)], json(MAX_BODY_BYTES));
+  api.use(['/_invoke', ...manifest.functions.filter((f) => f.enabled && f.functionTypeId === 1).map((f) => `/${f.name}`)], functionJsonBody);
   api.use(accountRouter(options.auth), authRouter(options.auth), tokenRouter(options.auth), clientLogRouter(options.db, logger, manifest, options.logs));
   if (options.credits) api.use('/_agent', json(AUTH_BODY_BYTES), creditsRouter(options.credits));
   // Admins only: refused before any body is parsed.

@@ -4,10 +4,13 @@
  * the context built from the request, the run on a warm worker thread with time and memory limits, the
  * code's `get`/`post`/`patch` answered through `callApi`, its output streamed to the log, and the answer.
  * Type 1 is served at `/api/<name>` (GET, POST) and `/api/_invoke/<name>` (GET, POST); type 2 only at
- * `/api/_invoke/<name>` (GET, POST, PUT, DELETE). A disabled function is not served (404).
+ * `/api/_invoke/<name>` (GET, POST, PUT, DELETE). A disabled function is not served (404). The
+ * canonical paths are served first by `function-handler.ts` on plain `node:http`, with this module's
+ * invoker, access check and body parsers; the Express router here serves every other spelling.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import type { IncomingMessage } from 'node:http';
 import express, { Router, type Request, type RequestHandler, type Response } from 'express';
 import type { AppManifest, FunctionDefinition } from '../manifest.js';
 import { MAX_BODY_BYTES } from '../contract/limits.js';
@@ -52,13 +55,16 @@ const MAX_BODY = MAX_BODY_BYTES;
 const HTTP_METHODS = ['GET', 'POST'];
 const INVOKE_METHODS = ['GET', 'POST', 'PUT', 'DELETE'];
 const HIDDEN_HEADERS = new Set(['cookie', 'authorization', 'proxy-authorization']);
-/** Reads any non-JSON body as text (a JSON body was already read by `express.json`, which kept the bytes). */
-const readOtherBody = express.text({ type: () => true, limit: MAX_BODY });
+/** Reads any non-JSON body as text (a JSON body was already read by `functionJsonBody`, which kept the bytes). */
+export const functionTextBody = express.text({ type: () => true, limit: MAX_BODY });
 
 /** The `verify` hook of `express.json`: keeps the raw bytes so functions get `req.bodyRaw`. */
 export function captureRawBody(req: RawBodyRequest, _res: unknown, buf: Buffer): void {
   req.rawBody = buf;
 }
+
+/** The JSON body parser of the function routes (10 MiB, raw bytes kept), in Express and in `function-handler.ts`. */
+export const functionJsonBody = express.json({ limit: MAX_BODY, type: ['application/json', 'application/*+json'], verify: captureRawBody });
 
 /** `SVC_SECRET_<NAME>=value` environment variables as `{ NAME: value }` (DESIGN §3). */
 export function secretsFromEnv(env: NodeJS.ProcessEnv): Record<string, string> {
@@ -193,7 +199,7 @@ export function functionRouter(options: FunctionRoutesOptions, invoke: FunctionI
       const f = options.manifest.functions.find((x) => x.name === name && x.enabled);
       if (!f) throw new HttpError('NOT_FOUND', `no function is named ${JSON.stringify(name)}`);
       checkFunctionAccess(f, req.method, callerOf(res));
-      if (!req.rawBody) await new Promise<void>((ok, fail) => readOtherBody(req, res, (err?: unknown) => (err ? fail(err) : ok())));
+      if (!req.rawBody) await new Promise<void>((ok, fail) => functionTextBody(req, res, (err?: unknown) => (err ? fail(err) : ok())));
       const isJson = req.rawBody !== undefined;
       const answer = await invoke(name, {
         method: req.method,
@@ -214,7 +220,8 @@ export function functionRouter(options: FunctionRoutesOptions, invoke: FunctionI
   return router;
 }
 
-function visibleHeaders(req: Request): Record<string, string | string[]> {
+/** The request headers function code sees (`req.headers`): all but cookies and credentials. */
+export function visibleHeaders(req: IncomingMessage): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HIDDEN_HEADERS.has(k)) out[k] = v;
   return out;
