@@ -47,7 +47,7 @@ export function value(r: Prng, maxBytes: number, depth = 0): unknown {
       return Object.fromEntries(Array.from({ length: r.int(5) }, () => [r.string(r.int(8)), value(r, maxBytes, depth + 1)]));
     default: {
       // Nesting deeper than any recursion can follow, within the frame limit.
-      const n = r.pick([63, 64, 65, 1000, Math.floor(maxBytes / 2) - 100]);
+      const n = r.pick([63, 64, 65, 1000, Math.max(1, Math.floor(maxBytes / 2) - 100)]);
       return new RawJson(r.chance(0.5) ? '['.repeat(n) + ']'.repeat(n) : '{"a":'.repeat(n) + '1' + '}'.repeat(n));
     }
   }
