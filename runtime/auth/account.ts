@@ -10,7 +10,8 @@ import type { Caller } from './caller.js';
 import { checkPassword, deleteIdentity, MIN_PASSWORD_LENGTH, setPassword } from './identities.js';
 import { deleteUserMailTokens } from './mail-tokens.js';
 import { revokeSubjectTokens } from './refresh-tokens.js';
-import { credentialFields, limitedCheck } from './sign-in.js';
+import { credentialFields } from './sign-in.js';
+import { limitedCheck } from './limited-check.js';
 
 /** The signed-in user behind `caller`, after checking `password` is theirs. */
 async function provenUser(auth: AuthService, caller: Caller, password: string, remoteAddress: string | undefined): Promise<Caller> {

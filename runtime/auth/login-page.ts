@@ -13,7 +13,7 @@ import { startSession, type AuthService } from './auth-service.js';
 import { isSameOrigin, type CredentialInput } from './authenticate.js';
 import { sessionCookies } from './cookies.js';
 import { checkPassword } from './identities.js';
-import { limitedCheck } from './sign-in.js';
+import { limitedCheck } from './limited-check.js';
 import { requireVerifiedEmail } from './email-verified.js';
 
 const BASE = 'http://svc.invalid';

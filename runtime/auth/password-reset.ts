@@ -12,7 +12,8 @@ import { inBackground, sendAccountMail } from './account-mail.js';
 import { useMailToken } from './mail-tokens.js';
 import { markEmailVerified, MIN_PASSWORD_LENGTH, normaliseEmail, setPassword, userByEmail } from './identities.js';
 import { revokeSubjectTokens } from './refresh-tokens.js';
-import { checkLockout, credentialFields } from './sign-in.js';
+import { credentialFields } from './sign-in.js';
+import { checkLockout } from './limited-check.js';
 import { countAttempt } from './signup.js';
 
 /**

@@ -2,14 +2,14 @@
  * @module What the authentication endpoints of SPEC §4.6 do, with the bodies of DESIGN §4 "Auth
  * details", free of any HTTP framework (the routes are in `runtime/http/auth-routes.ts`): `_auth`
  * (sign-in with a service account or a password), `_refresh` (renews a cookie session), `_logout`
- * (revokes refresh-token families), `_me`, `_webAppConfig`, and the failure limiter around every
- * credential check. The OAuth 2.0 `_token` grants are in `token-grant.ts`.
+ * (revokes refresh-token families), `_me` and `_webAppConfig`; every credential check runs under the
+ * failure limiter (`limited-check.ts`). The OAuth 2.0 `_token` grants are in `token-grant.ts`.
  */
 import { HttpError, type ErrorDetail } from '../errors.js';
 import type { Caller } from './caller.js';
 import { continueSession, startSession, type AuthService, type Session } from './auth-service.js';
 import { checkClientSecret, checkPassword } from './identities.js';
-import { attemptKey } from './rate-limit.js';
+import { limitedCheck } from './limited-check.js';
 import { revokeRefreshToken } from './refresh-tokens.js';
 import { requireVerifiedEmail } from './email-verified.js';
 import { signInWithIdToken } from './providers/native.js';
@@ -25,36 +25,6 @@ export function credentialFields<K extends string>(body: unknown, names: readonl
     .map((n) => ({ path: `/${n}`, message: `${n} is required (a non-empty string of at most ${MAX_FIELD} characters)` }));
   if (details.length > 0) throw new HttpError('VALIDATION_FAILED', details.map((d) => d.message).join('; '), { details });
   return Object.fromEntries(names.map((n) => [n, b[n]])) as Record<K, string>;
-}
-
-/**
- * Refuses while `subject` (`client:<id>`, `user:<name>`) is locked out from `remoteAddress`.
- * @returns the limiter key of the attempt
- * @throws HttpError RATE_LIMITED (429, with `headers['retry-after']` in seconds)
- */
-export async function checkLockout(auth: AuthService, subject: string, remoteAddress: string | undefined): Promise<string> {
-  const key = attemptKey(subject, remoteAddress);
-  const wait = await auth.limiter.retryAfterSeconds(key);
-  if (wait > 0) throw new HttpError('RATE_LIMITED', `too many failed attempts; try again in ${wait} seconds`, { headers: { 'retry-after': String(wait) } });
-  return key;
-}
-
-/**
- * Checks credentials under the failure limiter.
- * @returns the caller, or null for wrong credentials (counted as a failure)
- * @throws HttpError RATE_LIMITED (429) while the key is locked out (see `checkLockout`)
- */
-export async function limitedCheck(
-  auth: AuthService,
-  subject: string,
-  remoteAddress: string | undefined,
-  check: () => Promise<Caller | null>,
-): Promise<Caller | null> {
-  const key = await checkLockout(auth, subject, remoteAddress);
-  const caller = await check();
-  if (caller) await auth.limiter.reset(key);
-  else await auth.limiter.fail(key);
-  return caller;
 }
 
 /**

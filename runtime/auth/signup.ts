@@ -13,7 +13,8 @@ import { useMailToken } from './mail-tokens.js';
 import { hashSecret } from './secrets.js';
 import { insertUser, markEmailVerified, normaliseEmail, userByEmail } from './identities.js';
 import { attemptKey } from './rate-limit.js';
-import { checkLockout, credentialFields } from './sign-in.js';
+import { credentialFields } from './sign-in.js';
+import { checkLockout } from './limited-check.js';
 import { first, TABLE } from './store.js';
 import { sql } from '../query/sql.js';
 

@@ -10,7 +10,7 @@ import { answerError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { continueSession, startSession, type AuthService, type TokenBody } from './auth-service.js';
 import { checkClientSecret } from './identities.js';
-import { checkLockout, limitedCheck } from './sign-in.js';
+import { checkLockout, limitedCheck } from './limited-check.js';
 
 /** An RFC 6749 §5.2 error. */
 export class OAuthError extends Error {

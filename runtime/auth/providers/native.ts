@@ -8,7 +8,7 @@
 import { HttpError } from '../../errors.js';
 import { startSession, type AuthService, type Session } from '../auth-service.js';
 import type { Caller } from '../caller.js';
-import { limitedCheck } from '../sign-in.js';
+import { limitedCheck } from '../limited-check.js';
 import { userForIdentity } from './link.js';
 import { signedInUser } from '../identities.js';
 import { ProviderError } from './types.js';
