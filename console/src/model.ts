@@ -210,11 +210,11 @@ function enrich(resources: Resource[], admin: JsonSchema): void {
         base.properties,
         r.props.filter((p) => SYSTEM.has(p.name)),
       );
-      // The include key is `<Child>.<field>`, rebuilt from its parts (a redacting copy may hide `key`).
+      // The admin schema names each child relation's `include` key (DESIGN §9).
       if (Array.isArray(base.children))
         r.children = base.children
-          .filter((c: any) => typeof c?.collection === 'string' && typeof c?.field === 'string')
-          .map((c: any) => ({ key: `${c.collection}.${c.field}`, collection: c.collection, field: c.field }));
+          .filter((c: any) => typeof c?.key === 'string' && typeof c?.collection === 'string' && typeof c?.field === 'string')
+          .map((c: any) => ({ key: c.key, collection: c.collection, field: c.field }));
       r.search = base.search === true;
     }
   }
