@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
+import fc from 'fast-check';
 import { backends, type Backend } from '../support/backends.js';
 import { prepareApp, ROOT, runCli, serve, type PreparedApp, type TestServer } from '../support/cli.js';
 import { adminIdentity, serviceAccountToken, userIdentity, userToken, type Identity } from '../support/auth.js';
@@ -149,6 +150,22 @@ function adminIdentitiesSuite(backend: Backend): void {
       expect(missing.json.code).toBe('NOT_FOUND');
       expect((await get(`/_admin/identities/${plain.id}`, plain)).status).toBe(403);
       expect((await get(`/_admin/identities/${plain.id}`, null)).status).toBe(401);
+      // Malformed ids (NUL, very long, odd encodings, SQL and LIKE characters): 4xx, never a crash.
+      await fc.assert(
+        fc.asyncProperty(
+          fc.oneof(
+            fc.string({ minLength: 1, maxLength: 300 }).filter((x) => !/^\.{1,2}$/.test(x)),
+            fc.constantFrom('%00', '%', '%25', "'; --", '\\', '_%', 'x'.repeat(5000)),
+          ),
+          async (given) => {
+            const path = /^%/.test(given) || given.includes("'") ? given : encodeURIComponent(given);
+            const r = await get(`/_admin/identities/${path}`, admin);
+            expect(r.status, given).toBeGreaterThanOrEqual(400);
+            expect(r.status, given).toBeLessThan(500);
+          },
+        ),
+        { numRuns: 60 },
+      );
     });
 
     it('creates, changes and deletes users with the effect of the CLI commands', async () => {
