@@ -1,4 +1,4 @@
-/** Small pieces shared by the pages: a loading hook, JSON shown as text, and the "not on this server" note. */
+/** Small pieces shared by the pages: a loading hook, JSON shown as text, a failed call's note, and tables. */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { call, type Answer } from './api';
 
@@ -35,14 +35,12 @@ export function Json({ value, id }: { value: unknown; id?: string }) {
   );
 }
 
-/** What a page shows when its admin endpoint is missing (404) or failed. */
+/** What a page shows when one of its calls failed: the endpoint, the status and the server's message. */
 export function Unavailable({ path, answer }: { path: string; answer: Answer<unknown> }) {
   const body = answer.body as { error?: string } | null;
   return (
-    <p class={answer.status === 404 ? 'muted pad' : 'error pad'} data-unavailable={path}>
-      {answer.status === 404
-        ? `This server does not offer ${path} (the admin endpoints of DESIGN §9 are not on it).`
-        : `${path} answered ${answer.status}: ${body?.error ?? ''}`}
+    <p class="error pad" data-unavailable={path}>
+      {`${path} answered ${answer.status}: ${body?.error ?? ''}`}
     </p>
   );
 }
