@@ -21,22 +21,19 @@ type Who =
   { state: 'checking' } | { state: 'signedOut' } | { state: 'notAdmin'; name: string } | { state: 'admin'; name: string } | { state: 'failed'; error: string };
 
 /**
- * Who is signed in: `/api/_me` (401 → nobody), then a call only admins pass: `GET /api/_admin/status`
- * (DESIGN §9), or on a server without the admin endpoints (404) `GET /api/_agent/credits`.
+ * Who is signed in: `/api/_me` (401 → nobody), then `GET /api/_admin/status`, which only admins pass
+ * (DESIGN §9: 403 for everyone else).
  */
 async function whoIsHere(): Promise<Who> {
   const me = await call<{ username?: string; id?: string }>('GET', '/_me');
   if (me.status === 401) return { state: 'signedOut' };
   if (me.status !== 200) return { state: 'failed', error: `GET /api/_me answered ${me.status}` };
   const name = me.body.username ?? me.body.id ?? '';
-  for (const probe of ['/_admin/status', '/_agent/credits']) {
-    const r = await call('GET', probe);
-    if (r.status === 200) return { state: 'admin', name };
-    if (r.status === 403) return { state: 'notAdmin', name };
-    if (r.status === 401) return { state: 'signedOut' };
-  }
-  // Neither admin-only endpoint exists here, so nothing confirms an admin: the safe answer.
-  return { state: 'notAdmin', name };
+  const status = await call('GET', '/_admin/status');
+  if (status.status === 200) return { state: 'admin', name };
+  if (status.status === 401) return { state: 'signedOut' };
+  if (status.status === 403) return { state: 'notAdmin', name };
+  return { state: 'failed', error: `GET /api/_admin/status answered ${status.status}` };
 }
 
 async function signOut(): Promise<void> {

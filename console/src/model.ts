@@ -1,9 +1,8 @@
 /**
  * What the console knows of the app: its collections, views, queries, external collections and
- * functions, read from `GET /api/_openapi` and, when the server has it, `GET /api/_admin/schema`
- * (DESIGN §9: the manifest without secret values), which adds lookup targets, child relations and
- * the definitions themselves. Without the admin schema, a lookup's target is the collection named
- * like the property (`customer` → `Customer`) and child relations follow from those lookups.
+ * functions, read from `GET /api/_openapi` and `GET /api/_admin/schema` (DESIGN §9: the manifest
+ * without secret values), which gives lookup targets, child relations (with their `include` keys)
+ * and the definitions themselves.
  */
 import { call } from './api';
 
@@ -65,8 +64,8 @@ export interface Model {
   resources: Resource[];
   functions: FunctionDef[];
   openapi: JsonSchema;
-  /** The admin schema (manifest as the console shows it), when `/api/_admin/schema` answered. */
-  admin?: JsonSchema;
+  /** The admin schema (the manifest as the console shows it). */
+  admin: JsonSchema;
 }
 
 const SYSTEM = new Set(['id', 'createdAt', 'updatedAt', 'createdBy']);
@@ -131,15 +130,14 @@ function fromManifestProps(list: any[], system: Prop[]): Prop[] {
 /** The thumbnail size the row panel asks for: the app's first `storage.thumbnails` entry when the admin schema says, else the default `100x100`. */
 export let thumbSize = '100x100';
 
-/** Reads the model from the server. Never throws for a missing admin schema (404, 403). */
+/** Reads the model from the server. @throws Error when either document cannot be read */
 export async function loadModel(): Promise<Model> {
   const [openapi, adminAnswer] = await Promise.all([call<JsonSchema>('GET', '/_openapi'), call<JsonSchema>('GET', '/_admin/schema')]);
   if (openapi.status !== 200) throw new Error(`GET /api/_openapi answered ${openapi.status}`);
+  if (adminAnswer.status !== 200 || !adminAnswer.body || typeof adminAnswer.body !== 'object')
+    throw new Error(`GET /api/_admin/schema answered ${adminAnswer.status}`);
   const doc = openapi.body;
-  const admin =
-    adminAnswer.status === 200 && adminAnswer.body && typeof adminAnswer.body === 'object'
-      ? ((adminAnswer.body as any).manifest ?? adminAnswer.body)
-      : undefined;
+  const admin = adminAnswer.body;
   const paths: Record<string, JsonSchema> = doc.paths ?? {};
   const listed = Object.keys(paths)
     .filter((p) => /^\/[^_/{][^/]*$/.test(p) && paths[p].get?.operationId === `list${p.slice(1)}`)
@@ -166,12 +164,8 @@ export async function loadModel(): Promise<Model> {
       writable: kind === 'collection' || kind === 'view',
     };
   });
-  // Children from lookups (fallback; the admin schema below replaces them).
-  for (const r of resources.filter((x) => x.kind === 'collection'))
-    for (const p of r.props.filter((x) => x.type === 'lookup' && x.target))
-      resources.find((x) => x.name === p.target && x.kind === 'collection')?.children.push({ key: `${r.name}.${p.name}`, collection: r.name, field: p.name });
-  if (admin) enrich(resources, admin);
-  const sizes = admin?.settings?.storage?.thumbnails;
+  enrich(resources, admin);
+  const sizes = admin.settings?.storage?.thumbnails;
   if (Array.isArray(sizes) && typeof sizes[0] === 'string') thumbSize = sizes[0];
   const functions: FunctionDef[] = Object.keys(paths)
     .filter((p) => p.startsWith('/_invoke/'))
@@ -190,7 +184,7 @@ export async function loadModel(): Promise<Model> {
           body: deref(doc, op.requestBody?.content?.['application/json']?.schema),
         };
       });
-      const definition = (admin?.functions ?? []).find((f: any) => f.name === name);
+      const definition = (admin.functions ?? []).find((f: any) => f.name === name);
       return { name, description: definition?.description ?? operations[0]?.summary, operations, definition };
     });
   return { resources, functions, openapi: doc, admin };
@@ -210,11 +204,11 @@ function enrich(resources: Resource[], admin: JsonSchema): void {
         base.properties,
         r.props.filter((p) => SYSTEM.has(p.name)),
       );
-      // The include key is `<Child>.<field>`, rebuilt from its parts (a redacting copy may hide `key`).
+      // The admin schema names each child relation's `include` key (DESIGN §9).
       if (Array.isArray(base.children))
         r.children = base.children
-          .filter((c: any) => typeof c?.collection === 'string' && typeof c?.field === 'string')
-          .map((c: any) => ({ key: `${c.collection}.${c.field}`, collection: c.collection, field: c.field }));
+          .filter((c: any) => typeof c?.key === 'string' && typeof c?.collection === 'string' && typeof c?.field === 'string')
+          .map((c: any) => ({ key: c.key, collection: c.collection, field: c.field }));
       r.search = base.search === true;
     }
   }

@@ -51,6 +51,21 @@ const SCHEMAS: Record<string, SchemaObject> = {
       email: nullable('string', 'Users only'),
       clientId: str('Service accounts only'),
       clientSecret: str('Only in the answer to creating a service account: shown once'),
+      providers: {
+        type: 'array',
+        description: 'Users only: the identity providers linked to the user (DESIGN §11), oldest first',
+        items: ref('svc.AdminProviderLink'),
+      },
+    },
+  },
+  'svc.AdminProviderLink': {
+    type: 'object',
+    required: ['provider', 'subject', 'email', 'createdAt'],
+    properties: {
+      provider: str("The provider's name in svc.json auth.providers (google, github, or an OpenID Connect provider)"),
+      subject: str("The user's id at the provider"),
+      email: nullable('string', 'The address the provider gave when the link was made'),
+      createdAt: str('When the link was made (ISO 8601)', { format: 'date-time' }),
     },
   },
   'svc.AdminIdentityCreate': {
@@ -167,6 +182,13 @@ export function adminOpenApi(builder: OpenApiBuilder): void {
     }),
   });
   builder.addPath('/_admin/identities/{id}', {
+    get: op(
+      'svc_adminGetIdentity',
+      "One user or service account, with a user's linked providers",
+      'svc.AdminIdentity',
+      { parameters: [id] },
+      [400, 401, 403, 404],
+    ),
     patch: op(
       'svc_adminChangeIdentity',
       'Disables or enables, sets roles, admin or a password; in effect within 5 s everywhere',

@@ -9,11 +9,15 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import fc from 'fast-check';
 import { backends, type Backend } from '../support/backends.js';
 import { prepareApp, ROOT, runCli, serve, type PreparedApp, type TestServer } from '../support/cli.js';
 import { adminIdentity, serviceAccountToken, userIdentity, userToken, type Identity } from '../support/auth.js';
 import { call } from '../support/scenario.js';
 import { waitFor } from '../support/wait.js';
+import { openDatabase } from '../../dist/runtime/data/database.js';
+import { ident, sql } from '../../dist/runtime/query/sql.js';
 
 const WITHIN_MS = 5000;
 
@@ -114,6 +118,54 @@ function adminIdentitiesSuite(backend: Backend): void {
       const bad = await get('/_admin/identities?pageToken=nonsense', admin);
       expect(bad.status).toBe(400);
       expect(bad.json.details[0].path).toBe('/pageToken');
+    });
+
+    it("shows a user's linked identity providers in the list and at GET /_admin/identities/{id}; 404 for an unknown id", async () => {
+      // Links as a provider sign-in writes them (runtime/auth/providers/link.ts), two for one user.
+      const db = await openDatabase(backend, app.env.DATABASE_URL!);
+      const linked = [
+        { provider: 'github', subject: '4242', email: 'plain@users.noreply.github.com', createdAt: new Date('2026-01-02T03:04:05.000Z') },
+        { provider: 'google', subject: 'g-1', email: null, createdAt: new Date('2026-02-03T04:05:06.000Z') },
+      ];
+      try {
+        for (const l of linked)
+          await db.query(
+            sql`INSERT INTO ${ident('_svc_user_providers')} ("id", "userId", "provider", "subject", "email", "createdAt") VALUES (${randomUUID()}, ${plain.id}, ${l.provider}, ${l.subject}, ${l.email}, ${l.createdAt})`,
+          );
+      } finally {
+        await db.close();
+      }
+      const expected = linked.map((l) => ({ ...l, createdAt: l.createdAt.toISOString() }));
+      const one = await get(`/_admin/identities/${plain.id}`, admin);
+      expect(one.status).toBe(200);
+      expect(one.json).toMatchObject({ id: plain.id, kind: 'user', name: 'plain', providers: expected });
+      const listed = (await get('/_admin/identities?pageSize=1000', admin)).json.data;
+      expect(listed.find((i: { id: string }) => i.id === plain.id).providers).toEqual(expected);
+      for (const i of listed) expect(i.kind === 'user' ? Array.isArray(i.providers) : i.providers === undefined, i.name).toBe(true);
+      const sa = await get(`/_admin/identities/${admin.id}`, admin);
+      expect(sa.json).toMatchObject({ kind: 'serviceAccount', name: 'test-admin' });
+      expect(sa.json.providers).toBeUndefined();
+      const missing = await get(`/_admin/identities/${randomUUID()}`, admin);
+      expect(missing.status).toBe(404);
+      expect(missing.json.code).toBe('NOT_FOUND');
+      expect((await get(`/_admin/identities/${plain.id}`, plain)).status).toBe(403);
+      expect((await get(`/_admin/identities/${plain.id}`, null)).status).toBe(401);
+      // Malformed ids (NUL, very long, odd encodings, SQL and LIKE characters): 4xx, never a crash.
+      await fc.assert(
+        fc.asyncProperty(
+          fc.oneof(
+            fc.string({ minLength: 1, maxLength: 300 }).filter((x) => !/^\.{1,2}$/.test(x)),
+            fc.constantFrom('%00', '%', '%25', "'; --", '\\', '_%', 'x'.repeat(5000)),
+          ),
+          async (given) => {
+            const path = /^%/.test(given) || given.includes("'") ? given : encodeURIComponent(given);
+            const r = await get(`/_admin/identities/${path}`, admin);
+            expect(r.status, given).toBeGreaterThanOrEqual(400);
+            expect(r.status, given).toBeLessThan(500);
+          },
+        ),
+        { numRuns: 60 },
+      );
     });
 
     it('creates, changes and deletes users with the effect of the CLI commands', async () => {

@@ -48,7 +48,7 @@ function CreditsPanel() {
         </div>
         <div class="prop">
           <dt>This month</dt>
-          <dd>{String(c.monthUsed)}</dd>
+          <dd id="credits-month">{String(c.monthUsed)}</dd>
         </div>
         <div class="prop">
           <dt>Monthly cap</dt>
@@ -69,8 +69,8 @@ function CreditsPanel() {
         </button>
         {c.mode === 'self-serve' && (
           <>
-            <input placeholder="top-up credits" value={topUp} onInput={(e) => setTopUp(e.currentTarget.value)} />
-            <button type="button" onClick={() => change({ addBalance: Number(topUp) })}>
+            <input id="topup-input" placeholder="top-up credits" value={topUp} onInput={(e) => setTopUp(e.currentTarget.value)} />
+            <button type="button" id="topup" onClick={() => change({ addBalance: Number(topUp) })}>
               Top up
             </button>
           </>
@@ -92,7 +92,21 @@ interface Thread {
   turns?: { seq: number; userText: string; status: string; error: string | null; credits: number; createdAt: string; items: unknown[] }[];
 }
 
-/** A thread's transcript: each turn with the user's text, its status, error and credits, and its items (messages, tool and MCP calls). */
+type Item = Record<string, unknown> & { type?: string };
+
+/** One `history` item of a turn as a line of text: messages, tool and MCP calls, errors. */
+function itemText(item: Item): string {
+  const name = item.name ?? item.tool ?? item.server;
+  if (typeof item.type === 'string' && item.type.startsWith('tool')) return `${item.type}${name ? ` ${String(name)}` : ''}`;
+  if (typeof item.text === 'string') return `${item.type ?? 'text'}: ${item.text}`;
+  if (typeof item.message === 'string') return `${item.type ?? 'message'}: ${item.message}`;
+  return `${item.type ?? 'item'}${name ? ` ${String(name)}` : ''}`;
+}
+
+/**
+ * A thread's transcript: each turn with the user's text, its status, error and credits, and its items
+ * (messages, tool and MCP calls), one line each, with every item as JSON below.
+ */
 function Transcript({ thread }: { thread: Thread }) {
   return (
     <section id="transcript">
@@ -100,11 +114,24 @@ function Transcript({ thread }: { thread: Thread }) {
         Thread {thread.id} <small class="muted">{String(thread.credits ?? 0)} credits</small>
       </h4>
       {(thread.turns ?? []).map((t) => (
-        <details class="turn" open>
+        <details class="turn" open data-seq={t.seq}>
           <summary>
-            #{t.seq} {t.userText} — {t.status}, {t.credits} credits{t.error ? ` — error: ${t.error}` : ''}
+            #{t.seq} {t.userText} — {t.status}, <span data-turn-credits>{t.credits}</span> credits{t.error ? ` — error: ${t.error}` : ''}
           </summary>
-          <Json value={t.items} />
+          <ul class="items">
+            {(t.items as Item[]).map((item) => (
+              <li
+                data-item={String(item.type ?? '')}
+                data-tool={typeof item.name === 'string' && String(item.type ?? '').startsWith('tool') ? item.name : undefined}
+              >
+                {itemText(item)}
+              </li>
+            ))}
+          </ul>
+          <details>
+            <summary>Items as JSON</summary>
+            <Json value={t.items} />
+          </details>
         </details>
       ))}
     </section>
@@ -132,7 +159,12 @@ export function AgentPage() {
       <CreditsPanel />
       {usageSeries && usageSeries.times.length > 0 && <Chart times={usageSeries.times} series={usageSeries.series} id="usage-chart" />}
       <h3>Running sessions</h3>
-      {sessions && (sessions.status === 200 ? <Table rows={sessions.body.data ?? []} /> : <Unavailable path="/api/_admin/agent/sessions" answer={sessions} />)}
+      {sessions &&
+        (sessions.status === 200 ? (
+          <Table id="agent-sessions" rows={sessions.body.data ?? []} />
+        ) : (
+          <Unavailable path="/api/_admin/agent/sessions" answer={sessions} />
+        ))}
       <h3>Threads</h3>
       <form
         class="toolbar"
@@ -141,12 +173,14 @@ export function AgentPage() {
           setAppliedIdentity(identity);
         }}
       >
-        <input placeholder="identity id" value={identity} onInput={(e) => setIdentity(e.currentTarget.value)} />
-        <button type="submit">Show threads</button>
+        <input id="threads-identity" placeholder="identity id" value={identity} onInput={(e) => setIdentity(e.currentTarget.value)} />
+        <button type="submit" id="show-threads">
+          Show threads
+        </button>
       </form>
       {threads &&
         (threads.status === 200 ? (
-          <Table rows={threads.body.data ?? []} onRow={(t) => setThread(String(t.id))} />
+          <Table id="threads" rows={threads.body.data ?? []} onRow={(t) => setThread(String(t.id))} rowKey={(t) => String(t.id)} />
         ) : (
           <Unavailable path="/api/_admin/agent/threads" answer={threads} />
         ))}

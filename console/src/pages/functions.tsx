@@ -7,7 +7,7 @@ import { useState } from 'preact/hooks';
 import { call, qs, type Answer } from '../api';
 import type { JsonSchema, Model, Operation } from '../model';
 import { href } from '../router';
-import { Json } from '../ui';
+import { Json, Table } from '../ui';
 
 function coerce(schema: JsonSchema, text: string): unknown {
   const t = Array.isArray(schema.type) ? schema.type.find((x: string) => x !== 'null') : schema.type;
@@ -63,7 +63,7 @@ function RunForm({ op }: { op: Operation }) {
   const [values, setValues] = useState<Record<string, string>>({});
   const [raw, setRaw] = useState('{}');
   const [answer, setAnswer] = useState<Answer<unknown>>();
-  const [lines, setLines] = useState<unknown>();
+  const [lines, setLines] = useState<Record<string, unknown>[]>();
   const bodyProps = Object.entries<JsonSchema>(op.body?.properties ?? {});
   const required = new Set<string>(op.body?.required ?? []);
   const ownParams = op.params.filter((p) => !/passed to the function/.test(p.description ?? ''));
@@ -88,12 +88,13 @@ function RunForm({ op }: { op: Operation }) {
     setAnswer(a);
     const reqId = a.headers.get('x-request-id');
     // Log entries reach the store up to about 1 s late: ask a few times until the call's lines are there.
-    for (let i = 0; reqId && i < 4; i++) {
+    for (let i = 0; reqId && i < 8; i++) {
       await new Promise((ok) => setTimeout(ok, 500));
       const logs = await call<{ data?: unknown[] }>('GET', `/_admin/logs${qs({ reqId, kind: 'function' })}`);
       if (logs.status !== 200) break;
-      setLines(logs.body.data ?? logs.body);
-      if ((logs.body.data ?? []).length > 0) break;
+      const found = (logs.body.data ?? []) as Record<string, unknown>[];
+      setLines(found);
+      if (found.length > 0) break;
     }
   };
   return (
@@ -129,7 +130,13 @@ function RunForm({ op }: { op: Operation }) {
           {lines !== undefined && (
             <>
               <h4>Log lines of this call</h4>
-              <Json value={lines} />
+              {lines.length === 0 ? (
+                <p class="muted" id="run-lines">
+                  none
+                </p>
+              ) : (
+                <Table id="run-lines" rows={lines} columns={['time', 'severity', 'source', 'message']} />
+              )}
             </>
           )}
         </div>

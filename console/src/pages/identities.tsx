@@ -7,7 +7,15 @@ import { useState } from 'preact/hooks';
 import { api, messageOf, qs } from '../api';
 import { Json, Table, Unavailable, useGet } from '../ui';
 
-type Identity = Record<string, unknown> & { id: string; kind?: string; name?: string; roles?: string[]; admin?: boolean; disabled?: boolean };
+type Identity = Record<string, unknown> & {
+  id: string;
+  kind?: string;
+  name?: string;
+  roles?: string[];
+  admin?: boolean;
+  disabled?: boolean;
+  providers?: Record<string, unknown>[];
+};
 
 function IdentityPanel({ identity, onChanged }: { identity: Identity; onChanged: () => void }) {
   const [roles, setRoles] = useState((identity.roles ?? []).join(','));
@@ -31,12 +39,24 @@ function IdentityPanel({ identity, onChanged }: { identity: Identity; onChanged:
       <h3>
         {identity.name} <small class="muted">{identity.kind}</small>
       </h3>
-      <Json value={identity} />
+      <Json value={{ ...identity, providers: undefined }} />
+      {identity.kind === 'user' && (
+        <>
+          <h4>Linked providers</h4>
+          {(identity.providers ?? []).length === 0 ? (
+            <p class="muted" id="identity-providers">
+              none
+            </p>
+          ) : (
+            <Table id="identity-providers" rows={identity.providers ?? []} columns={['provider', 'subject', 'email', 'createdAt']} />
+          )}
+        </>
+      )}
       <div class="actions">
         <button type="button" id="toggle-disabled" onClick={() => act(identity.disabled ? 'Enable' : 'Disable', 'PATCH', '', { disabled: !identity.disabled })}>
           {identity.disabled ? 'Enable' : 'Disable'}
         </button>
-        <button type="button" onClick={() => act(identity.admin ? 'Remove admin' : 'Make admin', 'PATCH', '', { admin: !identity.admin })}>
+        <button type="button" id="toggle-admin" onClick={() => act(identity.admin ? 'Remove admin' : 'Make admin', 'PATCH', '', { admin: !identity.admin })}>
           {identity.admin ? 'Remove admin' : 'Make admin'}
         </button>
       </div>
@@ -46,6 +66,7 @@ function IdentityPanel({ identity, onChanged }: { identity: Identity; onChanged:
       </label>
       <button
         type="button"
+        id="set-roles"
         onClick={() =>
           act('Set roles', 'PATCH', '', {
             roles: roles
@@ -61,9 +82,9 @@ function IdentityPanel({ identity, onChanged }: { identity: Identity; onChanged:
         <>
           <label class="field">
             <span>New password</span>
-            <input type="password" value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
+            <input type="password" id="identity-password" value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
           </label>
-          <button type="button" onClick={() => act('Reset password', 'PATCH', '', { password })}>
+          <button type="button" id="reset-password" onClick={() => act('Reset password', 'PATCH', '', { password })}>
             Reset password
           </button>
         </>
@@ -74,7 +95,7 @@ function IdentityPanel({ identity, onChanged }: { identity: Identity; onChanged:
           <table class="table" id="sessions">
             <tbody>
               {(sessions.body.data ?? []).map((s) => (
-                <tr>
+                <tr data-family={String(s.familyId ?? '')}>
                   <td>{String(s.familyId ?? '')}</td>
                   <td>{String(s.clientId ?? '')}</td>
                   <td>{String(s.lastUsedAt ?? '')}</td>
@@ -95,10 +116,14 @@ function IdentityPanel({ identity, onChanged }: { identity: Identity; onChanged:
         ) : (
           <Unavailable path={`/api${path}/sessions`} answer={sessions} />
         ))}
-      <button type="button" class="danger" onClick={() => act('Delete', 'DELETE', '')}>
+      <button type="button" class="danger" id="delete-identity" onClick={() => act('Delete', 'DELETE', '')}>
         Delete identity
       </button>
-      {message && <p class="notice">{message}</p>}
+      {message && (
+        <p class="notice" id="identity-message">
+          {message}
+        </p>
+      )}
     </section>
   );
 }
@@ -146,12 +171,18 @@ export function IdentitiesPage() {
           setApplied(search);
         }}
       >
-        <input placeholder="search users and service accounts" value={search} onInput={(e) => setSearch(e.currentTarget.value)} />
+        <input id="identity-search" placeholder="search users and service accounts" value={search} onInput={(e) => setSearch(e.currentTarget.value)} />
         <button type="submit">Search</button>
       </form>
       <div class="grid-and-panel">
         <div>
-          <Table rows={rows} columns={['name', 'kind', 'roles', 'admin', 'disabled', 'createdAt', 'lastSignInAt']} onRow={(r) => setChosen(String(r.id))} />
+          <Table
+            id="identities"
+            rows={rows.map((r) => ({ ...r, providers: (r.providers ?? []).map((p) => p.provider).join(', ') }))}
+            columns={['name', 'kind', 'roles', 'admin', 'disabled', 'providers', 'createdAt', 'lastSignInAt']}
+            onRow={(r) => setChosen(String(r.id))}
+            rowKey={(r) => String(r.id)}
+          />
           {pageToken && (
             <button type="button" onClick={() => setPageToken(undefined)}>
               First page
@@ -165,32 +196,43 @@ export function IdentitiesPage() {
         </div>
         {identity && <IdentityPanel key={identity.id} identity={identity} onChanged={() => setAgain(again + 1)} />}
       </div>
-      <form class="row-form" onSubmit={create}>
+      <form class="row-form" id="create-identity" onSubmit={create}>
         <h3>Create a user or service account</h3>
-        <select value={form.kind} onChange={(e) => setForm({ ...form, kind: e.currentTarget.value })}>
+        <select id="create-kind" value={form.kind} onChange={(e) => setForm({ ...form, kind: e.currentTarget.value })}>
           <option value="user">user</option>
           <option value="serviceAccount">service account</option>
         </select>
         <input
+          id="create-name"
           placeholder={form.kind === 'user' ? 'username' : 'name'}
           value={form.username}
           onInput={(e) => setForm({ ...form, username: e.currentTarget.value })}
         />
         {form.kind === 'user' && (
-          <input placeholder="password" type="password" value={form.password} onInput={(e) => setForm({ ...form, password: e.currentTarget.value })} />
+          <input
+            id="create-password"
+            placeholder="password"
+            type="password"
+            value={form.password}
+            onInput={(e) => setForm({ ...form, password: e.currentTarget.value })}
+          />
         )}
-        <input placeholder="roles, comma-separated" value={form.roles} onInput={(e) => setForm({ ...form, roles: e.currentTarget.value })} />
+        <input id="create-roles" placeholder="roles, comma-separated" value={form.roles} onInput={(e) => setForm({ ...form, roles: e.currentTarget.value })} />
         <label>
           <input type="checkbox" checked={form.admin} onChange={() => setForm({ ...form, admin: !form.admin })} /> admin
         </label>
         <button type="submit">Create</button>
       </form>
-      {message && <p class="notice">{message}</p>}
+      {message && (
+        <p class="notice" id="create-message">
+          {message}
+        </p>
+      )}
       {secret && (
         <div class="notice" id="new-secret">
           <p>The client secret is shown this once: copy it now.</p>
-          <Json value={secret} />
-          <button type="button" onClick={() => setSecret(undefined)}>
+          <Json value={secret} id="new-secret-value" />
+          <button type="button" id="secret-copied" onClick={() => setSecret(undefined)}>
             I have copied it
           </button>
         </div>

@@ -63,12 +63,16 @@ export function LogsPage() {
         {FIELDS.map((f) => (
           <input placeholder={f} data-log-filter={f} value={filters[f]} onInput={(e) => setFilters({ ...filters, [f]: e.currentTarget.value })} />
         ))}
-        <button type="submit">Search</button>
+        <button type="submit" id="log-search">
+          Search
+        </button>
       </form>
       {series && series.times.length > 0 && <Chart times={series.times} series={chartSeries} id="log-chart" />}
       <div class="grid-and-panel">
         <div>
           <Table
+            id="log-list"
+            rowKey={(r) => String(r.id ?? '')}
             rows={list?.body.data ?? []}
             columns={['time', 'kind', 'status', 'method', 'path', 'durationMs', 'identityId', 'reqId', 'message']}
             onRow={(r) => r.reqId && setRequest(String(r.reqId))}
@@ -82,7 +86,12 @@ export function LogsPage() {
         {request && one && (
           <section class="panel" id="log-request">
             <h3>Request {request}</h3>
-            <Table rows={one.body.data ?? []} columns={['time', 'kind', 'status', 'method', 'path', 'durationMs', 'severity', 'source', 'message']} />
+            <Table
+              id="log-request-lines"
+              rows={one.body.data ?? []}
+              rowKey={(r) => String(r.kind)}
+              columns={['time', 'kind', 'status', 'method', 'path', 'durationMs', 'severity', 'source', 'message']}
+            />
           </section>
         )}
       </div>

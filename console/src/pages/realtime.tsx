@@ -16,18 +16,28 @@ export function RealtimePage({ model }: { model: Model }) {
   const state = useGet<{ connections?: number; instances?: Record<string, unknown>[]; channels?: Record<string, unknown>[] }>('/_admin/realtime', again);
   return (
     <div class="page">
-      <h2>Real-time</h2>
+      <h2>
+        Real-time{' '}
+        <button type="button" id="rt-refresh" onClick={() => setAgain((n) => n + 1)}>
+          Refresh
+        </button>
+      </h2>
       <LiveTail model={model} />
       {state &&
         (state.status === 200 ? (
           <div id="realtime-state">
             <p>
-              <strong>{String(state.body.connections ?? 0)}</strong> connections
+              <strong id="rt-connections">{String(state.body.connections ?? 0)}</strong> connections
             </p>
-            <h3>Instances</h3>
-            <Table rows={state.body.instances ?? []} />
+            <h3>Connections per instance</h3>
+            <Table
+              id="rt-instances"
+              rows={state.body.instances ?? []}
+              columns={['instance', 'self', 'connections', 'channels', 'seenAt']}
+              rowKey={(r) => String(r.instance)}
+            />
             <h3>Channels</h3>
-            <Table rows={state.body.channels ?? []} columns={['name', 'members']} />
+            <Table id="rt-channels" rows={state.body.channels ?? []} columns={['name', 'members']} rowKey={(r) => String(r.name)} />
           </div>
         ) : (
           <Unavailable path="/api/_admin/realtime" answer={state} />

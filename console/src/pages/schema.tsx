@@ -1,6 +1,6 @@
 /**
- * Schema & API: each definition (the manifest entry from `/api/_admin/schema` when the server has it,
- * else the properties read from openapi.json) and, per endpoint of that resource in openapi.json, a
+ * Schema & API: each definition (its manifest entry from `/api/_admin/schema`, or for a resource the
+ * manifest has not, the properties read from openapi.json) and, per endpoint of that resource in openapi.json, a
  * ready-to-copy curl call and the matching call of the generated `client.ts`.
  */
 import type { JsonSchema, Model, Resource } from '../model';
@@ -131,9 +131,7 @@ export function SchemaPage({ model, route }: { model: Model; route: string[] }) 
         </section>
       </aside>
       <div class="page" id="schema-page">
-        {!resource && !fn && (
-          <p class="muted">Choose a definition. {model.admin ? '' : '(This server has no /api/_admin/schema: definitions are read from openapi.json.)'}</p>
-        )}
+        {!resource && !fn && <p class="muted">Choose a definition.</p>}
         {resource && (
           <>
             <h2>

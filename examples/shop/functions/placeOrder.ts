@@ -42,5 +42,7 @@ export default async (ctx: Ctx) => {
     ...(dueOn && { dueOn }),
     'OrderLine.order': lines,
   });
+  // Output goes to the server log and the console's log store, with this call's request id.
+  console.log(`placed order ${created.data[0]}: ${quantity} × ${sku}, total ${total}`);
   ctx.res = { status: 201, bodyJson: { order: created.data[0], total } };
 };

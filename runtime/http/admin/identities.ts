@@ -23,6 +23,7 @@ import {
   type IdentityRef,
 } from '../../auth/identities.js';
 import { revokeFamily } from '../../auth/refresh-tokens.js';
+import type { ProviderLink } from '../../auth/providers/link.js';
 import { enumParam, idParam, isKey, isOffset, pageOf, pageParams, requireAdmin, textParam } from './params.js';
 
 /** One identity as the admin endpoints show it. */
@@ -40,6 +41,8 @@ export interface AdminIdentity {
   email?: string | null;
   /** Service accounts: the client id. */
   clientId?: string;
+  /** Users: the identity providers linked to the user, oldest first (DESIGN §11). */
+  providers?: ProviderLink[];
 }
 
 const ALL = sql`SELECT "id", 'user' AS "kind", "username" AS "name", "roles", "admin", "disabledAt", "createdAt", "lastSignInAt", "email", NULL AS "clientId" FROM ${TABLE.users}
@@ -62,6 +65,31 @@ function decode(r: Raw): AdminIdentity {
   };
 }
 
+/**
+ * Adds `providers` (the rows of `_svc_user_providers`, oldest first) to every user of `identities`,
+ * in one query. Service accounts get none.
+ */
+export async function withProviders(db: Database, identities: AdminIdentity[]): Promise<AdminIdentity[]> {
+  const users = identities.filter((i) => i.kind === 'user');
+  if (users.length === 0) return identities;
+  const ids = join(
+    users.map((u) => sql`${u.id}`),
+    ', ',
+  );
+  const rows = await db.query<Raw>(
+    sql`SELECT "userId", "provider", "subject", "email", "createdAt" FROM ${TABLE.userProviders} WHERE "userId" IN (${ids}) ORDER BY "createdAt", "provider"`,
+  );
+  const byUser = new Map<string, ProviderLink[]>(users.map((u) => [u.id, []]));
+  for (const r of rows)
+    byUser.get(String(r.userId))?.push({
+      provider: String(r.provider),
+      subject: String(r.subject),
+      email: r.email === null || r.email === undefined ? null : String(r.email),
+      createdAt: toDate(r.createdAt).toISOString(),
+    });
+  return identities.map((i) => (i.kind === 'user' ? { ...i, providers: byUser.get(i.id) ?? [] } : i));
+}
+
 /** `%`, `_` and `\` of a search text, escaped for LIKE … ESCAPE '\'. */
 const likeText = (q: string) => `%${q.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
@@ -76,7 +104,7 @@ async function found(db: Database, given: unknown): Promise<AdminIdentity> {
   const checked = idParam(id);
   const identity = checked === null ? null : await identityById(db, checked);
   if (!identity) throw new HttpError('NOT_FOUND', `no user or service account has the id ${JSON.stringify(id)}`);
-  return identity;
+  return (await withProviders(db, [identity]))[0];
 }
 
 const refOf = (i: AdminIdentity): IdentityRef => ({ kind: i.kind, id: i.id });
@@ -145,7 +173,13 @@ export function identitiesRouter(db: Database, auth: AuthService): Router {
     if (page.after) where.push(sql`"id" > ${page.after}`);
     const filter = where.length > 0 ? sql`WHERE ${join(where, ' AND ')}` : raw('');
     const rows = await db.query<Raw>(sql`SELECT * FROM (${ALL}) AS "i" ${filter} ORDER BY "id" LIMIT ${page.pageSize + 1}`);
-    res.json(pageOf(rows.map(decode), page.pageSize, (i) => i.id));
+    const answer = pageOf(rows.map(decode), page.pageSize, (i) => i.id);
+    res.json({ ...answer, data: await withProviders(db, answer.data) });
+  });
+
+  router.get('/identities/:id', async (req: Request, res: Response) => {
+    requireAdmin(res);
+    res.json(await found(db, req.params.id));
   });
 
   router.post('/identities', async (req: Request, res: Response) => {

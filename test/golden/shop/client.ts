@@ -659,6 +659,18 @@ export interface Schemas {
     clientId?: string;
     /** Only in the answer to creating a service account: shown once */
     clientSecret?: string;
+    /** Users only: the identity providers linked to the user (DESIGN §11), oldest first */
+    providers?: Schemas["svc.AdminProviderLink"][];
+  };
+  "svc.AdminProviderLink": {
+    /** The provider's name in svc.json auth.providers (google, github, or an OpenID Connect provider) */
+    provider: string;
+    /** The user's id at the provider */
+    subject: string;
+    /** The address the provider gave when the link was made */
+    email: string | null;
+    /** When the link was made (ISO 8601) */
+    createdAt: string;
   };
   "svc.AdminIdentityCreate": {
     kind?: "user" | "serviceAccount";
