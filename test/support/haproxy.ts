@@ -12,6 +12,8 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { freePort } from './pg-cluster.js';
 import { waitFor } from './wait.js';
+// The one configuration, shared with bench/load-balancer.mjs and quoted in docs/deploy.md.
+import { haproxyConfig } from '../../bench/haproxy.mjs';
 
 /** Where Debian's `haproxy` package puts the binary. */
 export const DEBIAN_HAPROXY = '/usr/sbin/haproxy';
@@ -70,46 +72,6 @@ export function findHaproxy(log: (line: string) => void = (line) => process.stdo
 export interface Upstream {
   name: string;
   address: string;
-}
-
-/**
- * The configuration docs/deploy.md documents, for `bind` and the upstreams. Timeouts in the usual
- * HAProxy units. `maxconn` bounds both the frontend and the process.
- */
-export function haproxyConfig(bind: string, upstreams: Upstream[], socketPath: string, maxconn = 4000): string {
-  return `global
-  maxconn ${maxconn}
-  stats socket ${socketPath} mode 600 level admin
-
-defaults
-  mode http
-  timeout connect 2s
-  timeout client 60s
-  timeout server 60s
-  timeout http-request 10s
-  timeout http-keep-alive 10s
-  timeout queue 5s
-  # A WebSocket is a tunnel after the upgrade: svc pings every 15 s (hub) / 20 s (Web PubSub).
-  timeout tunnel 1h
-  timeout client-fin 5s
-  # A request whose connection to an instance fails (refused: the instance is gone or draining) is
-  # sent to another one; nothing is retried once it reached an instance.
-  retries 3
-  option redispatch 1
-
-frontend svc
-  bind ${bind}
-  maxconn ${maxconn}
-  option forwardfor
-  default_backend svc
-
-backend svc
-  balance roundrobin
-  option httpchk GET /api/_ready
-  http-check expect status 200
-  default-server inter 1s fastinter 500ms downinter 1s fall 2 rise 2 maxconn ${maxconn}
-${upstreams.map((u) => `  server ${u.name} ${u.address} check`).join('\n')}
-`;
 }
 
 /** A running HAProxy (its own child process, foreground), with its admin socket. */
