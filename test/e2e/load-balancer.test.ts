@@ -281,6 +281,15 @@ describe('three instances behind HAProxy', () => {
     const draining = servers[1];
     let downBeforeExit = false;
     const stopped = draining.close(); // SIGTERM
+    // Draining: not ready, still serving, each response ending its connection.
+    const ready = await waitFor(async () => {
+      const r = await fetch(`${draining.url}/_ready`);
+      return r.status === 503 && ((await r.json()) as { draining?: boolean }).draining && r;
+    }, 2000);
+    expect(ready.headers.get('connection')).toBe('close');
+    const served = await fetch(`${draining.url}/Product?pageSize=1`, { headers: alice.headers });
+    expect(served.status).toBe(200);
+    expect(served.headers.get('connection')).toBe('close');
     while (draining.child.exitCode === null) {
       if ((await proxy.serverStates()).s1 === 'DOWN' && !/server stopped/.test(draining.output())) downBeforeExit = true;
       await new Promise((r) => setTimeout(r, 50));
