@@ -4,18 +4,22 @@
  * `redis-server` (its own keys and channels: no other test can publish into it), with HAProxy in front
  * (test/support/haproxy.ts: round robin, no stickiness, health checks on `/api/_ready`). Through HAProxy
  * only: mixed HTTP load (reads and acknowledged writes), 96 WebSocket clients (the official Web PubSub
- * and SignalR clients) in one channel, eight of them with a `_listen` change feed, and an agent session
+ * client, a quarter of them on its reliable subprotocol, and the official SignalR client) in one
+ * channel, eight of them with a `_listen` change feed, and an agent session
  * held by the instance about to die. Then that instance is SIGKILLed:
  * - only requests in flight at the kill may fail (none is retried by the test);
  * - every acknowledged write is in the database;
  * - the clients reconnect through HAProxy, and a channel message and a change notification sent after
  *   that reach every one of them (the feed re-established in `connected`, as docs/realtime.md says);
  * - the agent session is taken over by a surviving instance and the thread goes on.
- * Then SIGTERM drains a second instance under the same load: not one request fails.
+ * Then SIGTERM drains a second instance under the same load (`SVC_DRAIN_SECONDS`): `_ready` turns 503
+ * while requests are still served, HAProxy takes it out before it stops listening, not one request
+ * fails, and its sockets close with 1001.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import pg from 'pg';
+import WebSocket from 'ws';
 import { WebPubSubClient, WebPubSubJsonProtocol } from '@azure/web-pubsub-client';
 import { HubConnectionBuilder, HttpTransportType, LogLevel, type HubConnection } from '@microsoft/signalr';
 import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
@@ -56,12 +60,20 @@ async function post(base: string, path: string, body: unknown, who: Identity): P
   return { status: r.status, json: text ? JSON.parse(text) : undefined };
 }
 
-/** An official Web PubSub client through the balancer, in channel `lb`; `listen` redoes `_listen` on each connect. */
-async function wpsClient(listen: boolean): Promise<Seen> {
+/**
+ * An official Web PubSub client through the balancer, in channel `lb`; `listen` redoes `_listen` on
+ * each connect; `reliable` keeps the client's default subprotocol (its recovery reaches another
+ * instance, is refused, and the client connects afresh: docs/realtime.md).
+ */
+async function wpsClient(listen: boolean, reliable: boolean): Promise<Seen> {
   const seen: Seen = { ids: [], messages: [], changes: [] };
   const c = new WebPubSubClient(
     { getClientAccessUrl: async () => (await (await fetch(`${api}/_rt/ws`, { headers: alice.headers })).json()).url },
-    { protocol: WebPubSubJsonProtocol(), messageRetryOptions: { maxRetries: 0 }, reconnectRetryOptions: { retryDelayInMs: 100, maxRetryDelayInMs: 1000 } },
+    {
+      ...(reliable ? {} : { protocol: WebPubSubJsonProtocol() }),
+      messageRetryOptions: { maxRetries: 0 },
+      reconnectRetryOptions: { retryDelayInMs: 100, maxRetryDelayInMs: 1000 },
+    },
   );
   wps.push(c);
   c.on('connected', (e) => {
@@ -200,7 +212,7 @@ afterAll(async () => {
 describe('three instances behind HAProxy', () => {
   it('survives SIGKILL of one: only in-flight requests fail, acknowledged writes stay, clients, feeds and the agent session go on', async () => {
     clients = await Promise.all([
-      ...Array.from({ length: WPS_CLIENTS }, (_, i) => wpsClient(i < LISTENERS)),
+      ...Array.from({ length: WPS_CLIENTS }, (_, i) => wpsClient(i < LISTENERS, i % 4 === 3)),
       ...Array.from({ length: HUB_CLIENTS }, () => hubClient()),
     ]);
     const listeners = clients.slice(0, LISTENERS);
@@ -279,6 +291,11 @@ describe('three instances behind HAProxy', () => {
     const traffic = load(8);
     await new Promise((r) => setTimeout(r, 1000));
     const draining = servers[1];
+    // A socket held by the draining instance, to see its close code.
+    const url = (await (await fetch(`${draining.url}/_rt/ws`, { headers: alice.headers })).json()).url as string;
+    const raw = new WebSocket(url, 'json.webpubsub.azure.v1');
+    const closeCode = new Promise<number>((ok) => raw.once('close', (code) => ok(code)));
+    await new Promise((ok) => raw.once('message', ok));
     let downBeforeExit = false;
     const stopped = draining.close(); // SIGTERM
     // Draining: not ready, still serving, each response ending its connection.
@@ -298,6 +315,7 @@ describe('three instances behind HAProxy', () => {
     await new Promise((r) => setTimeout(r, 1000));
     await traffic.stop();
     expect(downBeforeExit).toBe(true);
+    expect(await closeCode).toBe(1001); // going away: the clients reconnect elsewhere
     expect(traffic.outcomes.length).toBeGreaterThan(50);
     expect(traffic.outcomes.filter((o) => !o.ok).map((o) => o.what)).toEqual([]);
     // Its sockets were closed with 1001 (going away): the clients are back on the last instance.
