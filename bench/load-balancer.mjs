@@ -10,13 +10,17 @@
  * - failed requests (only those in flight at the kill may fail) and acknowledged writes missing from
  *   the database (must be 0);
  * - reconnect times of the clients the dead instance held (kill → connected again and back in the
- *   channel: p50, p99, max), and whether a message sent afterwards reached every client;
+ *   channel: p50, p99, max; and from the client's own disconnect event), and whether a message sent
+ *   afterwards reached every client;
+ * - this process's event-loop delay around the kill (the clients and the load share it: a late timer
+ *   here lengthens every time measured);
  * - HTTP throughput (requests/s) in the 5 s before the kill and in 5 s from 3 s after it.
  * Exits 1 when a request not in flight failed, a write is missing, or a client did not come back.
  */
 import { spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -147,7 +151,7 @@ async function main() {
   // The clients: half Web PubSub, half SignalR, opened in batches of 100.
   const clients = [];
   const wpsClient = async () => {
-    const c = { kind: 'wps', connects: [], messages: new Set() };
+    const c = { kind: 'wps', connects: [], drops: [], messages: new Set() };
     const client = new WebPubSubClient(
       { getClientAccessUrl: async () => (await (await fetch(`${api}/_rt/ws`, { headers })).json()).url },
       { protocol: WebPubSubJsonProtocol(), messageRetryOptions: { maxRetries: 0 }, reconnectRetryOptions: { retryDelayInMs: 100, maxRetryDelayInMs: 1000 } },
@@ -155,13 +159,14 @@ async function main() {
     // Rejoined by the client itself after `connected`; counted back once the group is joined again.
     client.on('connected', (e) => c.connects.push({ id: e.connectionId, at: now() }));
     client.on('group-message', (e) => c.messages.add(e.message.data));
+    client.on('disconnected', () => c.drops.push(now()));
     c.stop = () => client.stop();
     await client.start();
     await client.joinGroup('shop:lb');
     return c;
   };
   const hubClient = async () => {
-    const c = { kind: 'hub', connects: [], messages: new Set() };
+    const c = { kind: 'hub', connects: [], drops: [], messages: new Set() };
     const info = await (await fetch(`${api}/_rt/hub`, { headers })).json();
     const hub = new HubConnectionBuilder()
       .withUrl(info.url, { accessTokenFactory: () => info.accessToken, transport: HttpTransportType.WebSockets })
@@ -169,6 +174,7 @@ async function main() {
       .configureLogging(LogLevel.None)
       .build();
     hub.on('message', (m) => c.messages.add(m.data));
+    hub.onreconnecting(() => c.drops.push(now()));
     hub.onreconnected((id) => void hub.invoke('join', 'lb').then(() => c.connects.push({ id, at: now() })));
     c.stop = () => hub.stop().catch(() => {});
     await hub.start();
@@ -213,6 +219,9 @@ async function main() {
   });
   await sleep(7000);
 
+  // How late this process's own timers run around the kill: part of every time measured here.
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  loopDelay.enable();
   const victim = servers[0];
   const killedAt = now();
   const gone = new Promise((ok) => victim.child.once('exit', () => ok(now())));
@@ -223,10 +232,16 @@ async function main() {
   await sleep(8000);
   running = false;
   await Promise.all(loops);
+  loopDelay.disable();
 
   // Clients that were on the dead instance: those that connected again after the kill.
   const moved = clients.filter((c) => c.connects.some((x) => x.at > killedAt));
-  const reconnectMs = moved.map((c) => c.connects.find((x) => x.at > killedAt).at - killedAt).sort((a, b) => a - b);
+  const backAt = (c) => c.connects.find((x) => x.at > killedAt).at;
+  const reconnectMs = moved.map((c) => backAt(c) - killedAt).sort((a, b) => a - b);
+  const fromDropMs = moved
+    .filter((c) => c.drops.some((d) => d > killedAt))
+    .map((c) => backAt(c) - c.drops.find((d) => d > killedAt))
+    .sort((a, b) => a - b);
   const marker = `after ${Date.now()}`;
   await post('/_rt/send', { channel: 'lb', body: marker });
   let reached = 0;
@@ -278,8 +293,11 @@ async function main() {
       p50Ms: round(percentile(reconnectMs, 0.5)),
       p99Ms: round(percentile(reconnectMs, 0.99)),
       maxMs: round(reconnectMs.at(-1) ?? null),
+      fromDisconnectP50Ms: round(percentile(fromDropMs, 0.5)),
+      fromDisconnectP99Ms: round(percentile(fromDropMs, 0.99)),
       messageAfterReachedClients: reached,
     },
+    benchEventLoopDelayMs: { p50: round(loopDelay.percentile(50) / 1e6), p99: round(loopDelay.percentile(99) / 1e6), max: round(loopDelay.max / 1e6) },
     throughput: { beforeRps: rate(killedAt - 5000, killedAt), afterRps: rate(killedAt + 3000, killedAt + 8000) },
   };
   process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
