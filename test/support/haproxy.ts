@@ -34,25 +34,44 @@ const onPath = (name: string, path: string): string | undefined =>
     .map((dir) => join(dir, name))
     .find(isExecutable);
 
+export interface FindHaproxyOptions {
+  /** Paths tried first, in order. Default: env `SVC_TEST_HAPROXY` (when set), then `/usr/sbin/haproxy`. */
+  candidates?: string[];
+  /** Searched for `haproxy` after the candidates. Default: env `PATH`. */
+  path?: string;
+  /**
+   * Install Debian's `haproxy` when nothing is found. Default: when running as root and `apt-get` is on
+   * `path`. Runs `apt-get install -y haproxy`, then `apt-get update` and the install again when the
+   * first try fails.
+   */
+  install?: boolean;
+  /** The apt-get to run. Default: `apt-get` found on `path`. */
+  aptGet?: string;
+  /** Where each step is reported (one line each). Default: stdout. */
+  log?: (line: string) => void;
+}
+
 /**
- * Finds HAProxy (env `SVC_TEST_HAPROXY`, `/usr/sbin/haproxy`, then `PATH`), running `apt-get install -y
- * haproxy` (and `apt-get update` first when that fails) when it is missing and the process is root with
- * apt-get. Each step is logged on stdout.
- * @returns the binary's path, or undefined (with a line saying what to install)
+ * Finds HAProxy, installing Debian's package when allowed (see `FindHaproxyOptions`), as
+ * chromium.ts does for the browser.
+ * @returns the binary's path, or undefined when none is found and none could be installed (each step
+ *   and why it failed is logged, with what to install)
  */
-export function findHaproxy(log: (line: string) => void = (line) => process.stdout.write(`${line}\n`)): string | undefined {
-  const path = process.env.PATH ?? '';
-  const candidates = [...(process.env.SVC_TEST_HAPROXY ? [process.env.SVC_TEST_HAPROXY] : []), DEBIAN_HAPROXY];
-  const lookup = () => candidates.find(isExecutable) ?? onPath('haproxy', path);
-  const found = lookup();
+export function findHaproxy(options: FindHaproxyOptions = {}): string | undefined {
+  const path = options.path ?? process.env.PATH ?? '';
+  const candidates = options.candidates ?? [...(process.env.SVC_TEST_HAPROXY ? [process.env.SVC_TEST_HAPROXY] : []), DEBIAN_HAPROXY];
+  const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const found = candidates.find(isExecutable) ?? onPath('haproxy', path);
   if (found) return found;
-  const aptGet = onPath('apt-get', path);
-  if (process.getuid?.() !== 0 || !aptGet) {
+  const aptGet = options.aptGet ?? onPath('apt-get', path);
+  const install = options.install ?? (process.getuid?.() === 0 && aptGet !== undefined);
+  if (!install || !aptGet) {
     log(`svc tests: no HAProxy found (tried ${candidates.join(', ')} and PATH); install Debian's package: apt-get install -y haproxy`);
     return undefined;
   }
   const apt = (...args: string[]) => {
     log(`svc tests: HAProxy is missing; running ${aptGet} ${args.join(' ')}`);
+    // Waits up to 5 minutes for another apt/dpkg run to release its lock.
     const r = spawnSync(aptGet, ['-o', 'DPkg::Lock::Timeout=300', ...args], {
       stdio: ['ignore', 'inherit', 'inherit'],
       env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
@@ -63,15 +82,9 @@ export function findHaproxy(log: (line: string) => void = (line) => process.stdo
     log('svc tests: installing HAProxy failed; the load-balancer test will fail');
     return undefined;
   }
-  const installed = lookup();
+  const installed = isExecutable(DEBIAN_HAPROXY) ? DEBIAN_HAPROXY : undefined;
   log(installed ? `svc tests: HAProxy installed at ${installed}` : `svc tests: apt-get succeeded but ${DEBIAN_HAPROXY} is missing`);
   return installed;
-}
-
-/** One backend server: `host:port` of a `svc serve` process. */
-export interface Upstream {
-  name: string;
-  address: string;
 }
 
 /** A running HAProxy (its own child process, foreground), with its admin socket. */
