@@ -37,6 +37,15 @@ function drainSeconds(value: string): number {
   return n;
 }
 
+/** `SVC_DRAIN_SECONDS` as `--drain` reads it. @throws Error naming the variable when it is not 0 to 300 */
+function envDrainSeconds(value: string): number {
+  try {
+    return drainSeconds(value);
+  } catch {
+    throw new Error(`SVC_DRAIN_SECONDS must be a number of seconds from 0 to 300 (got ${JSON.stringify(value)})`);
+  }
+}
+
 function port(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number (0-65535)');
@@ -115,7 +124,8 @@ program
     drainSeconds,
   )
   .action(async (dir: string, opts: { port?: number; host?: string; drain?: number }) => {
-    const drain = opts.drain ?? (process.env.SVC_DRAIN_SECONDS ? drainSeconds(process.env.SVC_DRAIN_SECONDS) : 0);
+    const fromEnv = process.env.SVC_DRAIN_SECONDS;
+    const drain = opts.drain ?? (fromEnv ? envDrainSeconds(fromEnv) : 0);
     const server = await (await runtime()).startServer({ appDir: resolve(dir), port: opts.port, host: opts.host });
     process.stdout.write(`svc: serving ${server.manifest.name} at ${server.url}\n`);
     exitOnStop(() => server.close(undefined, drain * 1000));
