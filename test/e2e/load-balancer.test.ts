@@ -47,8 +47,9 @@ const hubs: HubConnection[] = [];
 /** The Web PubSub and SignalR clients in channel `lb`, made by the first test. */
 let clients: Seen[] = [];
 
-/** What one client saw: connection ids in order, channel messages, change notifications. */
+/** What one client saw: connections made, connection ids in order (once rejoined/re-listened), channel messages, change notifications. */
 interface Seen {
+  connected: number;
   ids: string[];
   messages: unknown[];
   changes: string[][];
@@ -66,7 +67,7 @@ async function post(base: string, path: string, body: unknown, who: Identity): P
  * instance, is refused, and the client connects afresh: docs/realtime.md).
  */
 async function wpsClient(listen: boolean, reliable: boolean): Promise<Seen> {
-  const seen: Seen = { ids: [], messages: [], changes: [] };
+  const seen: Seen = { connected: 0, ids: [], messages: [], changes: [] };
   const c = new WebPubSubClient(
     { getClientAccessUrl: async () => (await (await fetch(`${api}/_rt/ws`, { headers: alice.headers })).json()).url },
     {
@@ -77,6 +78,7 @@ async function wpsClient(listen: boolean, reliable: boolean): Promise<Seen> {
   );
   wps.push(c);
   c.on('connected', (e) => {
+    seen.connected += 1;
     // Server-side subscriptions belong to one connection: made again after every reconnect (docs/realtime.md).
     if (listen)
       void post(api, '/Order/_listen', { connectionId: e.connectionId, type: 'ws' }, alice).then((r) => r.status === 200 && seen.ids.push(e.connectionId));
@@ -94,7 +96,7 @@ async function wpsClient(listen: boolean, reliable: boolean): Promise<Seen> {
 
 /** An official SignalR client through the balancer (negotiate and socket may reach different instances), in channel `lb`. */
 async function hubClient(): Promise<Seen> {
-  const seen: Seen = { ids: [], messages: [], changes: [] };
+  const seen: Seen = { connected: 1, ids: [], messages: [], changes: [] };
   const info = await (await fetch(`${api}/_rt/hub`, { headers: alice.headers })).json();
   const hub = new HubConnectionBuilder()
     .withUrl(info.url, { accessTokenFactory: () => info.accessToken, transport: HttpTransportType.WebSockets })
@@ -104,7 +106,10 @@ async function hubClient(): Promise<Seen> {
   hubs.push(hub);
   hub.on('message', (m) => seen.messages.push(m.data));
   // A hub join is server-side state of one connection: joined again after a reconnect.
-  hub.onreconnected((id) => void hub.invoke('join', 'lb').then(() => seen.ids.push(id!)));
+  hub.onreconnected((id) => {
+    seen.connected += 1;
+    void hub.invoke('join', 'lb').then(() => seen.ids.push(id!));
+  });
   await hub.start();
   await hub.invoke('join', 'lb');
   seen.ids.push(hub.connectionId!);
@@ -271,6 +276,8 @@ describe('three instances behind HAProxy', () => {
     // is sent now reaches each one once: the channel through HAProxy, the change feed of the listeners.
     await everyClientGets('after the kill');
     expect(clients.filter((c) => c.ids.length > 1).length).toBeGreaterThan(0);
+    // Each listener listens again on its new connection before the write (an answered `_listen` counts).
+    await waitFor(() => listeners.every((l) => l.ids.length === l.connected), 10_000);
     const order = await post(api, '/Order', { title: 'after the kill', customer }, alice);
     expect(order.status).toBe(201);
     await waitFor(() => listeners.every((l) => l.changes.some((ids) => ids.includes(order.json.data[0]))), 10_000);
