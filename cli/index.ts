@@ -30,6 +30,22 @@ async function fail(err: unknown): Promise<never> {
   process.exit(1);
 }
 
+/** `--drain <seconds>`: a number from 0 to 300 (fractions allowed). */
+function drainSeconds(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 300) throw new InvalidArgumentError('must be a number of seconds from 0 to 300');
+  return n;
+}
+
+/** `SVC_DRAIN_SECONDS` as `--drain` reads it. @throws Error naming the variable when it is not 0 to 300 */
+function envDrainSeconds(value: string): number {
+  try {
+    return drainSeconds(value);
+  } catch {
+    throw new Error(`SVC_DRAIN_SECONDS must be a number of seconds from 0 to 300 (got ${JSON.stringify(value)})`);
+  }
+}
+
 function port(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number (0-65535)');
@@ -102,10 +118,17 @@ program
   .argument('[dir]', 'app folder', '.')
   .option('--port <n>', 'TCP port (0 picks a free one; default: PORT, then svc.json port)', port)
   .option('--host <address>', 'interface to listen on (default: HOST, then 127.0.0.1)')
-  .action(async (dir: string, opts: { port?: number; host?: string }) => {
+  .option(
+    '--drain <seconds>',
+    'on SIGTERM, first answer /api/_ready 503 and keep serving this long, so a load balancer takes the instance out (default: SVC_DRAIN_SECONDS, then 0; docs/deploy.md)',
+    drainSeconds,
+  )
+  .action(async (dir: string, opts: { port?: number; host?: string; drain?: number }) => {
+    const fromEnv = process.env.SVC_DRAIN_SECONDS;
+    const drain = opts.drain ?? (fromEnv ? envDrainSeconds(fromEnv) : 0);
     const server = await (await runtime()).startServer({ appDir: resolve(dir), port: opts.port, host: opts.host });
     process.stdout.write(`svc: serving ${server.manifest.name} at ${server.url}\n`);
-    exitOnStop(() => server.close());
+    exitOnStop(() => server.close(undefined, drain * 1000));
   });
 
 program

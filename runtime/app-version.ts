@@ -59,6 +59,8 @@ export interface ServerServices {
   /** The agent (built before the first version; it reaches the current one through `liveRuntime`). */
   agent?: AgentService;
   redisUrl?: string;
+  /** True once a drain began (`close(…, drainMs)`): readiness answers 503 so load balancers stop sending. */
+  draining?: () => boolean;
   /** `svc dev`: files of `public/` are answered with `Cache-Control: no-cache`. */
   dev: boolean;
   /** The log store of DESIGN §9 (request lines, client `_log` entries, function output). */
@@ -134,6 +136,7 @@ export function buildAppVersion(services: ServerServices, manifest: AppManifest)
     ping: () => db.ping(),
     pendingMigrations: () => pendingMigrations(appliedThrough(db), migrationsDir),
     redisUrl: services.redisUrl,
+    draining: services.draining,
   };
   const publicDir = join(appDir, 'public');
   const hasPublicDir = existsSync(publicDir);

@@ -63,8 +63,13 @@ export interface RunningServer {
   realtime: RealtimeService;
   /** The embedded agent (sessions, `ctx.agent`). */
   agent: AgentService;
-  /** Stops accepting, waits for in-flight requests (at most `graceMs`, default 10 s), disconnects. */
-  close(graceMs?: number): Promise<void>;
+  /**
+   * Stops accepting, waits for in-flight requests (at most `graceMs`, default 10 s), disconnects.
+   * With `drainMs` > 0 it first drains for that long (docs/deploy.md): `/api/_ready` answers 503 and
+   * every response carries `Connection: close`, while requests are still served, so a load balancer's
+   * health check takes the instance out before it stops listening.
+   */
+  close(graceMs?: number, drainMs?: number): Promise<void>;
 }
 
 /**
@@ -189,6 +194,7 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   });
   const logs = new LogStore(db, realtime.instanceId, manifest.settings.logs, logger).start();
   const presence = new Presence(realtime).start();
+  let draining = false;
   const services: ServerServices = {
     appDir,
     svcDir,
@@ -202,6 +208,7 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
     tus,
     pool,
     redisUrl,
+    draining: () => draining,
     dev: options.dev === true,
     logs,
     presence,
@@ -231,6 +238,8 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   let drainedHttp: (() => void) | undefined;
   const server: Server = createServer((req, res) => {
     inFlight += 1;
+    // Draining: each keep-alive connection ends after its response, so none is idle when listening stops.
+    if (draining) res.setHeader('connection', 'close');
     res.once('close', () => {
       inFlight -= 1;
       if (inFlight === 0) drainedHttp?.();
@@ -261,8 +270,13 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
     },
     realtime,
     agent,
-    close(graceMs = 10_000) {
+    close(graceMs = 10_000, drainMs = 0) {
       closing ??= (async () => {
+        if (drainMs > 0) {
+          draining = true;
+          logger.info({ drainMs }, 'draining: not ready, still serving');
+          await new Promise((ok) => setTimeout(ok, drainMs));
+        }
         const closed = new Promise<void>((ok) => server.close(() => ok()));
         server.closeIdleConnections();
         const timer = setTimeout(() => server.closeAllConnections(), graceMs);

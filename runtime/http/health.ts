@@ -18,6 +18,8 @@ export interface HealthDeps {
   pendingMigrations(): Promise<string[]>;
   /** `REDIS_URL`, else svc.json `realtime.redis`; absent when Redis is not used. */
   redisUrl?: string;
+  /** True while the instance drains before it stops (SIGTERM with `svc serve --drain`): not ready. */
+  draining?: () => boolean;
   /** Longest wait for each check, in ms (default 2000); a check slower than that is "down". */
   timeoutMs?: number;
 }
@@ -30,6 +32,8 @@ export interface ReadyBody {
   database: CheckState;
   migrations: CheckState;
   redis?: CheckState;
+  /** Present (true) while the instance drains before it stops: the other checks are not run. */
+  draining?: true;
 }
 
 export interface HealthResult {
@@ -63,9 +67,11 @@ function within<T>(promise: Promise<T>, ms: number, message: string): Promise<T>
  *   configured); else 503 `{ error, code: "SERVICE_UNAVAILABLE", details: [{ path: "/database" |
  *   "/migrations" | "/redis", message }], status: "unavailable", database, migrations, redis? }` where each
  *   check is "ok", "down", "pending" (migrations not applied) or "unknown" (the database is down).
- *   Messages never carry addresses or driver errors (the endpoint is anonymous).
+ *   Messages never carry addresses or driver errors (the endpoint is anonymous). While the instance
+ *   drains (`deps.draining()`), 503 at once with `draining: true` and the path `/` (docs/deploy.md).
  */
 export async function readiness(deps: HealthDeps): Promise<HealthResult> {
+  if (deps.draining?.()) return { status: 503, body: drainingBody() };
   const ms = deps.timeoutMs ?? 2000;
   const secs = `${ms / 1000} s`;
   const details: { path: string; message: string }[] = [];
@@ -109,6 +115,19 @@ export async function readiness(deps: HealthDeps): Promise<HealthResult> {
     ...checks,
   };
   return { status: 503, body };
+}
+
+/** The 503 body of readiness while the instance drains before it stops (DESIGN §4 body). */
+function drainingBody(): ErrorBody & ReadyBody {
+  return {
+    error: 'not ready: the server is shutting down',
+    code: 'SERVICE_UNAVAILABLE',
+    details: [{ path: '/', message: 'the server is shutting down' }],
+    status: 'unavailable',
+    database: 'unknown',
+    migrations: 'unknown',
+    draining: true,
+  };
 }
 
 /**

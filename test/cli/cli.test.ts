@@ -344,6 +344,14 @@ describe('svc CLI', () => {
     expect(r.stderr).toContain('svc generate');
   });
 
+  it('refuses a --drain that is not 0 to 300 seconds, naming the option', async () => {
+    for (const bad of ['soon', '-1', '301', '']) {
+      const r = await runCli(['serve', join(work, 'empty'), '--drain', bad]);
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toMatch(/--drain.*must be a number of seconds from 0 to 300/);
+    }
+  });
+
   it('finishes an in-flight request on SIGTERM, then exits 0', async () => {
     const dir = join(work, 'drain');
     await runCli(['init', dir]);

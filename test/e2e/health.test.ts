@@ -151,6 +151,29 @@ describe('readiness checks (runtime/http/health.ts)', () => {
     expect(JSON.stringify(refused.body)).not.toContain('ECONNREFUSED');
   });
 
+  it('answers 503 at once while the instance drains before it stops, without running the checks', async () => {
+    let pinged = false;
+    const drained = await readiness({
+      ping: async () => {
+        pinged = true;
+      },
+      pendingMigrations: async () => [],
+      draining: () => true,
+    });
+    expect(drained.status).toBe(503);
+    expect(drained.body).toEqual({
+      error: 'not ready: the server is shutting down',
+      code: 'SERVICE_UNAVAILABLE',
+      details: [{ path: '/', message: 'the server is shutting down' }],
+      status: 'unavailable',
+      database: 'unknown',
+      migrations: 'unknown',
+      draining: true,
+    });
+    expect(pinged).toBe(false);
+    expect((await readiness({ ...healthy, draining: () => false })).status).toBe(200);
+  });
+
   it('pings a real Redis over RESP, and fails on a closed port, a wrong password and a silent server', async () => {
     await expect(pingRedis(REDIS)).resolves.toBeUndefined();
     await expect(pingRedis(`redis://127.0.0.1:${await freePort()}`)).rejects.toThrow(/ECONNREFUSED/);
