@@ -78,13 +78,37 @@ const BUSY = /SocketTimeout|database is locked|SQLITE_BUSY/;
 
 /**
  * Applies the pending migrations of `migrationsDir` to `url` so that a failing one leaves the database as
- * it was (see the module comment).
+ * it was (see the module comment). On PostgreSQL the run holds an advisory lock, so instances that
+ * start together migrate one after the other (the later ones find nothing pending).
  * @returns the names applied
  * @throws Error, one line: `migration <name> failed and was rolled back (…): <reason>`; a failed
  *   migration recorded earlier (`… run svc migrate --resolve <name>`); on SQLite, a file another process
  *   holds (`… a running svc serve? …`); or the engine's own reason
  */
 export async function applyMigrationsSafely(opts: { provider: DatabaseProvider; url: string; migrationsDir: string }): Promise<{ applied: string[] }> {
+  if (opts.provider !== 'postgresql') return applyUnlocked(opts);
+  // Instances starting together: one applies, the others wait and then find nothing pending. Without
+  // the lock, a run reading `_prisma_migrations` while another is mid-migration took the started,
+  // unfinished row for a failed one and refused to start.
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: opts.url, connectionTimeoutMillis: 5000 });
+  client.on('error', () => {});
+  await client.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATE_LOCK]);
+    return await applyUnlocked(opts);
+  } finally {
+    // Ending the session releases the lock too, should the unlock fail.
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATE_LOCK]).catch(() => undefined);
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** The PostgreSQL advisory lock every svc instance takes around its migrations ("svcm" as an integer). */
+const MIGRATE_LOCK = 0x7376636d;
+
+/** `applyMigrationsSafely` once no other instance migrates the same database. */
+async function applyUnlocked(opts: { provider: DatabaseProvider; url: string; migrationsDir: string }): Promise<{ applied: string[] }> {
   // One read of the table serves both the failed-migration check and the nothing-to-apply check.
   const recorded = await migrationRows<RecordedRow>(opts.provider, opts.url, RECORDED).catch(() => undefined);
   const stranded = (recorded ?? []).filter((r) => r.finished_at === null && r.rolled_back_at === null).map((r) => r.migration_name);

@@ -129,3 +129,31 @@ describe('svc migrate beside a running server (SQLite)', () => {
     expect(after.stdout).toContain('applied 29990101000000_extra');
   }, 240_000);
 });
+
+describe('instances starting together (PostgreSQL)', () => {
+  it('three overlapping svc migrate runs on a fresh database apply each migration once and none is left failed', async () => {
+    const dir = join(work, 'together');
+    cpSync(join(ROOT, 'test/fixtures/apps/catalog'), dir, { recursive: true });
+    const pgdb = await createPgDatabase();
+    try {
+      const env = { DATABASE_URL: pgdb.url };
+      // A second migration, so that a run arriving late has something to find applied.
+      expect((await runCli(['generate', dir], env)).code).toBe(0);
+      const second = join(dir, 'migrations', 'postgresql', '29990101000000_more');
+      mkdirSync(second);
+      // It takes a while, so the runs that start later find it in progress (started, not finished).
+      writeFileSync(join(second, 'migration.sql'), 'CREATE TABLE "More" ("id" TEXT PRIMARY KEY);\nSELECT pg_sleep(3);\n');
+      const later = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
+      const runs = await Promise.all([0, 1500, 2500].map(async (ms) => (await later(ms), runCli(['migrate', dir], env))));
+      for (const r of runs) expect(r.code, r.stderr).toBe(0);
+      // Every migration was applied by exactly one of the runs ("svc: applied a, b"; the others: up to date).
+      const applied = runs.flatMap((r) => /applied (.+)/.exec(r.stdout + r.stderr)?.[1].split(', ') ?? []);
+      expect(applied.sort()).toEqual([expect.stringMatching(/_init$/), '29990101000000_more']);
+      const status = JSON.parse((await runCli(['migrate', dir, '--status'], env)).stdout);
+      expect(status).toMatchObject({ pending: [], failed: [] });
+      expect(status.applied).toHaveLength(2);
+    } finally {
+      await pgdb.drop();
+    }
+  });
+});
