@@ -212,6 +212,7 @@ describe('a valid app', () => {
         files: { command: 'node', args: ['mcp/files.mjs'] },
       },
       maxStepsPerTurn: 10,
+      workers: 2,
     };
     const dir = writeApp({ ...shop, 'svc.json': { name: 'shop', agent, credits: { mode: 'self-serve', initialBalance: 500000 } } });
     const { manifest } = await loadAndValidate(dir, {});
