@@ -126,7 +126,9 @@ export abstract class SessionTurns extends SessionTools {
     let completed = false;
     try {
       this.emit({ type: 'turn-started' });
-      this.host.callback(this.options, { event: 'turn-started', identityId: this.identityId, threadId, ...(await this.host.credits(this.identityId)) });
+      // The figures cost two reads: only for a session with a stats callback.
+      if (this.options.callbackUrl)
+        this.host.callback(this.options, { event: 'turn-started', identityId: this.identityId, threadId, ...(await this.host.credits(this.identityId)) });
       let rungName = 'base';
       try {
         const rung = resolveRung(this.host.settings, model ?? this.options.model);

@@ -654,6 +654,13 @@ describe('single problems', () => {
       },
     ],
     [
+      'an agent worker pool size that is not a positive integer',
+      {
+        given: { 'svc.json': { name: 'shop', agent: { workers: 0 } } },
+        want: ['svc.json: /agent/workers: workers must be at least 1 (got 0)'],
+      },
+    ],
+    [
       'log store settings out of range',
       {
         given: { 'svc.json': { name: 'shop', logs: { retentionDays: 0, maxRows: 10, keep: true } } },

@@ -110,6 +110,19 @@ describe('agent worker pool', () => {
     expect(await next.outcome).toMatchObject({ status: 'completed', text: 'Back' });
   });
 
+  it('every turn a killed worker was running fails, whichever session it belonged to', async () => {
+    pool = new AgentWorkerPool(1);
+    model.script({ text: ['One'], hang: true }, { text: ['Two'], hang: true });
+    const one = turn(pool, 'one', 'first session');
+    await one.firstText;
+    const two = turn(pool, 'two', 'second session');
+    await two.firstText;
+    expect(pool.workerOf('two')).toBe(pool.workerOf('one'));
+    await pool.workerOf('one')!.terminate();
+    for (const t of [one, two]) expect(await t.outcome).toMatchObject({ status: 'failed', error: expect.stringContaining('the agent worker stopped') });
+    expect(pool.running).toBe(0);
+  });
+
   it('refuses turns once closed', async () => {
     pool = new AgentWorkerPool(1);
     await pool.close();
