@@ -1,5 +1,6 @@
 /**
- * @module What an agent session needs from the server (session.ts ↔ service.ts): sending events on
+ * @module What an agent session needs from the server (session.ts ↔ service.ts): the worker pool that
+ * runs its turns, sending events on
  * its channel, running API tools as its identity, credits, the stats callback, the system prompt,
  * summaries for `compact`, and stopping itself when idle.
  */
@@ -9,6 +10,7 @@ import type { Logger } from '../log.js';
 import type { McpServerConfig } from './mcp.js';
 import type { ThreadStore } from './threads.js';
 import type { ApiToolMode } from './tools.js';
+import type { AgentWorkerPool } from './worker-pool.js';
 import type { EngineEvent, TurnUsage } from './worker-protocol.js';
 
 /** What a session was started with (read once: a later connect does not change a running session). */
@@ -38,6 +40,8 @@ export interface AgentHost {
   /** How often a session pings its connected MCP servers, ms. */
   mcpPingMs: number;
   threads: ThreadStore;
+  /** The worker threads that run the turns of every session (worker-pool.ts). */
+  pool: AgentWorkerPool;
   logger: Logger;
   /** Publishes a server frame on a session channel (`data` a JSON string with `_from: "agent"`). */
   send(channel: string, event: EngineEvent): void;

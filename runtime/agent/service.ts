@@ -34,6 +34,7 @@ import type { EngineEvent, TurnUsage } from './worker-protocol.js';
 import { describeApp } from './describe.js';
 import { ApiToolRunner } from './api-tool-runner.js';
 import { ModelCalls } from './model-calls.js';
+import { AgentWorkerPool, defaultWorkers } from './worker-pool.js';
 import { Forwarding, FORWARDED_OPS, LeaseTaken, PING_TOPIC, TAKEOVER_WAIT_MS } from './forwarding.js';
 
 /** The stats callback's time limit (SPEC §6.4 "about 2 seconds"), ms. */
@@ -74,6 +75,7 @@ export class AgentService implements AgentHost {
   readonly mcpPingMs: number;
   readonly threads: ThreadStore;
   readonly logger: Logger;
+  readonly pool: AgentWorkerPool;
   private readonly sessions = new Map<string, AgentSession>();
   private readonly byChannel = new Map<string, AgentSession>();
   private readonly starting = new Map<string, Promise<AgentSession>>();
@@ -93,6 +95,7 @@ export class AgentService implements AgentHost {
     this.mcpPingMs = options.mcpPingMs ?? MCP_PING_MS;
     this.logger = options.logger.child({ component: 'agent' });
     this.threads = new ThreadStore(options.app.db);
+    this.pool = new AgentWorkerPool(this.settings.workers ?? defaultWorkers(), (err) => this.logger.error({ err }, 'agent worker failed'));
     this.tools = new ToolCaller(readTools(options.svcDir));
     this.leases = new Leases(options.app.db, this.threads, options.realtime.instanceId);
     this.ledger = new CreditLedger(options.app.db, options.credits, options.clock);
@@ -129,10 +132,11 @@ export class AgentService implements AgentHost {
     this.renewal.unref();
   }
 
-  /** Stops every session (and gives up their leases). */
+  /** Stops every session (and gives up their leases), then the worker pool. */
   async close(): Promise<void> {
     clearInterval(this.renewal);
     await Promise.all([...this.sessions.keys()].map((id) => this.stopSession(id, 'stopped')));
+    await this.pool.close();
   }
 
   /**

@@ -1,27 +1,24 @@
 /**
  * @module The lifecycle of one identity's agent session on the main thread (SPEC §6.3, DESIGN §7):
- * its state (`starting`, `idle`, `busy`, `stopped`), its worker thread, its MCP servers (mcp.ts) and
- * the idle timeout. Start, `restart`, stop (close, idle stop, a takeover elsewhere) and handing a turn
- * to the worker run one at a time, in one chain, so a burst of `restart` frames leaves one worker and
- * one set of MCP servers. Tool calls (session-tools.ts), the turn loop (session-turn.ts) and the
- * client events (session.ts) build on it.
+ * its state (`starting`, `idle`, `busy`, `stopped`), its MCP servers (mcp.ts) and the idle timeout.
+ * A session holds no thread: its turns run in the server's worker pool (worker-pool.ts). Start,
+ * `restart`, stop (close, idle stop, a takeover elsewhere) and handing a turn to the pool run one at
+ * a time, in one chain, so a burst of `restart` frames ends one turn and leaves one set of MCP
+ * servers. Tool calls (session-tools.ts), the turn loop (session-turn.ts) and the client events
+ * (session.ts) build on it.
  */
-import { Worker } from 'node:worker_threads';
 import type { AgentHost, SessionOptions } from './host.js';
-import type { EngineEvent, FromSessionWorker } from './worker-protocol.js';
+import type { EngineEvent } from './worker-protocol.js';
 import { McpServers } from './mcp.js';
 
 /** The state of `status.agent` (DESIGN §7). */
 export type AgentState = 'starting' | 'idle' | 'busy' | 'stopped';
 
-const WORKER_URL = new URL('./worker.js', import.meta.url);
-
 export abstract class SessionLifecycle {
   state: AgentState = 'starting';
   readonly startedAt = Math.floor(Date.now() / 1000);
   threadId: string | null = null;
-  protected worker?: Worker;
-  /** Lifecycle operations (start, restart, stop, spawning a worker for a turn) run one at a time, in this chain. */
+  /** Lifecycle operations (start, restart, stop, handing a turn to the pool) run one at a time, in this chain. */
   private lifecycle: Promise<unknown> = Promise.resolve();
   /** A restart waiting in `lifecycle`: restarts asked for meanwhile are the same restart. */
   private pendingRestart?: Promise<void>;
@@ -41,12 +38,11 @@ export abstract class SessionLifecycle {
     this.mcp = this.mcpServers();
   }
 
-  /** Reads the identity's current thread and starts the worker; `agent-event started`. */
+  /** Reads the identity's current thread and connects the MCP servers; `agent-event started`. */
   start(): Promise<void> {
     return this.serially(async () => {
       this.threadId = (await this.host.threads.session(this.identityId)).threadId;
       if (this.state === 'stopped') return;
-      this.spawn();
       this.mcp.start();
       this.state = 'idle';
       this.emit({ type: 'agent-event', event: { name: 'started', at: unixNow() } });
@@ -55,7 +51,7 @@ export abstract class SessionLifecycle {
   }
 
   /**
-   * Stops the worker (after the lifecycle operations before it); any running turn fails (`cancelled`).
+   * Stops the session (after the lifecycle operations before it); any running turn fails (`cancelled`).
    * `taken-over` (another instance holds the session now) stops it without a word on the channel.
    */
   stop(reason: 'stopped' | 'idle-stopped' | 'taken-over'): Promise<void> {
@@ -64,9 +60,7 @@ export abstract class SessionLifecycle {
       this.clearIdle();
       this.state = 'stopped';
       this.failTurn('cancelled');
-      const worker = this.worker;
-      this.worker = undefined;
-      await Promise.all([worker?.terminate(), this.mcp.close()]);
+      await this.mcp.close();
       // The instance that took the session over speaks on the channel now.
       if (reason === 'taken-over') return;
       this.emit({ type: 'agent-event', event: { name: reason, at: unixNow() } });
@@ -99,21 +93,6 @@ export abstract class SessionLifecycle {
     this.host.send(this.channel, event);
   }
 
-  protected spawn(): void {
-    const worker = new Worker(WORKER_URL);
-    this.worker = worker;
-    worker.on('message', (m: FromSessionWorker) => this.onWorker(m));
-    worker.on('error', (err) => {
-      this.host.logger.error({ err, identityId: this.identityId }, 'agent worker failed');
-      if (this.worker === worker) this.failTurn(`the agent worker failed: ${err.message}`);
-    });
-    worker.on('exit', (code) => {
-      if (this.worker !== worker) return;
-      this.worker = undefined;
-      this.failTurn(`the agent worker stopped (exit code ${code})`);
-    });
-  }
-
   /** The session's MCP servers, reporting their status changes as `mcp-status` events. */
   private mcpServers(): McpServers {
     return new McpServers(
@@ -125,12 +104,13 @@ export abstract class SessionLifecycle {
   }
 
   /**
-   * A new worker and new MCP connections (stdio servers are started again), after the lifecycle
-   * operations before it. Restarts asked for while one waits to run join it: one restart, one event.
+   * Ends the running turn (its worker aborts it) and makes new MCP connections (stdio servers are
+   * started again), after the lifecycle operations before it. Restarts asked for while one waits to
+   * run join it: one restart, one event.
    */
   protected restart(): Promise<void> {
     // A restart ends the turn running when it was asked for, never a turn started while it waited to
-    // run (that turn is handed to the new worker, after this restart in the chain).
+    // run (that turn is handed to the pool after this restart in the chain).
     this.restartEnds = this.runningTurnId();
     if (this.pendingRestart) return this.pendingRestart;
     const restart = this.serially(async () => {
@@ -139,12 +119,9 @@ export abstract class SessionLifecycle {
       this.restartEnds = undefined;
       if (this.state === 'stopped') return;
       if (ends !== undefined) this.failTurn('restarted', ends);
-      const old = this.worker;
-      this.worker = undefined;
-      await Promise.all([old?.terminate(), this.mcp.close()]);
+      await this.mcp.close();
       this.mcp = this.mcpServers();
       this.mcp.start();
-      this.spawn();
       if (this.state !== 'busy') this.state = 'idle';
       this.emit({ type: 'agent-event', event: { name: 'restarted', at: unixNow() } });
     });
@@ -169,16 +146,13 @@ export abstract class SessionLifecycle {
   }
 
   /**
-   * Ends the running turn as failed with `error` (worker crash, restart, stop).
+   * Ends the running turn as failed with `error` (worker crash, restart, stop); its worker aborts it.
    * @param turnId - only if the running turn is this one (a restart asked for during it)
    */
   protected abstract failTurn(error: string, turnId?: string): void;
 
   /** The id of the turn running now, if any. */
   protected abstract runningTurnId(): string | undefined;
-
-  /** A message from the worker (session-turn.ts). */
-  protected abstract onWorker(m: FromSessionWorker): void;
 }
 
 export function unixNow(): number {

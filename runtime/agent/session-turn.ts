@@ -1,6 +1,6 @@
 /**
  * @module The turn loop of an agent session (SPEC §6.3, §6.4; DESIGN §7): turns run one after another;
- * each is refused when the credits say so, loads its thread, hands the model request to the worker,
+ * each is refused when the credits say so, loads its thread, hands the model request to the worker pool,
  * relays and records the worker's events, has its tool calls answered (session-tools.ts), and ends
  * once: stored in the thread, charged, and reported in `turn-completed`, `credits` and the stats
  * callback.
@@ -55,7 +55,9 @@ export abstract class SessionTurns extends SessionTools {
     if (turnId !== undefined && this.turn?.id !== turnId) return;
     for (const wait of this.uiWaits.values()) wait({ ok: false, output: error });
     this.uiWaits.clear();
-    if (this.turn) this.turn.done({ status: 'failed', error, messages: [], usage: this.turn.usage });
+    if (!this.turn) return;
+    this.host.pool.forget(this.turn.id);
+    this.turn.done({ status: 'failed', error, messages: [], usage: this.turn.usage });
   }
 
   protected onWorker(m: FromSessionWorker): void {
@@ -76,7 +78,7 @@ export abstract class SessionTurns extends SessionTools {
         this.host.logger.error({ err, identityId: this.identityId, tool: m.name }, 'agent tool call failed');
         return { ok: false, output: '500 the tool call failed' };
       })
-      .then((r) => this.worker?.postMessage({ type: 'tool-result', callId: m.callId, ...r }));
+      .then((r) => this.host.pool.toolResult(turn.id, m.callId, r.ok, r.output));
   }
 
   /** Sends a worker event to the client and records it for `history`. */
@@ -124,7 +126,9 @@ export abstract class SessionTurns extends SessionTools {
     let completed = false;
     try {
       this.emit({ type: 'turn-started' });
-      this.host.callback(this.options, { event: 'turn-started', identityId: this.identityId, threadId, ...(await this.host.credits(this.identityId)) });
+      // The figures cost two reads: only for a session with a stats callback.
+      if (this.options.callbackUrl)
+        this.host.callback(this.options, { event: 'turn-started', identityId: this.identityId, threadId, ...(await this.host.credits(this.identityId)) });
       let rungName = 'base';
       try {
         const rung = resolveRung(this.host.settings, model ?? this.options.model);
@@ -133,15 +137,12 @@ export abstract class SessionTurns extends SessionTools {
         this.fastNext = false;
         await this.mcp.settled(MCP_FIRST_CONNECT_WAIT_MS);
         const system = await this.host.systemPrompt(this.options);
-        // Posted as a lifecycle step: never to a worker a restart is replacing. A restart or stop
-        // meanwhile has ended the turn already; a worker that crashed is replaced here.
+        // Handed over as a lifecycle step: a restart or stop meanwhile has ended the turn already.
         await this.serially(async () => {
           if (ended) return;
-          if (!this.worker) this.spawn();
-          this.worker!.postMessage({
-            type: 'turn',
-            turnId: turn.id,
-            request: {
+          this.host.pool.startTurn(
+            turn.id,
+            {
               baseURL: rung.provider.baseURL,
               apiKey: rung.provider.apiKey,
               providerName: rung.providerName,
@@ -152,7 +153,8 @@ export abstract class SessionTurns extends SessionTools {
               ...(effort && { reasoningEffort: effort }),
               maxSteps: this.host.settings.maxStepsPerTurn,
             },
-          });
+            { message: (m) => this.onWorker(m), lost: (error) => this.failTurn(error, turn.id) },
+          );
         });
       } catch (err) {
         if (!(err instanceof RungNotConfiguredError)) throw err;

@@ -4,7 +4,7 @@
  * `thread-resume`, `rollback`, `compact`, a backend `prompt`) run in order, each after the one before
  * has finished; `status`, `cancel`, `tool-result`, `effort`, `fast`, `thread-list` and `mcp-list` are
  * answered at once; `restart` is a lifecycle operation. The session is built in layers, one file each:
- * lifecycle (session-lifecycle.ts: state, worker, MCP servers, idle timeout), tool calls
+ * lifecycle (session-lifecycle.ts: state, MCP servers, idle timeout), tool calls
  * (session-tools.ts), the turn loop (session-turn.ts), and the client events here.
  */
 import { randomUUID } from 'node:crypto';
@@ -49,7 +49,7 @@ export class AgentSession extends SessionTurns {
         );
         return;
       case 'cancel':
-        if (this.turn) this.worker?.postMessage({ type: 'cancel', turnId: this.turn.id });
+        if (this.turn) this.host.pool.cancel(this.turn.id);
         return;
       case 'tool-result': {
         const wait = typeof ev.reqId === 'string' ? this.uiWaits.get(ev.reqId) : undefined;

@@ -1,8 +1,9 @@
 /**
- * @module The messages between an agent session (session.ts, main thread) and its worker thread
- * (worker.ts), all structured-clone safe (DESIGN §7: "an agent session per identity runs in its own
- * worker"). The worker drives the model through the AI SDK; tools that touch the app or the world
- * (API tools, UI tools, MCP tools) are executed by the main thread and answered with `tool-result`.
+ * @module The messages between the agent sessions (session.ts, main thread) and the pool's worker
+ * threads (worker-pool.ts, worker.ts), all structured-clone safe (DESIGN §7). Every message names its
+ * turn, so one worker runs the turns of many sessions. The worker drives the model through the AI
+ * SDK; tools that touch the app or the world (API tools, UI tools, MCP tools) are executed by the
+ * main thread and answered with `tool-result`.
  */
 
 /** Where a tool runs: the app's API (`api`, `dynamic`), the client (`ui`), an MCP server (`mcp`), or the worker itself (`plan`). */

@@ -1,11 +1,12 @@
 /**
- * @module The worker thread of one agent session (DESIGN §7). It runs one turn at a time: a streamed
+ * @module An agent worker thread of the pool (worker-pool.ts; DESIGN §7). It runs the turns of many
+ * sessions at once, each by its `turnId`: a streamed
  * chat-completions request through the AI SDK (`streamText` over `@ai-sdk/openai-compatible`), up to
  * `maxSteps` model calls with tools between them, relaying text and reasoning deltas as SPEC §6.3
  * events. Tools that touch the app, the client or an MCP server are sent to the main thread and
  * awaited; the built-in `update_plan` runs here. A failed provider call is retried twice (after an
- * `error` event with `willRetry: true`); `cancel` aborts the turn. A crash of this thread fails only
- * its session's turn.
+ * `error` event with `willRetry: true`); `cancel` aborts the turn. A failure inside one turn fails
+ * only that turn; a crash of the whole thread fails the turns it was running (the pool replaces it).
  */
 import { parentPort } from 'node:worker_threads';
 import { randomUUID } from 'node:crypto';

@@ -45,6 +45,8 @@ export interface AgentSettings {
   idleTimeoutSeconds: number;
   /** Most model calls in one turn. */
   maxStepsPerTurn: number;
+  /** Worker threads running the turns of all sessions; unset = from the cores (1–4). */
+  workers?: number;
 }
 
 /** Credits metering (DESIGN §7 `credits`), defaults applied (see `CREDITS_DEFAULTS`). */

@@ -1,8 +1,8 @@
 /**
  * One client must not take an agent session's resources or the server down (issue 20 item 2): a
  * spawned `svc serve` of the agent fixture with a stdio MCP server, a real `@azure/web-pubsub-client`
- * and the scripted model. A burst of 500 `restart` frames sent at once leaves the session one worker
- * thread and one stdio MCP process (counted in /proc for the server process), its next turn completes,
+ * and the scripted model. A burst of 500 `restart` frames sent at once leaves the server its pool of
+ * agent worker threads (no thread more) and the session one stdio MCP process (counted in /proc for the server process), its next turn completes,
  * the thread count and RSS come back to where they were, and SIGTERM still drains and exits.
  * The database plays no part here, so this runs on SQLite only.
  */
@@ -75,7 +75,7 @@ afterAll(async () => {
 });
 
 describe('agent session lifecycle under a burst of restarts', () => {
-  it(`${BURST} restart frames at once: one worker, one stdio MCP process, the next turn completes, threads and RSS come back, SIGTERM exits`, async () => {
+  it(`${BURST} restart frames at once: no extra thread, one stdio MCP process, the next turn completes, threads and RSS come back, SIGTERM exits`, async () => {
     const pid = server.child.pid!;
     chat = new ChatClient(server.url, ada);
     await chat.connect({ apiTools: 'none' });
@@ -104,7 +104,7 @@ describe('agent session lifecycle under a burst of restarts', () => {
     expect(restarted).toBeGreaterThanOrEqual(1);
     expect(restarted).toBeLessThanOrEqual(BURST);
 
-    // One worker thread (the thread count is back where it was with one) and one stdio process.
+    // No thread more than before the burst (the pool's workers are shared) and one stdio process.
     await waitFor(() => procStatus(pid, 'Threads') <= threads, 15_000).catch(() => {});
     expect(procStatus(pid, 'Threads')).toBe(threads);
     await waitFor(() => mcpChildren(pid).length === 1, 15_000).catch(() => {});

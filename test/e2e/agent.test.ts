@@ -519,8 +519,9 @@ for (const backend of backends()) {
         const from = a.events.length;
         await a.send({ type: 'message', text: 'Crash me' });
         await a.next('text', from);
-        // What a crash looks like from outside: the worker thread ends while a turn runs.
-        await (server.agent as any).sessions.get(carol.id).worker.terminate();
+        // What a crash looks like from outside: the pool's worker thread running the turn ends.
+        const agent = server.agent as any;
+        await agent.pool.workerOf(agent.sessions.get(carol.id).turn.id).terminate();
         expect(await a.next('turn-completed', from)).toMatchObject({ status: 'failed', error: expect.stringContaining('worker') });
         model.script({ text: ['Fine here.'] });
         expect(textOf(await b.turn('Are you alive?'))).toBe('Fine here.');

@@ -212,6 +212,7 @@ describe('a valid app', () => {
         files: { command: 'node', args: ['mcp/files.mjs'] },
       },
       maxStepsPerTurn: 10,
+      workers: 2,
     };
     const dir = writeApp({ ...shop, 'svc.json': { name: 'shop', agent, credits: { mode: 'self-serve', initialBalance: 500000 } } });
     const { manifest } = await loadAndValidate(dir, {});
@@ -650,6 +651,13 @@ describe('single problems', () => {
           'svc.json: /credits/mode: mode must be one of: business, self-serve (got "free")',
           'svc.json: /credits/monthlyCap: monthlyCap must be at least 0 (got -1)',
         ],
+      },
+    ],
+    [
+      'an agent worker pool size that is not a positive integer',
+      {
+        given: { 'svc.json': { name: 'shop', agent: { workers: 0 } } },
+        want: ['svc.json: /agent/workers: workers must be at least 1 (got 0)'],
       },
     ],
     [
