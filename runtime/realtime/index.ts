@@ -10,7 +10,8 @@ import type { AppManifest } from '../manifest.js';
 import { LocalBus, type RealtimeBus } from './bus.js';
 import { RealtimeService } from './service.js';
 import { MemoryReplayGuard, type ReplayGuard } from './tokens.js';
-import { serveWebPubSub } from './wps.js';
+import { serveWebPubSub, RECOVERY_GRACE_MS, STATE_REFRESH_MS } from './wps.js';
+import type { ReplayStore } from './wps-store.js';
 import { serveHub } from './hub.js';
 import { watchIdentities } from './identity-watch.js';
 
@@ -26,6 +27,8 @@ export interface RealtimeBackplane {
   guard: ReplayGuard;
   /** The Redis connection for other shared state (the sign-in limiter); absent without Redis. */
   redis?: Redis;
+  /** Reliable Web PubSub state and group logs (`wps-store.ts`); absent without Redis. */
+  replayStore?: ReplayStore;
 }
 
 /**
@@ -36,8 +39,10 @@ export interface RealtimeBackplane {
 export async function realtimeBackplane(apiName: string, logger: Logger, redisUrl: string | undefined): Promise<RealtimeBackplane> {
   if (!redisUrl) return { bus: new LocalBus(), guard: new MemoryReplayGuard() };
   const { RedisBus, RedisReplayGuard } = await import('./redis-bus.js');
+  const { ReplayStore } = await import('./wps-store.js');
   const bus = new RedisBus(redisUrl, apiName, logger);
-  return { bus, guard: new RedisReplayGuard(bus.commands, `svc:${apiName}:rt-jti`, logger), redis: bus.commands };
+  const replayStore = new ReplayStore(bus.commands, apiName, logger, RECOVERY_GRACE_MS + STATE_REFRESH_MS);
+  return { bus, guard: new RedisReplayGuard(bus.commands, `svc:${apiName}:rt-jti`, logger), redis: bus.commands, replayStore };
 }
 
 /**
@@ -51,8 +56,8 @@ export async function startRealtime(options: {
   logger: Logger;
   backplane: RealtimeBackplane;
 }): Promise<RealtimeService> {
-  const { bus, guard } = options.backplane;
-  const service = new RealtimeService({ manifest: options.manifest, auth: options.auth, logger: options.logger, bus, guard });
+  const { bus, guard, replayStore } = options.backplane;
+  const service = new RealtimeService({ manifest: options.manifest, auth: options.auth, logger: options.logger, bus, guard, replayStore });
   serveWebPubSub(service);
   serveHub(service);
   await service.start();
