@@ -14,6 +14,7 @@ import { serveWebPubSub, RECOVERY_GRACE_MS, STATE_REFRESH_MS } from './wps.js';
 import type { ReplayStore } from './wps-store.js';
 import { serveHub } from './hub.js';
 import { watchIdentities } from './identity-watch.js';
+import { reportOpenFilesLimit } from './fd-limit.js';
 
 export { RealtimeService, FUNCTION_ACTOR } from './service.js';
 export { realtimeHttpHandler } from './http.js';
@@ -47,7 +48,7 @@ export async function realtimeBackplane(apiName: string, logger: Logger, redisUr
 
 /**
  * Builds the real-time service of an instance, serves its endpoints, starts the bus and the watch
- * of its connections' identities (`identity-watch.ts`).
+ * of its connections' identities (`identity-watch.ts`); logs a low file-descriptor limit (`fd-limit.ts`).
  * @throws Error when Redis is configured but cannot be reached
  */
 export async function startRealtime(options: {
@@ -58,6 +59,7 @@ export async function startRealtime(options: {
 }): Promise<RealtimeService> {
   const { bus, guard, replayStore } = options.backplane;
   const service = new RealtimeService({ manifest: options.manifest, auth: options.auth, logger: options.logger, bus, guard, replayStore });
+  reportOpenFilesLimit(service.logger);
   serveWebPubSub(service);
   serveHub(service);
   await service.start();
