@@ -34,7 +34,7 @@ import { Connection } from './broker.js';
 import { verifyRealtimeToken } from './tokens.js';
 import type { RealtimeService } from './service.js';
 import { connectionLimits, SocketServers } from './admission.js';
-import { closeInternal, contain, guardListener, refuseUpgrade } from './guard.js';
+import { closeInternal, contain, guardListener, ignoreSocketError, refuseUpgrade } from './guard.js';
 import { onFrame } from './wps-frames.js';
 import { WpsSession } from './wps-session.js';
 import { tokenHash, type ReplayStore } from './wps-store.js';
@@ -132,7 +132,7 @@ export function serveWebPubSub(service: RealtimeService): void {
       'message',
       guarded((data: RawData, isBinary: boolean) => onFrame(service, session, data, isBinary)),
     );
-    socket.on('error', () => {});
+    socket.on('error', ignoreSocketError);
     socket.on(
       'close',
       guarded(() => {
@@ -165,7 +165,7 @@ export function serveWebPubSub(service: RealtimeService): void {
       );
 
   service.onUpgrade('/api/_rt/client', (req, socket, head, url) => {
-    socket.on('error', () => {});
+    socket.on('error', ignoreSocketError);
     const recoverId = url.searchParams.get('awps_connection_id');
     if (recoverId && store && !sessions.has(recoverId))
       return recoverElsewhere(recoverId, url.searchParams.get('awps_reconnection_token'), store, req, socket, head);
