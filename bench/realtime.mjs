@@ -6,8 +6,9 @@
  *
  * 1. Fan-out: 10,000 subscribers joined to one channel over the Web PubSub JSON subprotocol, one
  *    publisher sending `sendToGroup` frames with a 200-byte JSON body at rising rates (3 s each). A rate
- *    is sustained when ≥ 99% of the deliveries arrive and p99 latency ≤ 250 ms; the figure is the
- *    highest sustained deliveries per second, with p50/p99 at that rate.
+ *    is sustained when ≥ 99% of the deliveries arrive and p99 latency ≤ 250 ms (0.1 ms per subscriber
+ *    above 2,500: 1 s at 10,000; BENCH_RT_MAX_P99_MS); the figure is the highest sustained deliveries
+ *    per second, with p50/p99 at that rate.
  * 2. Write to notification: 100 connections `_listen` on Order; sequential `POST /api/Order`; latency
  *    from just before each POST to each of its 100 notifications (svc only: the baseline has no data).
  * 3. Idle connections: 20,000 idle sockets (fewer when the server's file-descriptor limit does not
@@ -40,6 +41,8 @@ const int = (name, fallback) => (process.env[name] ? Number(process.env[name]) :
 const SUBSCRIBERS = int('BENCH_RT_SUBSCRIBERS', 10_000);
 const IDLE = int('BENCH_RT_IDLE', 20_000);
 const CLIENT_PROCESSES = int('BENCH_RT_CLIENT_PROCESSES', Math.max(1, Math.ceil(Math.max(SUBSCRIBERS, IDLE) / 8000)));
+/** p99 bound of a sustained fan-out rate: 250 ms, or 0.1 ms per subscriber (writing one message to 10,000 sockets takes ~100 ms of one core). */
+const MAX_P99_MS = int('BENCH_RT_MAX_P99_MS', Math.max(250, SUBSCRIBERS / 10));
 const HOP_SUBSCRIBERS = 100;
 const HOP_RATE = 200;
 const STEP_S = int('BENCH_RT_STEP_S', 3);
@@ -200,7 +203,7 @@ async function fanOut(target, clients) {
       p50Ms: round(stats.latencies.p50),
       p99Ms: round(stats.latencies.p99),
     };
-    step.sustained = step.delivered >= 0.99 && step.p99Ms !== null && step.p99Ms <= 250;
+    step.sustained = step.delivered >= 0.99 && step.p99Ms !== null && step.p99Ms <= MAX_P99_MS;
     steps.push(step);
     log(
       `${target.name} fan-out ${rate}/s × ${SUBSCRIBERS}: ${step.deliveriesPerSecond} deliveries/s, ${(step.delivered * 100).toFixed(1)}% delivered, p50 ${step.p50Ms} ms, p99 ${step.p99Ms} ms, server CPU ${step.serverCpuMsPer1k} ms per 1,000 deliveries`,
@@ -368,6 +371,7 @@ async function main() {
     machine: { node: process.version, cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', loadAverageAtStart: loadavg().map(round) },
     clientProcesses: CLIENT_PROCESSES,
     subscribers: SUBSCRIBERS,
+    maxP99Ms: MAX_P99_MS,
     stepSeconds: STEP_S,
   };
 
@@ -398,7 +402,9 @@ async function main() {
   if (wanted('redis')) results.redisHop = await redisHop(appDir, env, headers, clients);
 
   const out = (s) => process.stdout.write(`${s}\n`);
-  out(`\nsvc real-time bench: ${SUBSCRIBERS} subscribers, ${STEP_S} s per rate; node ${results.machine.node}, ${results.machine.cpus} CPUs`);
+  out(
+    `\nsvc real-time bench: ${SUBSCRIBERS} subscribers over ${CLIENT_PROCESSES} client processes, ${STEP_S} s per rate, sustained at p99 ≤ ${MAX_P99_MS} ms; node ${results.machine.node}, ${results.machine.cpus} CPUs, load average at start ${results.machine.loadAverageAtStart.join(' ')}`,
+  );
   if (results.fanOut) {
     for (const [name, r] of Object.entries({ svc: results.fanOut.svc, ws: results.fanOut.ws })) {
       const b = r.best;

@@ -214,7 +214,13 @@ export class Broker {
     if (!members) return;
     for (const connection of members) {
       if (message.noEcho && connection.id === message.fromConnectionId) continue;
-      if (this.admit(connection)) this.write(connection, () => connection.transport.sendGroupMessage(message));
+      if (!this.admit(connection)) continue;
+      // Inline, not through `write`: no closure per recipient on the fan-out path.
+      try {
+        connection.transport.sendGroupMessage(message);
+      } catch (err) {
+        this.failed(connection, err);
+      }
     }
   }
 
@@ -239,14 +245,19 @@ export class Broker {
     try {
       send();
     } catch (err) {
-      this.remove(connection);
-      try {
-        connection.transport.close(1011, 'internal server error');
-      } catch {
-        // The transport is broken beyond closing: it is forgotten all the same.
-      }
-      this.onDeliveryFailure(connection, err);
+      this.failed(connection, err);
     }
+  }
+
+  /** Writing to `connection` threw: it (only) is dropped with 1011. */
+  private failed(connection: Connection, err: unknown): void {
+    this.remove(connection);
+    try {
+      connection.transport.close(1011, 'internal server error');
+    } catch {
+      // The transport is broken beyond closing: it is forgotten all the same.
+    }
+    this.onDeliveryFailure(connection, err);
   }
 
   /** False (and the connection dropped) when it does not read (`slow-reader.ts`). */

@@ -21,21 +21,34 @@ const encoded = new WeakMap<object, Buffer>();
 /** `ws` send options of a text frame given as bytes. */
 const TEXT_FRAME = { binary: false };
 
+/** The last message encoded: a fan-out writes one message to every member in a row (no WeakMap lookup). */
+let lastKey: object | null = null;
+let lastBytes: Buffer | null = null;
+
 function encodedFrame(key: object, frame: string): Buffer {
+  if (key === lastKey) return lastBytes!;
   let bytes = encoded.get(key);
   if (bytes === undefined) {
     bytes = Buffer.from(frame);
     encoded.set(key, bytes);
   }
+  lastKey = key;
+  lastBytes = bytes;
   return bytes;
 }
 
+let lastFrameKey: object | null = null;
+let lastFrame = '';
+
 function messageFrame(key: object, group: string, dataType: DataType, data: unknown, fromUserId: string | null): string {
+  if (key === lastFrameKey) return lastFrame;
   let frame = frames.get(key);
   if (frame === undefined) {
     frame = JSON.stringify({ type: 'message', from: 'group', group, dataType, data, fromUserId });
     frames.set(key, frame);
   }
+  lastFrameKey = key;
+  lastFrame = frame;
   return frame;
 }
 

@@ -8,7 +8,8 @@
  *   load balancer); messages flow from B; A is SIGKILLed and the proxy sends new connections to B; the
  *   client recovers there (no new `connected` event) and has every message once, in order.
  * - A recovery with a forged token, or after the state expired in Redis, is closed 1008 by B, and the
- *   genuine connection goes on.
+ *   genuine connection goes on; 300 malformed upgrades (recoveries of a connection held by another
+ *   instance among them) never answer 5xx.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
@@ -20,6 +21,8 @@ import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../s
 import { userIdentity, type Identity } from '../support/auth.js';
 import { PrivateRedis } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
+import { fuzzSeed, Prng, rawRequest } from '../support/hostile.js';
+import { upgrade } from '../support/fuzz-cases.js';
 
 const SHOP = join(ROOT, 'examples/shop');
 
@@ -196,6 +199,26 @@ describe('three instances on one Redis', () => {
     redisCli('pexpire', key, '1');
     await waitFor(() => redisCli('exists', key) === '0');
     expect(await recoveryCloseCode(b, id, token)).toBe(1008);
+  });
+});
+
+describe('recovery upgrades fuzzed on another instance', () => {
+  const SEED = fuzzSeed();
+  it(`300 malformed upgrades on B, recoveries of C's connection among them, never answer 5xx (seed ${SEED})`, async () => {
+    const held = await client(c.url, alice, true);
+    await held.c.joinGroup('shop:fuzzed');
+    const tokens = [new URL((await (await fetch(`${b.url}/_rt/ws`, { headers: alice.headers })).json()).url).searchParams.get('access_token')!];
+    const port = portOf(b);
+    const r = new Prng(SEED);
+    for (let n = 0; n < 300; n++) {
+      const request = upgrade(r, tokens, [held.id()]);
+      const { status } = await rawRequest(port, request);
+      expect(status, `seed ${SEED}: ${request.slice(0, 300)}`).toBeLessThan(500);
+    }
+    // The held connection was never taken over.
+    await send(b, 'fuzzed', { n: 1 });
+    await waitFor(() => held.got.length === 1);
+    expect(held.connected).toHaveLength(1);
   });
 });
 
