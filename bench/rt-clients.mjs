@@ -8,7 +8,8 @@
  * read without parsing the whole frame; clocks are `performance.timeOrigin + performance.now()`).
  *
  * Commands (process.send): { cmd: 'open', urls: string[], group?: string } → { ok, connectionIds };
- * { cmd: 'reset' } → { ok }; { cmd: 'stats' } → { ok, received, latencies: {p50, p99, max}, count };
+ * { cmd: 'reset' } → { ok }; { cmd: 'stats' } → { ok, received, latencies: {p50, p99, max}, count, histogram }
+ * (`histogram`: latency in 0.1 ms buckets → count, so that several client processes can be merged);
  * { cmd: 'arrivals' } → { ok, arrivals } (times of messages without `"t"`); { cmd: 'close' } → { ok }.
  */
 import WebSocket from 'ws';
@@ -49,6 +50,16 @@ function percentile(sorted, p) {
   return sorted.length === 0 ? null : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
 }
 
+/** Sorted latencies (ms) as 0.1 ms buckets → count. */
+function histogramOf(sorted) {
+  const buckets = {};
+  for (const v of sorted) {
+    const b = Math.max(0, Math.round(v * 10));
+    buckets[b] = (buckets[b] ?? 0) + 1;
+  }
+  return buckets;
+}
+
 process.on('message', async (m) => {
   try {
     if (m.cmd === 'open') {
@@ -69,6 +80,7 @@ process.on('message', async (m) => {
         received,
         count: sorted.length,
         latencies: { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), max: percentile(sorted, 1) },
+        histogram: histogramOf(sorted),
       });
     } else if (m.cmd === 'arrivals') {
       process.send({ ok: true, arrivals });

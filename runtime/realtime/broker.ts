@@ -30,6 +30,8 @@ export interface GroupMessage {
   fromUserId: string | null;
   /** Skip the sending connection. */
   noEcho: boolean;
+  /** Its id in the group's log in Redis (`wps-store.ts`), `<instance>:<n>`; absent without Redis. */
+  logId?: string;
 }
 
 /** The entity change notification of SPEC §2 / §6.1 (no field values). */
@@ -50,6 +52,10 @@ export interface ConnectionTransport {
   bufferedBytes(): number;
   /** Closes the connection with a WebSocket close code and a reason (≤ 123 bytes). */
   close(code: number, reason: string): void;
+  /** Told after the connection joined `group` (or changed its `readOnly`); optional. */
+  joined?(group: string, readOnly: boolean): void;
+  /** Told after the connection left `group`; optional. */
+  left?(group: string): void;
 }
 
 /**
@@ -147,7 +153,9 @@ export class Broker {
   remove(connection: Connection): void {
     if (this.connections.get(connection.id) !== connection) return;
     this.connections.delete(connection.id);
-    for (const group of connection.groups.keys()) this.leave(connection, group);
+    // Not `leave`: the transport is not told (a connection handed to another instance keeps its groups).
+    for (const group of connection.groups.keys()) this.forgetMember(connection, group);
+    connection.groups.clear();
     for (const collection of connection.listening) this.feeds.get(collection)?.delete(connection.id);
     connection.listening.clear();
   }
@@ -164,10 +172,15 @@ export class Broker {
     let members = this.groups.get(group);
     if (!members) this.groups.set(group, (members = new Set()));
     members.add(connection);
+    connection.transport.joined?.(group, readOnly);
   }
 
   leave(connection: Connection, group: string): void {
-    connection.groups.delete(group);
+    if (connection.groups.delete(group)) connection.transport.left?.(group);
+    this.forgetMember(connection, group);
+  }
+
+  private forgetMember(connection: Connection, group: string): void {
     const members = this.groups.get(group);
     if (!members) return;
     members.delete(connection);
@@ -201,7 +214,13 @@ export class Broker {
     if (!members) return;
     for (const connection of members) {
       if (message.noEcho && connection.id === message.fromConnectionId) continue;
-      if (this.admit(connection)) this.write(connection, () => connection.transport.sendGroupMessage(message));
+      if (!this.admit(connection)) continue;
+      // Inline, not through `write`: no closure per recipient on the fan-out path.
+      try {
+        connection.transport.sendGroupMessage(message);
+      } catch (err) {
+        this.failed(connection, err);
+      }
     }
   }
 
@@ -226,14 +245,19 @@ export class Broker {
     try {
       send();
     } catch (err) {
-      this.remove(connection);
-      try {
-        connection.transport.close(1011, 'internal server error');
-      } catch {
-        // The transport is broken beyond closing: it is forgotten all the same.
-      }
-      this.onDeliveryFailure(connection, err);
+      this.failed(connection, err);
     }
+  }
+
+  /** Writing to `connection` threw: it (only) is dropped with 1011. */
+  private failed(connection: Connection, err: unknown): void {
+    this.remove(connection);
+    try {
+      connection.transport.close(1011, 'internal server error');
+    } catch {
+      // The transport is broken beyond closing: it is forgotten all the same.
+    }
+    this.onDeliveryFailure(connection, err);
   }
 
   /** False (and the connection dropped) when it does not read (`slow-reader.ts`). */

@@ -147,3 +147,10 @@ const STATUS_TEXT: Record<number, string> = {
   429: 'Too Many Requests',
   500: 'Internal Server Error',
 };
+
+/**
+ * A socket `error` listener that ignores the error (the `close` that follows does the work). Defined
+ * here, not as an arrow inside an upgrade handler: a closure there would keep the handler's scope —
+ * the upgrade request, its URL and token — alive as long as the socket (about 4 KiB per connection).
+ */
+export function ignoreSocketError(): void {}

@@ -27,7 +27,7 @@ import { signRealtimeToken, verifyRealtimeToken } from './tokens.js';
 import type { RealtimeService } from './service.js';
 import { connectionLimits, SocketServers } from './admission.js';
 import { joinChannel, leaveChannel, sendToChannel } from './client-rules.js';
-import { closeInternal, closeReason, contain, describe, guardListener, refuseUpgrade } from './guard.js';
+import { closeInternal, closeReason, contain, describe, guardListener, ignoreSocketError, refuseUpgrade } from './guard.js';
 
 const RS = '\u001e';
 
@@ -160,7 +160,7 @@ export function serveHub(service: RealtimeService): void {
   });
 
   service.onUpgrade('/api/_rt/signalr', (req, socket, head, url) => {
-    socket.on('error', () => {});
+    socket.on('error', ignoreSocketError);
     return (async () => {
       let caller: Caller;
       let connectionId: string;
@@ -181,43 +181,49 @@ export function serveHub(service: RealtimeService): void {
         refuseUpgrade(socket, err);
         return;
       }
-      servers.for(caller).handleUpgrade(req, socket, head, (ws) =>
-        contain(
-          () => {
-            const { ratePerSecond, maxFrameBytes } = connectionLimits(limits, caller);
-            const session = new HubSession(ws, ratePerSecond, maxFrameBytes);
-            session.connection = new Connection(connectionId, 'hub', caller, session);
-            sessions.add(session);
-            const guarded = <A extends unknown[]>(listener: (...args: A) => unknown) =>
-              guardListener(
-                logger,
-                ws,
-                () => ({ connectionId }),
-                () => session.close(1011, 'internal server error'),
-                listener,
-              );
-            ws.on(
-              'message',
-              guarded((data: RawData, isBinary: boolean) => onFrame(service, session, data, isBinary)),
-            );
-            ws.on('error', () => {});
-            ws.on(
-              'close',
-              guarded(() => {
-                sessions.delete(session);
-                service.drop(session.connection);
-                service.homes.release(connectionId);
-              }),
-            );
-          },
-          (err) => {
-            logger.error({ err, connectionId }, 'real-time upgrade failed: the socket is closed');
-            closeInternal(ws);
-          },
-        ),
-      );
+      servers.for(caller).handleUpgrade(req, socket, head, (ws) => open(ws, caller, connectionId));
     })();
   });
+
+  /**
+   * A hub socket that passed its checks: its session and listeners. Outside the upgrade handler, so
+   * that the listeners do not keep the upgrade request alive (see `ignoreSocketError`).
+   */
+  function open(ws: WebSocket, caller: Caller, connectionId: string): void {
+    contain(
+      () => {
+        const { ratePerSecond, maxFrameBytes } = connectionLimits(limits, caller);
+        const session = new HubSession(ws, ratePerSecond, maxFrameBytes);
+        session.connection = new Connection(connectionId, 'hub', caller, session);
+        sessions.add(session);
+        const guarded = <A extends unknown[]>(listener: (...args: A) => unknown) =>
+          guardListener(
+            logger,
+            ws,
+            () => ({ connectionId }),
+            () => session.close(1011, 'internal server error'),
+            listener,
+          );
+        ws.on(
+          'message',
+          guarded((data: RawData, isBinary: boolean) => onFrame(service, session, data, isBinary)),
+        );
+        ws.on('error', ignoreSocketError);
+        ws.on(
+          'close',
+          guarded(() => {
+            sessions.delete(session);
+            service.drop(session.connection);
+            service.homes.release(connectionId);
+          }),
+        );
+      },
+      (err) => {
+        logger.error({ err, connectionId }, 'real-time upgrade failed: the socket is closed');
+        closeInternal(ws);
+      },
+    );
+  }
 }
 
 /** Handles one WebSocket frame of a hub connection (see the module notes). */

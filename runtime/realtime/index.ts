@@ -10,9 +10,11 @@ import type { AppManifest } from '../manifest.js';
 import { LocalBus, type RealtimeBus } from './bus.js';
 import { RealtimeService } from './service.js';
 import { MemoryReplayGuard, type ReplayGuard } from './tokens.js';
-import { serveWebPubSub } from './wps.js';
+import { serveWebPubSub, RECOVERY_GRACE_MS, STATE_REFRESH_MS } from './wps.js';
+import type { ReplayStore } from './wps-store.js';
 import { serveHub } from './hub.js';
 import { watchIdentities } from './identity-watch.js';
+import { reportOpenFilesLimit } from './fd-limit.js';
 
 export { RealtimeService, FUNCTION_ACTOR } from './service.js';
 export { realtimeHttpHandler } from './http.js';
@@ -26,6 +28,8 @@ export interface RealtimeBackplane {
   guard: ReplayGuard;
   /** The Redis connection for other shared state (the sign-in limiter); absent without Redis. */
   redis?: Redis;
+  /** Reliable Web PubSub state and group logs (`wps-store.ts`); absent without Redis. */
+  replayStore?: ReplayStore;
 }
 
 /**
@@ -36,13 +40,15 @@ export interface RealtimeBackplane {
 export async function realtimeBackplane(apiName: string, logger: Logger, redisUrl: string | undefined): Promise<RealtimeBackplane> {
   if (!redisUrl) return { bus: new LocalBus(), guard: new MemoryReplayGuard() };
   const { RedisBus, RedisReplayGuard } = await import('./redis-bus.js');
+  const { ReplayStore } = await import('./wps-store.js');
   const bus = new RedisBus(redisUrl, apiName, logger);
-  return { bus, guard: new RedisReplayGuard(bus.commands, `svc:${apiName}:rt-jti`, logger), redis: bus.commands };
+  const replayStore = new ReplayStore(bus.commands, apiName, logger, RECOVERY_GRACE_MS + STATE_REFRESH_MS);
+  return { bus, guard: new RedisReplayGuard(bus.commands, `svc:${apiName}:rt-jti`, logger), redis: bus.commands, replayStore };
 }
 
 /**
  * Builds the real-time service of an instance, serves its endpoints, starts the bus and the watch
- * of its connections' identities (`identity-watch.ts`).
+ * of its connections' identities (`identity-watch.ts`); logs a low file-descriptor limit (`fd-limit.ts`).
  * @throws Error when Redis is configured but cannot be reached
  */
 export async function startRealtime(options: {
@@ -51,8 +57,9 @@ export async function startRealtime(options: {
   logger: Logger;
   backplane: RealtimeBackplane;
 }): Promise<RealtimeService> {
-  const { bus, guard } = options.backplane;
-  const service = new RealtimeService({ manifest: options.manifest, auth: options.auth, logger: options.logger, bus, guard });
+  const { bus, guard, replayStore } = options.backplane;
+  const service = new RealtimeService({ manifest: options.manifest, auth: options.auth, logger: options.logger, bus, guard, replayStore });
+  reportOpenFilesLimit(service.logger);
   serveWebPubSub(service);
   serveHub(service);
   await service.start();

@@ -27,6 +27,7 @@ import type { ChannelRules } from './channels.js';
 import type { ReplayGuard } from './tokens.js';
 import { ConnectionHomes } from './homes.js';
 import { contain, refuseUpgrade, upgradeRequestId, upgradeUrl } from './guard.js';
+import type { ReplayStore } from './wps-store.js';
 
 /** How long a call to another instance may take before it is answered 503, ms. */
 const CALL_TIMEOUT_MS = 5000;
@@ -46,6 +47,8 @@ export interface RealtimeServiceOptions {
   bus: RealtimeBus;
   /** Where used one-time token ids are remembered (Redis with several instances). */
   guard: ReplayGuard;
+  /** Reliable Web PubSub state and group logs in Redis (`wps-store.ts`); absent without Redis. */
+  replayStore?: ReplayStore;
 }
 
 /** The actor of function code: any connection, private channels allowed. */
@@ -67,7 +70,11 @@ export class RealtimeService implements ChangeSink {
   readonly guard: ReplayGuard;
   /** Hub connections made here whose socket opened on another instance (`homes.ts`). */
   readonly homes: ConnectionHomes;
+  /** Reliable Web PubSub state and group logs in Redis; null without Redis. */
+  readonly replayStore: ReplayStore | null;
   private readonly bus: RealtimeBus;
+  /** Numbers the channel messages sent here (their `logId`). */
+  private logged = 0;
   private readonly upgrades = new Map<string, UpgradeHandler>();
   private readonly closers: (() => void)[] = [];
   private readonly taps: ((message: GroupMessage) => void)[] = [];
@@ -81,6 +88,7 @@ export class RealtimeService implements ChangeSink {
     this.logger = options.logger.child({ component: 'realtime' });
     this.guard = options.guard;
     this.bus = options.bus;
+    this.replayStore = options.replayStore ?? null;
     this.onRpc(CONNECTION_TOPIC, async (op) => this.applyHeld(op as ConnectionOp));
     this.homes = new ConnectionHomes(this);
     this.limits = { ...REALTIME_DEFAULTS, ...withoutUndefined(options.manifest.settings.realtime) };
@@ -215,6 +223,11 @@ export class RealtimeService implements ChangeSink {
    */
   send(message: GroupMessage): void {
     requireShallow(message.data);
+    if (this.replayStore) {
+      // Logged before the bus publishes it (one Redis connection, in order): a recovering connection finds it.
+      message.logId = `${this.bus.instanceId}:${++this.logged}`;
+      this.replayStore.append(message);
+    }
     this.broker.deliverGroup(message);
     this.bus.broadcast({ t: 'group', message });
     this.tap(message);

@@ -25,6 +25,8 @@ export interface SlowReaderOptions {
 /** Decides, per connection and at each delivery, whether it is still reading. */
 export class SlowReaderRule {
   private readonly overSince = new WeakMap<object, number>();
+  /** Entries ever put in `overSince` and not deleted (a dropped connection's may stay): while 0, none to look up. */
+  private overCount = 0;
   private readonly bound: number;
   private readonly cap: number;
   private readonly graceMs: number;
@@ -44,13 +46,15 @@ export class SlowReaderRule {
    */
   admits(connection: object, buffered: number): boolean {
     if (buffered <= this.bound) {
-      this.overSince.delete(connection);
+      // The common case of a fan-out: no lookup while no connection is over its bound.
+      if (this.overCount > 0 && this.overSince.delete(connection)) this.overCount -= 1;
       return true;
     }
     if (buffered > this.cap) return false;
     const since = this.overSince.get(connection);
     if (since === undefined) {
       this.overSince.set(connection, this.now());
+      this.overCount += 1;
       return true;
     }
     return this.now() - since < this.graceMs;

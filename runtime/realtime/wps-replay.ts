@@ -47,6 +47,23 @@ export class ReplayQueue {
     while (this.entries.length > 0 && this.entries[0].seq <= sequenceId) this.bytes -= this.entries.shift()!.frame.length;
   }
 
+  /** The last sequence id given out. */
+  get last(): number {
+    return this.sequence;
+  }
+
+  /**
+   * Continues a connection recovered from stored state (`wps-store.ts`): the next id is `seq + 1`, and
+   * `pending` (numbered frames, oldest first) are the unacknowledged ones.
+   */
+  restore(seq: number, pending: { seq: number; frame: string }[]): void {
+    this.sequence = seq;
+    for (const e of pending) {
+      this.entries.push(e);
+      this.bytes += e.frame.length;
+    }
+  }
+
   /** False once a message was lost unacknowledged. */
   get recoverable(): boolean {
     return !this.lost;

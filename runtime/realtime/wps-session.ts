@@ -9,6 +9,7 @@ import type { WebSocket } from 'ws';
 import { FloodGate, type ChangeNotification, type Connection, type ConnectionTransport, type DataType, type GroupMessage } from './broker.js';
 import { closeReason } from './guard.js';
 import { ReplayQueue } from './wps-replay.js';
+import type { ReplayStore, StoredConnection, StoredGroup } from './wps-store.js';
 
 /** Ack ids remembered per connection for `Duplicate` answers. */
 const REMEMBERED_ACKS = 1024;
@@ -20,21 +21,34 @@ const encoded = new WeakMap<object, Buffer>();
 /** `ws` send options of a text frame given as bytes. */
 const TEXT_FRAME = { binary: false };
 
+/** The last message encoded: a fan-out writes one message to every member in a row (no WeakMap lookup). */
+let lastKey: object | null = null;
+let lastBytes: Buffer | null = null;
+
 function encodedFrame(key: object, frame: string): Buffer {
+  if (key === lastKey) return lastBytes!;
   let bytes = encoded.get(key);
   if (bytes === undefined) {
     bytes = Buffer.from(frame);
     encoded.set(key, bytes);
   }
+  lastKey = key;
+  lastBytes = bytes;
   return bytes;
 }
 
+let lastFrameKey: object | null = null;
+let lastFrame = '';
+
 function messageFrame(key: object, group: string, dataType: DataType, data: unknown, fromUserId: string | null): string {
+  if (key === lastFrameKey) return lastFrame;
   let frame = frames.get(key);
   if (frame === undefined) {
     frame = JSON.stringify({ type: 'message', from: 'group', group, dataType, data, fromUserId });
     frames.set(key, frame);
   }
+  lastFrameKey = key;
+  lastFrame = frame;
   return frame;
 }
 
@@ -54,6 +68,11 @@ export class WpsSession implements ConnectionTransport {
   private readonly ackOrder: number[] = [];
   recoveryTimer: NodeJS.Timeout | undefined;
   readonly flood: FloodGate;
+  /** With Redis on the reliable protocol: the state mirrored there, and each group's position. */
+  private readonly store: ReplayStore | null;
+  private positions: Map<string, StoredGroup> | undefined;
+  /** While a recovered connection catches up from the group logs: the live messages held back. */
+  private held: GroupMessage[] | null = null;
 
   constructor(
     socket: WebSocket,
@@ -62,14 +81,58 @@ export class WpsSession implements ConnectionTransport {
     ratePerSecond: number,
     /** Most bytes of unacknowledged messages kept for replay (svc.json `realtime.sendBufferBytes`). */
     replayLimit: number,
+    store: ReplayStore | null = null,
   ) {
     this.socket = socket;
     this.flood = new FloodGate(ratePerSecond);
     this.replay = reliable ? new ReplayQueue(replayLimit) : null;
+    this.store = reliable ? store : null;
+    if (this.store) this.positions = new Map();
   }
 
   sendGroupMessage(m: GroupMessage): void {
-    this.deliver(m, messageFrame(m, m.group, m.dataType, m.data, m.fromUserId));
+    if (this.held) this.held.push(m);
+    else this.deliver(m, messageFrame(m, m.group, m.dataType, m.data, m.fromUserId), m);
+  }
+
+  joined(group: string, readOnly: boolean): void {
+    if (!this.store || !this.positions) return;
+    const state = { r: readOnly, l: this.positions.get(group)?.l ?? null, t: this.positions.get(group)?.t ?? Date.now() };
+    this.positions.set(group, state);
+    this.store.joined(this.connection.id, group, state);
+  }
+
+  left(group: string): void {
+    if (!this.store || !this.positions) return;
+    this.positions.delete(group);
+    this.store.left(this.connection.id, group);
+  }
+
+  /**
+   * Takes over a connection from its stored state (another instance held it): continues its
+   * sequence, sends its unacknowledged frames, and holds live group messages back until `caughtUp`.
+   */
+  resume(state: StoredConnection): void {
+    if (!this.replay || !this.socket) return;
+    this.replay.restore(state.seq, state.pending);
+    this.positions = new Map(state.groups);
+    this.held = [];
+    for (const p of state.pending) this.socket.send(p.frame);
+  }
+
+  /**
+   * Ends the catch-up of `resume`: `missed` (from the group logs, oldest first) are delivered, then
+   * the live messages held back meanwhile that were not among them.
+   */
+  caughtUp(missed: GroupMessage[]): void {
+    const held = this.held ?? [];
+    this.held = null;
+    const seen = new Set<string>();
+    for (const m of missed) {
+      if (m.logId) seen.add(m.logId);
+      if (!(m.noEcho && m.fromConnectionId === this.connection.id)) this.sendGroupMessage(m);
+    }
+    for (const m of held) if (!m.logId || !seen.has(m.logId)) this.sendGroupMessage(m);
   }
 
   sendChange(group: string, n: ChangeNotification): void {
@@ -112,6 +175,9 @@ export class WpsSession implements ConnectionTransport {
   /** The client's `sequenceAck`: drops what it acknowledged (cumulative). */
   acknowledged(sequenceId: unknown): void {
     this.replay?.acknowledged(sequenceId);
+    if (this.store && typeof sequenceId === 'number' && Number.isSafeInteger(sequenceId) && sequenceId > 0 && sequenceId <= this.replay!.last) {
+      this.store.acked(this.connection.id, sequenceId);
+    }
   }
 
   /**
@@ -137,8 +203,20 @@ export class WpsSession implements ConnectionTransport {
   }
 
   /** Sends a data message: as is on the plain protocol, numbered and kept for replay on the reliable one. */
-  private deliver(key: object, frame: string): void {
-    if (!this.replay) this.write(encodedFrame(key, frame));
-    else this.write(this.replay.push(frame));
+  private deliver(key: object, frame: string, message?: GroupMessage): void {
+    if (!this.replay) return this.write(encodedFrame(key, frame));
+    const numbered = this.replay.push(frame);
+    // Stored before it is written: whatever the client got, another instance can continue from.
+    if (this.store) this.store.sent(this.connection.id, this.replay.last, numbered, message && this.position(message));
+    this.write(numbered);
+  }
+
+  /** Moves `message`'s group position on to it. */
+  private position(message: GroupMessage): { name: string; state: StoredGroup } | undefined {
+    const state = this.positions?.get(message.group);
+    if (!state || !message.logId) return undefined;
+    state.l = message.logId;
+    state.t = Date.now();
+    return { name: message.group, state };
   }
 }

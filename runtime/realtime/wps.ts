@@ -15,10 +15,17 @@
  *   connection, wrong token, messages lost from a full replay queue) is accepted and closed with 1008,
  *   which makes the client reconnect afresh at once; a wrong token leaves the connection waiting for
  *   its own client.
+ * - With Redis (`wps-store.ts`) the reliable state is mirrored there, so the recovery may come to
+ *   another instance: it checks the token against the stored hash, has the holder (if alive) let go of
+ *   the connection (`rpc` topic `wps-release`), continues the sequence, sends the stored
+ *   unacknowledged frames, rejoins the groups and delivers from the group logs what was sent to them
+ *   while no instance held the connection — each message once, in order. A state with a gap (trimmed
+ *   unacknowledged frames) or none at all closes with 1008.
  * - A socket silent for two liveness checks is dropped; a frame over the caller's frame limit closes
  *   with 1009 (by `ws`).
  */
 import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { WebSocket, RawData } from 'ws';
 import { HttpError } from '../errors.js';
@@ -27,9 +34,10 @@ import { Connection } from './broker.js';
 import { verifyRealtimeToken } from './tokens.js';
 import type { RealtimeService } from './service.js';
 import { connectionLimits, SocketServers } from './admission.js';
-import { closeInternal, contain, guardListener, refuseUpgrade } from './guard.js';
+import { closeInternal, contain, guardListener, ignoreSocketError, refuseUpgrade } from './guard.js';
 import { onFrame } from './wps-frames.js';
 import { WpsSession } from './wps-session.js';
+import { tokenHash, type ReplayStore } from './wps-store.js';
 
 /** The subprotocols accepted: Azure's two names, and `json[.reliable].webpubsub.<vendor>.v1` of SPEC §4.12. */
 const SUBPROTOCOL = /^json\.(reliable\.)?webpubsub\.[a-z0-9-]+\.v1$/i;
@@ -39,6 +47,14 @@ export const RECOVERY_GRACE_MS = 30_000;
 
 /** Interval of the server's WebSocket-level liveness check; a socket silent for two of them is dropped, ms. */
 const LIVENESS_INTERVAL_MS = 30_000;
+
+/** Interval at which the Redis state of open reliable connections is kept from expiring, ms. */
+export const STATE_REFRESH_MS = 10_000;
+
+/** The `rpc` topic asking the instance holding a reliable connection to let go of it (a recovery elsewhere). */
+const RELEASE_TOPIC = 'wps-release';
+/** How long a recovery waits for the holder to let go, ms. */
+const RELEASE_TIMEOUT_MS = 2000;
 
 function offeredProtocol(req: IncomingMessage): string | undefined {
   return String(req.headers['sec-websocket-protocol'] ?? '')
@@ -71,18 +87,36 @@ export function serveWebPubSub(service: RealtimeService): void {
     }
   }, LIVENESS_INTERVAL_MS);
   sweep.unref();
+  const store = service.replayStore;
+  const refresh = setInterval(() => store?.refresh(reliableIds(sessions)), STATE_REFRESH_MS);
+  refresh.unref();
   service.onClose(() => {
     clearInterval(sweep);
+    clearInterval(refresh);
     servers.close();
   });
 
-  /** The connection is over: forget it everywhere. */
-  const end = (session: WpsSession) => {
+  /** The connection is over: forget it everywhere (`handedOver`: another instance holds it now). */
+  const end = (session: WpsSession, handedOver = false) => {
     session.ended = true;
     clearTimeout(session.recoveryTimer);
-    sessions.delete(session.connection.id);
+    const { id } = session.connection;
+    if (sessions.get(id) === session) sessions.delete(id);
     service.drop(session.connection);
+    if (handedOver) return;
+    if (session.reliable) store?.forget(id);
+    service.homes.release(id);
   };
+
+  service.onRpc(RELEASE_TOPIC, async (payload) => {
+    const session = sessions.get((payload as { connectionId: string }).connectionId);
+    if (!session) return false;
+    const socket = session.socket;
+    session.socket = null;
+    socket?.terminate();
+    end(session, true);
+    return true;
+  });
 
   const attach = (session: WpsSession, socket: WebSocket) => {
     const guarded = <A extends unknown[]>(listener: (...args: A) => unknown) =>
@@ -98,7 +132,7 @@ export function serveWebPubSub(service: RealtimeService): void {
       'message',
       guarded((data: RawData, isBinary: boolean) => onFrame(service, session, data, isBinary)),
     );
-    socket.on('error', () => {});
+    socket.on('error', ignoreSocketError);
     socket.on(
       'close',
       guarded(() => {
@@ -131,8 +165,10 @@ export function serveWebPubSub(service: RealtimeService): void {
       );
 
   service.onUpgrade('/api/_rt/client', (req, socket, head, url) => {
-    socket.on('error', () => {});
+    socket.on('error', ignoreSocketError);
     const recoverId = url.searchParams.get('awps_connection_id');
+    if (recoverId && store && !sessions.has(recoverId))
+      return recoverElsewhere(recoverId, url.searchParams.get('awps_reconnection_token'), store, req, socket, head);
     if (recoverId) {
       // Recovery (notes §1.5): never refused at the HTTP level; a session that cannot resume closes 1008.
       servers.for(sessions.get(recoverId)?.connection.caller).handleUpgrade(
@@ -180,9 +216,10 @@ export function serveWebPubSub(service: RealtimeService): void {
           const reliable = /^json\.reliable\./i.test(ws.protocol);
           const reconnectionToken = reliable ? randomBytes(24).toString('base64url') : undefined;
           const { ratePerSecond } = connectionLimits(limits, caller);
-          const session = new WpsSession(ws, reliable, reconnectionToken, ratePerSecond, limits.sendBufferBytes);
+          const session = new WpsSession(ws, reliable, reconnectionToken, ratePerSecond, limits.sendBufferBytes, store);
           const connection = new Connection(service.newConnectionId(), 'ws', caller, session);
           session.connection = connection;
+          if (reliable && store) store.open(connection.id, reconnectionToken!, caller, service.instanceId);
           sessions.set(connection.id, session);
           service.broker.add(connection);
           attach(session, ws);
@@ -193,6 +230,58 @@ export function serveWebPubSub(service: RealtimeService): void {
       );
     })();
   });
+
+  /** A recovery of a connection this instance does not hold, from its state in Redis (module notes). */
+  async function recoverElsewhere(id: string, token: string | null, store: ReplayStore, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    let state = await store.load(id);
+    const valid = state !== null && token !== null && sameSecret(tokenHash(token), state.tokenHash);
+    if (valid && state!.holder !== service.instanceId) {
+      const answer = await service.rpc(state!.holder, RELEASE_TOPIC, { connectionId: id }, RELEASE_TIMEOUT_MS);
+      // The holder's last writes went to Redis before its answer: read the state again.
+      if (answer.delivered && !answer.timedOut && answer.reply === true) state = await store.load(id);
+    }
+    servers.for(valid ? state?.caller : undefined).handleUpgrade(
+      req,
+      socket,
+      head,
+      upgraded({ connectionId: id }, (ws) => {
+        if (!valid || !state || sessions.has(id)) return ws.close(1008, 'the connection cannot be recovered');
+        if (!state.complete) {
+          store.forget(id);
+          return ws.close(1008, 'the connection cannot be recovered');
+        }
+        const { ratePerSecond } = connectionLimits(limits, state.caller);
+        const session = new WpsSession(ws, true, token!, ratePerSecond, limits.sendBufferBytes, store);
+        const connection = new Connection(id, 'ws', state.caller, session);
+        session.connection = connection;
+        sessions.set(id, session);
+        service.broker.add(connection);
+        session.resume(state);
+        for (const [group, g] of state.groups) service.broker.join(connection, group, g.r);
+        attach(session, ws);
+        store.moved(id, service.instanceId);
+        void service.homes.adopt(id);
+        const groups = [...state.groups];
+        void Promise.all(groups.map(([group, g]) => store.since(group, g.l, g.t))).then(
+          (logs) =>
+            contain(
+              () => session.caughtUp(logs.flat()),
+              () => session.close(1011, 'internal server error'),
+            ),
+          (err: Error) => {
+            logger.warn({ err: err.message, connectionId: id }, 'the group logs could not be read: the connection starts afresh');
+            session.close(1008, 'the connection cannot be recovered');
+          },
+        );
+        logger.debug({ connectionId: id, from: state.holder }, 'connection recovered from another instance');
+      }),
+    );
+  }
+}
+
+/** The ids of the reliable connections in `sessions`. */
+function* reliableIds(sessions: Map<string, WpsSession>): Iterable<string> {
+  for (const [id, s] of sessions) if (s.reliable) yield id;
 }
 
 /** Compares a presented secret with the expected one in constant time (by bytes: `é` is two). */
