@@ -251,7 +251,7 @@ describe('three instances behind HAProxy', () => {
     const killedAt = performance.now();
     victim.child.kill('SIGKILL');
     const goneAt = await exited(victim);
-    await waitFor(async () => (await proxy.serverStates()).s0 === 'DOWN', 10_000);
+    await waitFor(async () => (await proxy.serverStates()).s0 === 'DOWN', 30_000);
     await new Promise((r) => setTimeout(r, 1000)); // load after HAProxy took it out, too
     await traffic.stop();
 
@@ -277,13 +277,13 @@ describe('three instances behind HAProxy', () => {
     await everyClientGets('after the kill');
     expect(clients.filter((c) => c.ids.length > 1).length).toBeGreaterThan(0);
     // Each listener listens again on its new connection before the write (an answered `_listen` counts).
-    await waitFor(() => listeners.every((l) => l.ids.length === l.connected), 10_000);
+    await waitFor(() => listeners.every((l) => l.ids.length === l.connected), 30_000);
     const order = await post(api, '/Order', { title: 'after the kill', customer }, alice);
     expect(order.status).toBe(201);
-    await waitFor(() => listeners.every((l) => l.changes.some((ids) => ids.includes(order.json.data[0]))), 10_000);
+    await waitFor(() => listeners.every((l) => l.changes.some((ids) => ids.includes(order.json.data[0]))), 30_000);
 
     // The agent session is taken over by a surviving instance; the thread goes on.
-    await waitFor(() => agentUp, 10_000);
+    await waitFor(() => agentUp, 30_000);
     const startAt = events.length;
     model.script({ text: ['A survivor here'] });
     const again = await post(api, '/agentConnect', { connectionId: agentConnection, message: 'Still there?' }, alice);

@@ -208,7 +208,7 @@ describe('threads', () => {
     const writeBeforeLong = !longDone;
     const longMs = await long;
     delay.disable();
-    expect(longMs).toBeGreaterThan(1000); // the long read really was long …
+    expect(longMs).toBeGreaterThan(400); // the long read really was long (its calibrated 2 s varies with the load) …
     expect(doneBeforeLong).toEqual(Array(50).fill(true)); // … and did not hold up the others
     expect(writeBeforeLong).toBe(true);
     expect(Math.max(...shortMs, writeMs)).toBeLessThan(longMs / 10);
