@@ -35,6 +35,8 @@ import { mailsSettled } from './auth/account-mail.js';
 import { createProviders } from './auth/providers/registry.js';
 import { LogStore } from './logs/log-store.js';
 import { Presence } from './http/admin/presence.js';
+import { Metrics } from './metrics/metrics.js';
+import { serveMetrics } from './metrics/metrics-server.js';
 
 export interface ServeOptions {
   appDir: string;
@@ -155,7 +157,10 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   const applied = await applyPending(appDir, manifest, url);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
   const statementTimeoutMs = env.SVC_STATEMENT_TIMEOUT_MS ? Number(env.SVC_STATEMENT_TIMEOUT_MS) : undefined;
-  const db: Database = await openDatabase(manifest.provider, url, { statementTimeoutMs });
+  // Metrics (docs/operations.md): on unless svc.json says `metrics: false`.
+  const metricsSettings = manifest.settings.metrics ?? {};
+  const metrics = metricsSettings === false ? undefined : new Metrics();
+  const db: Database = await openDatabase(manifest.provider, url, { statementTimeoutMs, observe: metrics?.statement });
   const redisUrl = env.REDIS_URL || manifest.settings.realtime.redis || undefined;
   const backplane = await realtimeBackplane(manifest.name, logger, redisUrl);
   const mail = { mailer, origin: () => manifest.settings.mail?.baseUrl ?? baseUrl };
@@ -205,6 +210,7 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
     dev: options.dev === true,
     logs,
     presence,
+    metrics,
   };
   let version: AppVersion | undefined;
   const current = () => version!;
@@ -225,6 +231,7 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
     logger,
   });
   services.agent = agent;
+  if (metrics) metrics.sources = { pool: db.poolStats, realtime: () => realtime.stats(), agentSessions: () => agent.sessionCount };
   version = buildAppVersion(services, manifest);
   await agent.start();
   let inFlight = 0;
@@ -249,6 +256,10 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   const actual = (server.address() as AddressInfo).port;
   const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
   baseUrl = `http://${shownHost}:${actual}`;
+  // A metrics port of their own (env `SVC_METRICS_PORT` overrides svc.json `metrics.port`, as `PORT` does `port`).
+  const metricsPort = metricsSettings === false ? undefined : env.SVC_METRICS_PORT ? Number(env.SVC_METRICS_PORT) : metricsSettings.port;
+  const metricsServer = metrics && metricsPort !== undefined ? await serveMetrics(metrics, metricsPort, host) : undefined;
+  if (metricsServer) logger.info(`metrics at http://${shownHost}:${(metricsServer.address() as AddressInfo).port}/metrics`);
   let closing: Promise<void> | undefined;
   const running: RunningServer = {
     url: `http://${shownHost}:${actual}/api`,
@@ -272,6 +283,8 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
         await realtime.close();
         await closed;
         clearTimeout(timer);
+        metricsServer?.closeAllConnections();
+        await new Promise<void>((ok) => (metricsServer ? metricsServer.close(() => ok()) : ok()));
         await pool.close();
         tus.close();
         await blobs.close();
