@@ -40,6 +40,7 @@ import { resolveRefs } from './secret-refs.js';
 import type { LogStore } from './logs/log-store.js';
 import type { Presence } from './http/admin/presence.js';
 import type { Metrics } from './metrics/metrics.js';
+import { inSpan, tracingOn } from './tracing/tracing.js';
 
 /**
  * The app's long-lived services: built once at start, shared by every version.
@@ -134,7 +135,7 @@ export function buildAppVersion(services: ServerServices, manifest: AppManifest)
     callAgent: (request: AgentRequest) => services.agent!.handle(request),
     logs: services.logs,
   };
-  const invokeFunction = countCalls(functionInvoker({ manifest, logger, ...functions }), manifest, metrics);
+  const invokeFunction = traceCalls(countCalls(functionInvoker({ manifest, logger, ...functions }), manifest, metrics));
   const migrationsDir = join(appDir, 'migrations', manifest.provider);
   const health = {
     ping: () => db.ping(),
@@ -212,6 +213,12 @@ export function liveRuntime(services: ServerServices, current: () => AppVersion)
     logs: services.logs,
     metrics: services.metrics,
   };
+}
+
+/** The invoker with a span per call when traces are on (docs/operations.md). */
+function traceCalls(invoke: FunctionInvoker): FunctionInvoker {
+  if (!tracingOn()) return invoke;
+  return (name, call) => inSpan(`function ${name}`, { 'svc.function': name, ...(call.reqId && { 'svc.request_id': call.reqId }) }, () => invoke(name, call));
 }
 
 /** The invoker counting each call in `svc_function_duration_seconds` (names outside the manifest: `unknown`). */

@@ -36,6 +36,7 @@ import { createProviders } from './auth/providers/registry.js';
 import { LogStore } from './logs/log-store.js';
 import { Presence } from './http/admin/presence.js';
 import { Metrics } from './metrics/metrics.js';
+import { flushTracing, startTracing, traceRequest, tracingOn } from './tracing/tracing.js';
 import { serveMetrics } from './metrics/metrics-server.js';
 
 export interface ServeOptions {
@@ -156,6 +157,7 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   if (policyProblems.length > 0) throw new StartupError(`invalid policy filters: ${policyProblems.join('; ')}`);
   const applied = await applyPending(appDir, manifest, url);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+  await startTracing(env, manifest.name, logger);
   const statementTimeoutMs = env.SVC_STATEMENT_TIMEOUT_MS ? Number(env.SVC_STATEMENT_TIMEOUT_MS) : undefined;
   // Metrics (docs/operations.md): on unless svc.json says `metrics: false`.
   const metricsSettings = manifest.settings.metrics ?? {};
@@ -236,13 +238,15 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   await agent.start();
   let inFlight = 0;
   let drainedHttp: (() => void) | undefined;
+  const traced = tracingOn();
   const server: Server = createServer((req, res) => {
     inFlight += 1;
     res.once('close', () => {
       inFlight -= 1;
       if (inFlight === 0) drainedHttp?.();
     });
-    version!.handle(req, res);
+    if (traced) traceRequest(req, res, () => version!.handle(req, res));
+    else version!.handle(req, res);
   });
   server.on('upgrade', (req, socket, head) => {
     if (!realtime.handleUpgrade(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
@@ -291,6 +295,7 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
         await mailsSettled();
         mailer.close();
         await logs.close();
+        await flushTracing();
         await db.close();
         logger.info('server stopped');
       })();

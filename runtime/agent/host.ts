@@ -77,6 +77,8 @@ export interface TurnReport {
   startedAt: number;
   endedAt: number;
   toolCalls: TurnToolCall[];
+  /** When each tool call ran (`performance.now()`), in the order of `toolCalls`. */
+  toolTimes: { startedAt: number; endedAt: number }[];
 }
 
 /** A tool call of a turn, as in the stats callback. */

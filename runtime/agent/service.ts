@@ -24,6 +24,7 @@ import { groupOfChannel } from '../realtime/channels.js';
 import { FUNCTION_ACTOR, type RealtimeService } from '../realtime/service.js';
 import { connectArgs, promptMessage, resolveAgentOptions, requireIdentityId, sessionCreditsLimit } from './options.js';
 import { AgentSession } from './session.js';
+import { traceTurn } from '../tracing/tracing.js';
 import type { AgentHost, CreditFigures, SessionOptions, TurnReport } from './host.js';
 import { ThreadStore } from './threads.js';
 import { Leases, RENEW_MS } from './lease.js';
@@ -113,6 +114,23 @@ export class AgentService implements AgentHost {
 
   /** Counts an ended turn in the metrics (docs/operations.md), when the server has them. */
   turnEnded(report: TurnReport): void {
+    traceTurn({
+      identityId: report.identityId,
+      provider: report.provider,
+      model: report.model,
+      status: report.status,
+      error: report.error,
+      inputTokens: report.usage.inputTokens,
+      outputTokens: report.usage.outputTokens,
+      startedAt: report.startedAt,
+      endedAt: report.endedAt,
+      tools: report.toolCalls.map((c, i) => ({
+        name: c.tool,
+        server: c.server,
+        error: c.error,
+        ...(report.toolTimes[i] ?? { startedAt: report.endedAt, endedAt: report.endedAt }),
+      })),
+    });
     const m = this.options.app.metrics;
     if (!m) return;
     m.agentTurns.inc({ outcome: report.status === 'completed' ? 'ok' : 'error' });

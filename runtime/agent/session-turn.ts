@@ -109,6 +109,7 @@ export abstract class SessionTurns extends SessionTools {
       startedAt: performance.now(),
       abort: new AbortController(),
       toolCalls: [],
+      toolTimes: [],
       usage: { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 },
       done: () => {},
     };
@@ -176,6 +177,7 @@ export abstract class SessionTurns extends SessionTools {
         startedAt: turn.startedAt,
         endedAt: performance.now(),
         toolCalls: turn.toolCalls,
+        toolTimes: turn.toolTimes,
       });
       await this.host.threads
         .appendTurn(

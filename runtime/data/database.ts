@@ -3,6 +3,7 @@
  * SQLite in worker threads) running the SQL the runtime compiles, with values encoded per provider.
  * Transactions are units of work: see `unit-of-work.ts`.
  */
+import { statementSpan, tracingOn } from '../tracing/tracing.js';
 import { isAbsolute, resolve } from 'node:path';
 import type { DatabaseProvider } from '../manifest.js';
 import { renderSql, type Sql } from '../query/sql.js';
@@ -69,14 +70,17 @@ export async function openDatabase(provider: DatabaseProvider, url: string, opti
     query: async <T>(statement: Sql, tx?: Tx, queryOptions?: QueryOptions) => {
       const { text, values } = renderSql(statement, provider);
       const encoded = encodeValues(values, provider);
-      if (!observe) return (await (tx ? tx.sql.query(text, encoded) : driver.query(text, encoded, queryOptions))) as T[];
+      if (!observe && !tracingOn()) return (await (tx ? tx.sql.query(text, encoded) : driver.query(text, encoded, queryOptions))) as T[];
+      const end = statementSpan(provider, text);
       const started = performance.now();
       try {
         const rows = (await (tx ? tx.sql.query(text, encoded) : driver.query(text, encoded, queryOptions))) as T[];
-        observe((performance.now() - started) / 1000, false);
+        observe?.((performance.now() - started) / 1000, false);
+        end?.();
         return rows;
       } catch (err) {
-        observe((performance.now() - started) / 1000, true);
+        observe?.((performance.now() - started) / 1000, true);
+        end?.(err);
         throw err;
       }
     },

@@ -23,6 +23,7 @@ import type { LogStore } from '../logs/log-store.js';
 import { redactPath } from '../logs/redact.js';
 import { callerAnswered, noteCaller } from '../logs/request-log.js';
 import type { RouteSeries } from '../metrics/metrics.js';
+import { nameRequestSpan, requestSpan } from '../tracing/tracing.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' };
 
@@ -45,6 +46,9 @@ export function trackRequest(
   const given = req.headers['x-request-id'];
   const reqId = (typeof given === 'string' && given.slice(0, 64)) || randomUUID();
   res.setHeader('x-request-id', reqId);
+  // Traces (docs/operations.md): the request id is the request span's attribute, its route its name.
+  const span = requestSpan();
+  span?.setAttribute('svc.request_id', reqId);
   const info = logger.isLevelEnabled('info');
   // Below level info and without a log store the line would be dropped: no timing, no listener.
   if (!info && !logs && !route) return reqId;
@@ -54,7 +58,11 @@ export function trackRequest(
   res.on('finish', () => {
     const ns = Number(process.hrtime.bigint() - started);
     const durationMs = Math.round(ns / 1e5) / 10;
-    if (route) (typeof route === 'function' ? route(url ?? '/') : route).observe(method ?? 'GET', res.statusCode, ns / 1e9);
+    if (route) {
+      const series = typeof route === 'function' ? route(url ?? '/') : route;
+      series.observe(method ?? 'GET', res.statusCode, ns / 1e9);
+      if (span) nameRequestSpan(span, method ?? 'GET', series.route);
+    }
     if (info) logger.info({ reqId, method, url, status: res.statusCode, durationMs }, 'request');
     if (logs) {
       const caller = callerAnswered(res);
