@@ -5,7 +5,7 @@
  * SERVER span is named after its route template, carries its request id and has the database
  * statement as a child span; an agent turn (scripted model on loopback) gives an `invoke_agent` span
  * with a `chat <model>` child carrying the GenAI attributes and token usage, and an
- * `execute_tool <name>` child for its tool call.
+ * `execute_tool <name>` child for its tool call, and the metrics count the turn, its tokens and credits.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
@@ -14,7 +14,7 @@ import { gunzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { prepareApp, ROOT, type PreparedApp } from '../support/cli.js';
-import { userIdentity, type Identity } from '../support/auth.js';
+import { adminIdentity, userIdentity, type Identity } from '../support/auth.js';
 import { backends } from '../support/backends.js';
 import { startModelServer, type ModelServer } from '../support/model-server.js';
 import { waitFor } from '../support/wait.js';
@@ -137,6 +137,14 @@ for (const backend of backends()) {
       const tool = await spanWhere((s) => s.parentSpanId === turn.spanId && s.name === 'execute_tool listBook');
       expect(attr(tool, 'gen_ai.tool.name')).toBe('listBook');
       expect(tool.traceId).toBe(turn.traceId);
+      // The same turn in the metrics: the turn, its tokens and its credits.
+      const admin = await adminIdentity(app, server.url);
+      const text = await (await fetch(`${server.url}/_metrics`, { headers: admin.headers })).text();
+      const value = (line: string) => Number(new RegExp(`^${line.replace(/[{}"]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
+      expect(value('svc_agent_turns_total{outcome="ok"}')).toBeGreaterThanOrEqual(1);
+      expect(value('svc_agent_tokens_total{kind="input"}')).toBeGreaterThan(0);
+      expect(value('svc_agent_tokens_total{kind="output"}')).toBeGreaterThan(0);
+      expect(value('svc_agent_credits_total')).toBeGreaterThan(0);
     });
   });
 }
