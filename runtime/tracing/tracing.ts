@@ -67,9 +67,15 @@ export async function startTracing(env: NodeJS.ProcessEnv, serviceName: string, 
   return true;
 }
 
-/** Sends the spans still buffered (server close); nothing when traces are off. */
+/** Longest wait for the last export when a server closes, ms (a collector that is down never holds up a stop). */
+const FLUSH_WAIT_MS = 2000;
+
+/** Sends the spans still buffered (server close), waiting at most `FLUSH_WAIT_MS`; nothing when traces are off. */
 export async function flushTracing(): Promise<void> {
-  await on?.flush().catch(() => undefined);
+  if (!on) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([on.flush().catch(() => undefined), new Promise<void>((ok) => (timer = setTimeout(ok, FLUSH_WAIT_MS)))]);
+  clearTimeout(timer);
 }
 
 /**
