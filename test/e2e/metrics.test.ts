@@ -15,6 +15,7 @@ import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../s
 import { adminIdentity, userIdentity, type Identity } from '../support/auth.js';
 import { call } from '../support/scenario.js';
 import { fuzzSeed, Prng } from '../support/hostile.js';
+import { waitFor } from '../support/wait.js';
 
 const FIXTURE = join(ROOT, 'test/fixtures/apps/functions');
 const REQUESTS = 'svc_http_request_duration_seconds_count';
@@ -158,7 +159,8 @@ describe('metrics settings', () => {
     // SVC_METRICS_PORT moves svc.json's port (as PORT does the API's): any free one here.
     const server = await serve(app.dir, { ...app.env, SVC_METRICS_PORT: '0' });
     servers.push(server);
-    const url = /metrics at (http:\/\/\S+?)"/.exec(server.output())?.[1];
+    // The log line may reach stdout after the banner (pino writes asynchronously).
+    const url = await waitFor(() => /metrics at (http:\/\/\S+?)"/.exec(server.output())?.[1], 5000);
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
     expect((await call(server.url, 'GET', '/Note')).status).toBe(200);
     const res = await fetch(url!);
