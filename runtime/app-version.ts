@@ -39,6 +39,8 @@ import { functionRealtime, realtimeHttpHandler, type RealtimeService } from './r
 import { resolveRefs } from './secret-refs.js';
 import type { LogStore } from './logs/log-store.js';
 import type { Presence } from './http/admin/presence.js';
+import type { Metrics } from './metrics/metrics.js';
+import { inSpan, tracingOn } from './tracing/tracing.js';
 
 /**
  * The app's long-lived services: built once at start, shared by every version.
@@ -67,6 +69,8 @@ export interface ServerServices {
   logs?: LogStore;
   /** Instances seen on the bus and their real-time (the admin endpoints read it). */
   presence?: Presence;
+  /** The server's metrics (docs/operations.md); absent when svc.json says `metrics: false`. */
+  metrics?: Metrics;
 }
 
 /** One version: its manifest and services, and the HTTP handler that serves it. */
@@ -93,6 +97,7 @@ export function createAppRuntime(options: {
   blobs?: BlobService;
   externals?: ReadonlyMap<string, ExternalSource>;
   logs?: LogStore;
+  metrics?: Metrics;
 }): AppRuntime {
   const writers = new Map<string, CollectionWriter>(options.manifest.collections.map((c) => [c.name, { collection: c, checker: compileInputChecker(c) }]));
   if (options.blobs?.signer) registerBlobUrlSigner(options.manifest.collections, options.blobs.signer);
@@ -106,6 +111,7 @@ export function createAppRuntime(options: {
     blobs: options.blobs,
     externals: options.externals,
     logs: options.logs,
+    metrics: options.metrics,
   };
 }
 
@@ -119,7 +125,8 @@ export function buildAppVersion(services: ServerServices, manifest: AppManifest)
   const policyProblems = checkPolicies(manifest);
   if (policyProblems.length > 0) throw new StartupError(`invalid policy filters: ${policyProblems.join('; ')}`);
   const externals = externalSources(manifest.externals ?? [], (v, where) => resolveRefs(v, env, where), logger);
-  const runtime = createAppRuntime({ manifest, db, logger, sink: services.sink, blobs: services.blobs, externals, logs: services.logs });
+  const { metrics } = services;
+  const runtime = createAppRuntime({ manifest, db, logger, sink: services.sink, blobs: services.blobs, externals, logs: services.logs, metrics });
   const functions = {
     svcDir,
     secrets: secretsFromEnv(env),
@@ -130,7 +137,7 @@ export function buildAppVersion(services: ServerServices, manifest: AppManifest)
     callAgent: (request: AgentRequest) => services.agent!.handle(request),
     logs: services.logs,
   };
-  const invokeFunction = functionInvoker({ manifest, logger, ...functions });
+  const invokeFunction = traceCalls(countCalls(functionInvoker({ manifest, logger, ...functions }), manifest, metrics));
   const migrationsDir = join(appDir, 'migrations', manifest.provider);
   const health = {
     ping: () => db.ping(),
@@ -159,6 +166,8 @@ export function buildAppVersion(services: ServerServices, manifest: AppManifest)
     publicNoCache: services.dev,
     health,
     logs: services.logs,
+    metrics,
+    metricsHere: !(manifest.settings.metrics && manifest.settings.metrics.port !== undefined) && services.env.SVC_METRICS_PORT === undefined,
     admin: services.presence && {
       db,
       auth,
@@ -172,7 +181,7 @@ export function buildAppVersion(services: ServerServices, manifest: AppManifest)
   const data = apiHandler(runtime, auth);
   const rt = realtimeHttpHandler(realtime, runtime);
   const blob = blobHandler(runtime, auth, services.blobs, services.tus);
-  const fn = functionHandler(manifest, logger, auth, invokeFunction, services.logs);
+  const fn = functionHandler(manifest, logger, auth, invokeFunction, services.logs, metrics);
   return {
     manifest,
     runtime,
@@ -205,5 +214,33 @@ export function liveRuntime(services: ServerServices, current: () => AppVersion)
       return current().runtime.externals;
     },
     logs: services.logs,
+    metrics: services.metrics,
+  };
+}
+
+/** The invoker with a span per call when traces are on (docs/operations.md). */
+function traceCalls(invoke: FunctionInvoker): FunctionInvoker {
+  if (!tracingOn()) return invoke;
+  return (name, call) => inSpan(`function ${name}`, { 'svc.function': name, ...(call.reqId && { 'svc.request_id': call.reqId }) }, () => invoke(name, call));
+}
+
+/** The invoker counting each call in `svc_function_duration_seconds` (names outside the manifest: `unknown`). */
+function countCalls(invoke: FunctionInvoker, manifest: AppManifest, metrics: Metrics | undefined): FunctionInvoker {
+  if (!metrics) return invoke;
+  // Children made once per function: no label hashing per call.
+  const series = (name: string) => ({ ok: metrics.functionCalls.labels(name, 'ok'), error: metrics.functionCalls.labels(name, 'error') });
+  const byName = new Map(manifest.functions.map((f) => [f.name, series(f.name)]));
+  const unknown = series('unknown');
+  return async (name, call) => {
+    const started = performance.now();
+    const s = byName.get(name) ?? unknown;
+    try {
+      const answer = await invoke(name, call);
+      (answer.status >= 500 ? s.error : s.ok).observe((performance.now() - started) / 1000);
+      return answer;
+    } catch (err) {
+      s.error.observe((performance.now() - started) / 1000);
+      throw err;
+    }
   };
 }

@@ -35,6 +35,9 @@ import { mailsSettled } from './auth/account-mail.js';
 import { createProviders } from './auth/providers/registry.js';
 import { LogStore } from './logs/log-store.js';
 import { Presence } from './http/admin/presence.js';
+import { Metrics } from './metrics/metrics.js';
+import { flushTracing, startTracing, traceRequest, tracingOn } from './tracing/tracing.js';
+import { serveMetrics } from './metrics/metrics-server.js';
 
 export interface ServeOptions {
   appDir: string;
@@ -159,8 +162,12 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   if (policyProblems.length > 0) throw new StartupError(`invalid policy filters: ${policyProblems.join('; ')}`);
   const applied = await applyPending(appDir, manifest, url);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+  await startTracing(env, manifest.name, logger);
   const statementTimeoutMs = env.SVC_STATEMENT_TIMEOUT_MS ? Number(env.SVC_STATEMENT_TIMEOUT_MS) : undefined;
-  const db: Database = await openDatabase(manifest.provider, url, { statementTimeoutMs });
+  // Metrics (docs/operations.md): on unless svc.json says `metrics: false`.
+  const metricsSettings = manifest.settings.metrics ?? {};
+  const metrics = metricsSettings === false ? undefined : new Metrics();
+  const db: Database = await openDatabase(manifest.provider, url, { statementTimeoutMs, observe: metrics?.statement });
   const redisUrl = env.REDIS_URL || manifest.settings.realtime.redis || undefined;
   const backplane = await realtimeBackplane(manifest.name, logger, redisUrl);
   const mail = { mailer, origin: () => manifest.settings.mail?.baseUrl ?? baseUrl };
@@ -212,6 +219,7 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
     dev: options.dev === true,
     logs,
     presence,
+    metrics,
   };
   let version: AppVersion | undefined;
   const current = () => version!;
@@ -232,10 +240,12 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
     logger,
   });
   services.agent = agent;
+  if (metrics) metrics.sources = { pool: db.poolStats, realtime: () => realtime.stats(), agentSessions: () => agent.sessionCount };
   version = buildAppVersion(services, manifest);
   await agent.start();
   let inFlight = 0;
   let drainedHttp: (() => void) | undefined;
+  const traced = tracingOn();
   const server: Server = createServer((req, res) => {
     inFlight += 1;
     // Draining: each keep-alive connection ends after its response, so none is idle when listening stops.
@@ -244,7 +254,8 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
       inFlight -= 1;
       if (inFlight === 0) drainedHttp?.();
     });
-    version!.handle(req, res);
+    if (traced) traceRequest(req, res, () => version!.handle(req, res));
+    else version!.handle(req, res);
   });
   server.on('upgrade', (req, socket, head) => {
     if (!realtime.handleUpgrade(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
@@ -258,6 +269,10 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   const actual = (server.address() as AddressInfo).port;
   const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
   baseUrl = `http://${shownHost}:${actual}`;
+  // A metrics port of their own (env `SVC_METRICS_PORT` overrides svc.json `metrics.port`, as `PORT` does `port`).
+  const metricsPort = metricsSettings === false ? undefined : env.SVC_METRICS_PORT ? Number(env.SVC_METRICS_PORT) : metricsSettings.port;
+  const metricsServer = metrics && metricsPort !== undefined ? await serveMetrics(metrics, metricsPort, host) : undefined;
+  if (metricsServer) logger.info(`metrics at http://${shownHost}:${(metricsServer.address() as AddressInfo).port}/metrics`);
   let closing: Promise<void> | undefined;
   const running: RunningServer = {
     url: `http://${shownHost}:${actual}/api`,
@@ -286,12 +301,15 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
         await realtime.close();
         await closed;
         clearTimeout(timer);
+        metricsServer?.closeAllConnections();
+        await new Promise<void>((ok) => (metricsServer ? metricsServer.close(() => ok()) : ok()));
         await pool.close();
         tus.close();
         await blobs.close();
         await mailsSettled();
         mailer.close();
         await logs.close();
+        await flushTracing();
         await db.close();
         logger.info('server stopped');
       })();

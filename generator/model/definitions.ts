@@ -11,6 +11,7 @@ import type {
   StorageSettings,
   MailSettings,
   LogsSettings,
+  MetricsSettings,
   SignupSettings,
   ProviderSettings,
   ExternalConnection,
@@ -49,6 +50,7 @@ export interface RawSvcDefinition {
   storage?: Partial<StorageSettings>;
   mail?: MailSettings;
   logs?: Partial<LogsSettings>;
+  metrics?: MetricsSettings;
 }
 
 /** A property as written in a collection file: the manifest's `Property` before defaults and naming. */

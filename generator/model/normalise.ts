@@ -104,6 +104,7 @@ function settingsOf(svc: RawSvcDefinition): AppSettings {
     storage: { ...structuredClone(STORAGE_DEFAULTS), ...structuredClone(svc.storage ?? {}) },
     mail: structuredClone(svc.mail ?? {}),
     logs: { ...LOGS_DEFAULTS, ...structuredClone(svc.logs ?? {}) },
+    ...(svc.metrics !== undefined ? { metrics: structuredClone(svc.metrics) } : {}),
   };
 }
 

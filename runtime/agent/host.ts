@@ -62,4 +62,33 @@ export interface AgentHost {
   /** One model call that summarises `messages` (for `compact`). */
   summarise(identityId: string, options: SessionOptions, messages: unknown[]): Promise<string>;
   stopSession(identityId: string, reason: 'stopped' | 'idle-stopped' | 'taken-over'): Promise<boolean>;
+  /** Told when a turn has ended and been charged (metrics and traces, docs/operations.md); never throws. */
+  turnEnded?(report: TurnReport): void;
+}
+
+/** One ended turn as the metrics and traces see it. */
+export interface TurnReport {
+  identityId: string;
+  /** The rung's provider name and model id (unknown rung: `rung` only). */
+  rung: string;
+  provider?: string;
+  model?: string;
+  status: 'completed' | 'failed';
+  error?: string | null;
+  usage: TurnUsage;
+  credits: number;
+  /** `performance.now()` at the turn's start and end. */
+  startedAt: number;
+  endedAt: number;
+  toolCalls: TurnToolCall[];
+  /** When each tool call ran (`performance.now()`), in the order of `toolCalls`. */
+  toolTimes: { startedAt: number; endedAt: number }[];
+}
+
+/** A tool call of a turn, as in the stats callback. */
+export interface TurnToolCall {
+  server: string;
+  tool: string;
+  durationMs: number;
+  error?: string;
 }

@@ -24,7 +24,8 @@ import { groupOfChannel } from '../realtime/channels.js';
 import { FUNCTION_ACTOR, type RealtimeService } from '../realtime/service.js';
 import { connectArgs, promptMessage, resolveAgentOptions, requireIdentityId, sessionCreditsLimit } from './options.js';
 import { AgentSession } from './session.js';
-import type { AgentHost, CreditFigures, SessionOptions } from './host.js';
+import { traceTurn } from '../tracing/tracing.js';
+import type { AgentHost, CreditFigures, SessionOptions, TurnReport } from './host.js';
 import { ThreadStore } from './threads.js';
 import { Leases, RENEW_MS } from './lease.js';
 import { CreditLedger } from './credits.js';
@@ -107,6 +108,38 @@ export class AgentService implements AgentHost {
       logger: this.logger,
       runsHere: (identityId) => this.sessions.has(identityId) || this.starting.has(identityId),
     });
+  }
+
+  /** Agent sessions running on this instance (the metrics' gauge). */
+  get sessionCount(): number {
+    return this.sessions.size;
+  }
+
+  /** Counts an ended turn in the metrics (docs/operations.md), when the server has them. */
+  turnEnded(report: TurnReport): void {
+    traceTurn({
+      identityId: report.identityId,
+      provider: report.provider,
+      model: report.model,
+      status: report.status,
+      error: report.error,
+      inputTokens: report.usage.inputTokens,
+      outputTokens: report.usage.outputTokens,
+      startedAt: report.startedAt,
+      endedAt: report.endedAt,
+      tools: report.toolCalls.map((c, i) => ({
+        name: c.tool,
+        server: c.server,
+        error: c.error,
+        ...(report.toolTimes[i] ?? { startedAt: report.endedAt, endedAt: report.endedAt }),
+      })),
+    });
+    const m = this.options.app.metrics;
+    if (!m) return;
+    m.agentTurns.inc({ outcome: report.status === 'completed' ? 'ok' : 'error' });
+    m.agentTokens.inc({ kind: 'input' }, report.usage.inputTokens);
+    m.agentTokens.inc({ kind: 'output' }, report.usage.outputTokens);
+    if (report.credits > 0) m.agentCredits.inc(report.credits);
   }
 
   /** Reads `agent-tools.json` again (`svc dev` swapped in a new version); running sessions keep theirs. */

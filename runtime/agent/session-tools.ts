@@ -22,6 +22,8 @@ export interface RunningTurn {
   /** Aborted when the turn ends: stops its MCP calls still under way. */
   abort: AbortController;
   toolCalls: { server: string; tool: string; durationMs: number; error?: string }[];
+  /** When each of `toolCalls` ran (`performance.now()`), for the turn's trace. */
+  toolTimes: { startedAt: number; endedAt: number }[];
   /** What the worker last reported the turn has used (charged if the worker is stopped mid-turn). */
   usage: TurnUsage;
   done(outcome: { status: 'completed' | 'failed'; error: string | null; messages: unknown[]; usage: TurnUsage }): void;
@@ -55,6 +57,7 @@ export abstract class SessionTools extends SessionLifecycle {
       this.uiWaits.delete(callId);
       turn.items.push({ type: 'tool-end', id: callId });
       turn.toolCalls.push({ server: 'ui', tool: name, durationMs: Math.round(performance.now() - started), ...(!answer.ok && { error: answer.output }) });
+      turn.toolTimes.push({ startedAt: started, endedAt: performance.now() });
       return answer;
     }
     if (kind === 'mcp') return this.callMcp(turn, callId, name, args, started);
@@ -69,6 +72,7 @@ export abstract class SessionTools extends SessionLifecycle {
       durationMs: Math.round(performance.now() - started),
       ...(answer.status >= 400 && { error: answer.output.slice(0, 200) }),
     });
+    turn.toolTimes.push({ startedAt: started, endedAt: performance.now() });
     return { ok: answer.status < 400, output: answer.output };
   }
 
@@ -84,6 +88,7 @@ export abstract class SessionTools extends SessionLifecycle {
     this.emit(end);
     turn.items.push(end);
     turn.toolCalls.push({ server: result.server, tool: result.tool, durationMs, ...(result.error !== undefined && { error: result.error }) });
+    turn.toolTimes.push({ startedAt: started, endedAt: performance.now() });
     return { ok: result.error === undefined, output: result.output };
   }
 }

@@ -111,6 +111,7 @@ export abstract class SessionTurns extends SessionTools {
       startedAt: performance.now(),
       abort: new AbortController(),
       toolCalls: [],
+      toolTimes: [],
       usage: { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 },
       done: () => {},
     };
@@ -130,9 +131,11 @@ export abstract class SessionTurns extends SessionTools {
       if (this.options.callbackUrl)
         this.host.callback(this.options, { event: 'turn-started', identityId: this.identityId, threadId, ...(await this.host.credits(this.identityId)) });
       let rungName = 'base';
+      let modelOf: { provider?: string; model?: string } = {};
       try {
         const rung = resolveRung(this.host.settings, model ?? this.options.model);
         rungName = rung.name;
+        modelOf = { provider: rung.providerName, model: rung.rung.model };
         const effort = this.fastNext ? 'low' : this.effort;
         this.fastNext = false;
         await this.mcp.settled(MCP_FIRST_CONNECT_WAIT_MS);
@@ -165,6 +168,19 @@ export abstract class SessionTurns extends SessionTools {
       if (turn.pendingText) turn.items.push({ type: 'text', delta: turn.pendingText });
       if (outcome.status === 'failed' && outcome.error !== 'cancelled') this.emit({ type: 'error', message: outcome.error ?? 'the turn failed' });
       const turnCreditsConsumed = await this.host.meter(this.identityId, rungName, outcome.usage);
+      this.host.turnEnded?.({
+        identityId: this.identityId,
+        rung: rungName,
+        ...modelOf,
+        status: outcome.status,
+        error: outcome.error,
+        usage: outcome.usage,
+        credits: turnCreditsConsumed,
+        startedAt: turn.startedAt,
+        endedAt: performance.now(),
+        toolCalls: turn.toolCalls,
+        toolTimes: turn.toolTimes,
+      });
       await this.host.threads
         .appendTurn(
           threadId,

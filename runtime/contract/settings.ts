@@ -253,6 +253,12 @@ export interface LogsSettings {
 /** Defaults of `logs`: 7 days, 100,000 entries (DESIGN §9). */
 export const LOGS_DEFAULTS: LogsSettings = { retentionDays: 7, maxRows: 100_000 };
 
+/**
+ * Metrics (svc.json `metrics`, docs/operations.md): absent or `{}` → `GET /api/_metrics`, admins only;
+ * `{ "port": N }` → served on that port alone (no auth, bound to the server's host); `false` → off.
+ */
+export type MetricsSettings = false | { port?: number };
+
 /** App settings from `svc.json`, with defaults applied (DESIGN §3). */
 export interface AppSettings {
   /** The database URL written in svc.json (env `DATABASE_URL` overrides at run time). */
@@ -269,4 +275,6 @@ export interface AppSettings {
   mail: MailSettings;
   /** Absent in manifests generated before the log store: the runtime applies `LOGS_DEFAULTS`. */
   logs?: LogsSettings;
+  /** Absent unless svc.json has `metrics` (the runtime then serves `/api/_metrics` to admins). */
+  metrics?: MetricsSettings;
 }

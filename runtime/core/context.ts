@@ -12,6 +12,7 @@ import type { Resource } from './resources.js';
 import type { CollectionWriter } from '../data/children.js';
 import type { BlobService } from '../blobs/service.js';
 import type { ExternalSource } from '../external/forward.js';
+import type { Metrics } from '../metrics/metrics.js';
 import type { LogStore } from '../logs/log-store.js';
 
 /** The app's long-lived services, built once at start (`createAppRuntime`). */
@@ -31,6 +32,8 @@ export interface AppRuntime {
   externals?: ReadonlyMap<string, ExternalSource>;
   /** The log store of DESIGN §9 (request lines); absent in bare runtimes. */
   logs?: LogStore;
+  /** The server's metrics (docs/operations.md); absent when svc.json says `metrics: false` and in bare runtimes. */
+  metrics?: Metrics;
 }
 
 /** One request's context. */

@@ -3,6 +3,7 @@
  * SQLite in worker threads) running the SQL the runtime compiles, with values encoded per provider.
  * Transactions are units of work: see `unit-of-work.ts`.
  */
+import { statementSpan, tracingOn } from '../tracing/tracing.js';
 import { isAbsolute, resolve } from 'node:path';
 import type { DatabaseProvider } from '../manifest.js';
 import { renderSql, type Sql } from '../query/sql.js';
@@ -27,6 +28,8 @@ export interface Database {
   /** Resolves when the database answers. @throws an error with `unavailable: true` otherwise */
   ping(): Promise<void>;
   close(): Promise<void>;
+  /** PostgreSQL: the pool's connections (total, idle) and callers waiting for one; SQLite: absent. */
+  poolStats?(): { total: number; idle: number; waiting: number };
 }
 
 /** The provider a database URL names, or null when it names none we serve. */
@@ -47,6 +50,8 @@ export function resolveDatabaseUrl(url: string, appDir: string): string {
 export interface DatabaseOptions {
   /** PostgreSQL `statement_timeout` and SQLite's statement limit, in ms. Default 10000. */
   statementTimeoutMs?: number;
+  /** Told each statement's duration in seconds and whether it failed (the metrics of docs/operations.md). */
+  observe?: (seconds: number, failed: boolean) => void;
 }
 
 /**
@@ -54,17 +59,32 @@ export interface DatabaseOptions {
  * time: Prisma owns the schema and the migrations (DESIGN §5); requests run the SQL we compile.
  */
 export async function openDatabase(provider: DatabaseProvider, url: string, options: DatabaseOptions = {}): Promise<Database> {
-  const driver: SqlDriver =
+  const driver: SqlDriver & { pool?: { totalCount: number; idleCount: number; waitingCount: number } } =
     provider === 'sqlite'
       ? await createSqliteDriver(url.slice('file:'.length), { statementTimeoutMs: options.statementTimeoutMs })
       : (await import('./pg-driver.js')).createPgDriver(url, { statementTimeoutMs: options.statementTimeoutMs }); // pg loads only for PostgreSQL apps
+  const { observe } = options;
+  const pool = driver.pool;
   return {
     provider,
-    query: async <T>(statement: Sql, tx?: Tx, options?: QueryOptions) => {
+    query: async <T>(statement: Sql, tx?: Tx, queryOptions?: QueryOptions) => {
       const { text, values } = renderSql(statement, provider);
       const encoded = encodeValues(values, provider);
-      return (await (tx ? tx.sql.query(text, encoded) : driver.query(text, encoded, options))) as T[];
+      if (!observe && !tracingOn()) return (await (tx ? tx.sql.query(text, encoded) : driver.query(text, encoded, queryOptions))) as T[];
+      const end = statementSpan(provider, text);
+      const started = performance.now();
+      try {
+        const rows = (await (tx ? tx.sql.query(text, encoded) : driver.query(text, encoded, queryOptions))) as T[];
+        observe?.((performance.now() - started) / 1000, false);
+        end?.();
+        return rows;
+      } catch (err) {
+        observe?.((performance.now() - started) / 1000, true);
+        end?.(err);
+        throw err;
+      }
     },
+    poolStats: pool && (() => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount })),
     transaction: (fn, opts) => driver.transaction((sqlTx) => fn({ sql: sqlTx }), opts),
     ping: () => driver.ping(),
     close: () => driver.close(),

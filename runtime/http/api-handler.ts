@@ -22,28 +22,47 @@ import { MAX_BODY_BYTES, MAX_RESULT_BYTES } from '../contract/limits.js';
 import type { LogStore } from '../logs/log-store.js';
 import { redactPath } from '../logs/redact.js';
 import { callerAnswered, noteCaller } from '../logs/request-log.js';
+import type { RouteSeries } from '../metrics/metrics.js';
+import { nameRequestSpan, requestSpan } from '../tracing/tracing.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' };
 
 /**
  * Gives a request its id (the caller's `x-request-id`, at most 64 characters, or a new UUID), sets the
  * `x-request-id` response header, and writes one log line when the answer is sent, to the process log
- * and (when given) to the log store of DESIGN §9 (path redacted, the caller noted by `noteCaller`).
+ * and (when given) to the log store of DESIGN §9 (path redacted, the caller noted by `noteCaller`),
+ * and counts it in its route's metrics series (docs/operations.md): one histogram observe.
  * Used by the data routes and the Express application alike.
+ * @param route - the request's route series, or a resolver from the URL as received (Express)
  * @returns the request id
  */
-export function trackRequest(logger: Logger, req: IncomingMessage, res: ServerResponse, logs?: LogStore): string {
+export function trackRequest(
+  logger: Logger,
+  req: IncomingMessage,
+  res: ServerResponse,
+  logs?: LogStore,
+  route?: RouteSeries | ((url: string) => RouteSeries),
+): string {
   const given = req.headers['x-request-id'];
   const reqId = (typeof given === 'string' && given.slice(0, 64)) || randomUUID();
   res.setHeader('x-request-id', reqId);
+  // Traces (docs/operations.md): the request id is the request span's attribute, its route its name.
+  const span = requestSpan();
+  span?.setAttribute('svc.request_id', reqId);
   const info = logger.isLevelEnabled('info');
   // Below level info and without a log store the line would be dropped: no timing, no listener.
-  if (!info && !logs) return reqId;
+  if (!info && !logs && !route) return reqId;
   const started = process.hrtime.bigint();
   // Read now: routers rewrite `req.url` while they route.
   const { method, url } = req;
   res.on('finish', () => {
-    const durationMs = Math.round((Number(process.hrtime.bigint() - started) / 1e6) * 10) / 10;
+    const ns = Number(process.hrtime.bigint() - started);
+    const durationMs = Math.round(ns / 1e5) / 10;
+    if (route) {
+      const series = typeof route === 'function' ? route(url ?? '/') : route;
+      series.observe(method ?? 'GET', res.statusCode, ns / 1e9);
+      if (span) nameRequestSpan(span, method ?? 'GET', series.route);
+    }
     if (info) logger.info({ reqId, method, url, status: res.statusCode, durationMs }, 'request');
     if (logs) {
       const caller = callerAnswered(res);
@@ -99,6 +118,16 @@ function serialize(answer: ApiResponse): string | undefined {
  * Source: SPEC §4.1 (routes), §7 (status codes); DESIGN §4 (bodies, error body).
  */
 export function apiHandler(app: AppRuntime, auth: AuthService): (req: IncomingMessage, res: ServerResponse) => boolean {
+  // Route series per resource: `/api/<name>` and `/api/<name>/{id}` (names come from the manifest).
+  const { metrics } = app;
+  const routes = new Map<string, [RouteSeries, RouteSeries]>();
+  const series =
+    metrics &&
+    ((name: string, item: boolean): RouteSeries => {
+      let pair = routes.get(name);
+      if (!pair) routes.set(name, (pair = [metrics.route(`/api/${name}`), metrics.route(`/api/${name}/{id}`)]));
+      return pair[item ? 1 : 0];
+    });
   return (req, res) => {
     const url = req.url ?? '/';
     if (!url.startsWith('/api/')) return false;
@@ -111,7 +140,7 @@ export function apiHandler(app: AppRuntime, auth: AuthService): (req: IncomingMe
     }
     const resource = target && app.resources.get(target.name);
     if (!target || !resource) return false;
-    const reqId = trackRequest(app.logger, req, res, app.logs);
+    const reqId = trackRequest(app.logger, req, res, app.logs, series?.(target.name, target.id !== undefined));
     void (async () => {
       try {
         const { caller } = await authenticateCredentials(auth, credentialInput(req));

@@ -25,6 +25,8 @@ import { consoleHandler } from './console.js';
 import type { LogStore } from '../logs/log-store.js';
 import { adminRouter, type AdminDeps } from './admin/router.js';
 import { requireAdmin } from './admin/params.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { expressRoutes } from '../metrics/routes.js';
 
 const adminOnly = (_req: Request, res: Response, next: NextFunction) => {
   requireAdmin(res);
@@ -57,6 +59,10 @@ export interface AppOptions {
   logs?: LogStore;
   /** What the admin endpoints under `/api/_admin/` (DESIGN §9) read and change; absent: not served. */
   admin?: AdminDeps;
+  /** The server's metrics: every request is counted; absent when svc.json says `metrics: false`. */
+  metrics?: Metrics;
+  /** Serve `GET /api/_metrics` (admins only): true unless the metrics have a port of their own. */
+  metricsHere?: boolean;
 }
 
 /** Largest JSON body of the sign-in and account endpoints (`_auth`, `_token`, `_refresh`, `_logout`, `_signup`, …). */
@@ -74,8 +80,14 @@ export function createApp(options: AppOptions): express.Express {
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
 
+  const routeOf =
+    options.metrics &&
+    expressRoutes(
+      options.metrics,
+      manifest.functions.map((f) => f.name),
+    );
   app.use((req: Request, res: Response, next: NextFunction) => {
-    res.locals.reqId = trackRequest(logger, req, res, options.logs);
+    res.locals.reqId = trackRequest(logger, req, res, options.logs, routeOf);
     next();
   });
   // The console (DESIGN §9) sets its own headers and refuses malformed paths itself.
@@ -106,6 +118,12 @@ export function createApp(options: AppOptions): express.Express {
   if (options.credits) api.use('/_agent', json(AUTH_BODY_BYTES), creditsRouter(options.credits));
   // Admins only: refused before any body is parsed.
   if (options.admin) api.use('/_admin', adminOnly, json(AUTH_BODY_BYTES), adminRouter(options.admin));
+  // The metrics (docs/operations.md): here for admins unless svc.json gives them a port of their own.
+  const metrics = options.metrics;
+  if (metrics && options.metricsHere)
+    api.get('/_metrics', adminOnly, (_req, res, next) => {
+      metrics.text().then((text) => res.type(metrics.contentType).send(text), next);
+    });
   api.get('/_openapi', (_req, res) => {
     res.json(options.openapi);
   });

@@ -26,6 +26,7 @@ import { ensureThumbnail, parseThumbnail, thumbnailType } from '../blobs/thumbna
 import type { BlobService } from '../blobs/service.js';
 import { isMediaType, type TusUploads } from '../blobs/tus.js';
 import { sendError, trackRequest } from './api-handler.js';
+import type { RouteSeries } from '../metrics/metrics.js';
 import { noteCaller } from '../logs/request-log.js';
 
 /** Who reads a blob through a valid signed URL: the signature is the permission, so no rule applies. */
@@ -157,13 +158,21 @@ async function upload(ctx: RequestContext, blobs: BlobService, t: BlobTarget, re
  * Source: SPEC §4.5; DESIGN §4 "Blob details"; issue "blobs".
  */
 export function blobHandler(app: AppRuntime, auth: AuthService, blobs: BlobService, tus: TusUploads): (req: IncomingMessage, res: ServerResponse) => boolean {
+  // One route series per collection (names come from the manifest).
+  const routes = new Map<string, RouteSeries>();
+  const seriesOf = (name: string): RouteSeries | undefined => {
+    if (!app.metrics) return undefined;
+    let s = routes.get(name);
+    if (!s) routes.set(name, (s = app.metrics.route(`/api/${name}/{id}/{blob}`)));
+    return s;
+  };
   return (req, res) => {
     const url = req.url ?? '/';
     if (!url.startsWith('/api/')) return false;
     const path = blobPath(url);
     const resource = path && app.resources.get(path.name);
     if (!path || !resource || resource.kind !== 'collection') return false;
-    const reqId = trackRequest(app.logger, req, res, app.logs);
+    const reqId = trackRequest(app.logger, req, res, app.logs, seriesOf(resource.name));
     void (async () => {
       try {
         const q = url.indexOf('?');

@@ -24,6 +24,7 @@ import type { AppManifest, FunctionDefinition } from '../manifest.js';
 import { trackRequest } from './api-handler.js';
 import { noteCaller } from '../logs/request-log.js';
 import type { LogStore } from '../logs/log-store.js';
+import type { Metrics, RouteSeries } from '../metrics/metrics.js';
 import { checkFunctionAccess, functionJsonBody, functionTextBody, visibleHeaders, type FunctionInvoker } from './function-routes.js';
 
 const HTTP_METHODS = ['GET', 'POST'];
@@ -92,13 +93,18 @@ export function functionHandler(
   auth: AuthService,
   invoke: FunctionInvoker,
   logs?: LogStore,
+  metrics?: Metrics,
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
-  // Path (as sent, without the query) → the function and the methods served there.
-  const routes = new Map<string, { f: FunctionDefinition; methods: string[] }>();
+  // Path (as sent, without the query) → the function, the methods served there and its route series.
+  const routes = new Map<string, { f: FunctionDefinition; methods: string[]; series?: RouteSeries }>();
   for (const f of manifest.functions) {
     if (!f.enabled || encodeURIComponent(f.name) !== f.name) continue;
-    if (f.functionTypeId === 1) routes.set(`/api/${f.name}`, { f, methods: HTTP_METHODS });
-    routes.set(`/api/_invoke/${f.name}`, { f, methods: f.functionTypeId === 1 ? HTTP_METHODS : INVOKE_METHODS });
+    if (f.functionTypeId === 1) routes.set(`/api/${f.name}`, { f, methods: HTTP_METHODS, series: metrics?.route(`/api/${f.name}`) });
+    routes.set(`/api/_invoke/${f.name}`, {
+      f,
+      methods: f.functionTypeId === 1 ? HTTP_METHODS : INVOKE_METHODS,
+      series: metrics?.route(`/api/_invoke/${f.name}`),
+    });
   }
   return (req: ParsedRequest, res) => {
     const url = req.url ?? '/';
@@ -108,7 +114,7 @@ export function functionHandler(
     if (!route || !route.methods.includes(method)) return false;
     if (req.headers['if-none-match'] !== undefined || req.headers['if-modified-since'] !== undefined) return false;
     const { f } = route;
-    const reqId = trackRequest(logger, req, res, logs);
+    const reqId = trackRequest(logger, req, res, logs, route.series);
     void (async () => {
       try {
         const { caller } = await authenticateCredentials(auth, credentialInput(req));

@@ -2,7 +2,8 @@
  * @module The log store of the console (DESIGN §9): request log entries, client `_log` entries and
  * function output lines kept in the system table `_svc_logs`. `record` only pushes onto an in-memory
  * buffer (no I/O, never throws), so the request path stays cheap; a timer flushes the buffer every
- * `flushMs` (500 ms: an entry is at most about 1 s late) in multi-row INSERTs. While the database is
+ * `flushMs` (500 ms: an entry is at most about 1 s late), each batch one INSERT with a single JSON
+ * parameter (`json_to_recordset` on PostgreSQL, `json_each` on SQLite). While the database is
  * down the buffer is kept up to `maxBuffer` entries, the oldest dropped beyond that and counted
  * (`dropped`); a failed flush is retried with the next tick. Another timer prunes entries older than
  * `logs.retentionDays` and beyond `logs.maxRows` (newest kept).
@@ -10,10 +11,10 @@
  * Callers hand in what may be stored: paths go through `redactPath` first (redact.ts), and no
  * header, token or body is ever recorded.
  */
-import { v7 as uuidv7 } from 'uuid';
+import { randomBytes } from 'node:crypto';
 import type { Database } from '../data/database.js';
 import type { Logger } from '../log.js';
-import { join, sql } from '../query/sql.js';
+import { sql } from '../query/sql.js';
 import { TABLE } from '../auth/store.js';
 import { LOGS_DEFAULTS, type LogsSettings } from '../contract/settings.js';
 
@@ -51,8 +52,8 @@ export interface LogStoreOptions {
   now?: () => number;
 }
 
-/** Rows per INSERT statement (14 parameters each: well under SQLite's and PostgreSQL's limits). */
-const ROWS_PER_INSERT = 200;
+/** Rows per INSERT statement (one JSON parameter each). */
+const ROWS_PER_INSERT = 1000;
 /** Longest wait for the last flush when the store closes, ms. */
 const CLOSE_WAIT_MS = 2000;
 /** Longest stored message, characters. */
@@ -60,8 +61,32 @@ const MAX_MESSAGE = 10_000;
 
 interface Pending {
   id: string;
-  time: Date;
+  /** Epoch ms. */
+  time: number;
   entry: LogEntry;
+}
+
+/**
+ * Entry ids: UUIDv7-shaped text that sorts by time and, within this process, by record order (so
+ * `maxRows` keeps the newest and `id DESC` pages newest first, next to older uuidv7 ids), made without
+ * randomness per entry: the ms time in hex (cached per ms), a process counter, a random process tail.
+ */
+export class LogIds {
+  private readonly tail = randomBytes(6).toString('hex');
+  private lastMs = -1;
+  private prefix = '';
+  private seq = 0;
+
+  /** The next id for an entry recorded at `ms` (epoch ms; never goes back: an earlier clock reuses the last ms). */
+  next(ms: number): string {
+    if (ms > this.lastMs) {
+      this.lastMs = ms;
+      const t = ms.toString(16).padStart(12, '0');
+      this.prefix = `${t.slice(0, 8)}-${t.slice(8)}-7`;
+    }
+    const c = (this.seq++ & 0xffffff).toString(16).padStart(6, '0');
+    return `${this.prefix}${c.slice(0, 3)}-8${c.slice(3)}-${this.tail}`;
+  }
 }
 
 export class LogStore {
@@ -69,6 +94,7 @@ export class LogStore {
   private flushing: Promise<void> | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
   private warnedAt = 0;
+  private readonly ids = new LogIds();
   private closed = false;
   /** Entries dropped since start because the buffer was full (the database did not take them). */
   dropped = 0;
@@ -99,8 +125,8 @@ export class LogStore {
   record(entry: LogEntry): void {
     if (this.closed) return;
     const now = this.options.now?.() ?? Date.now();
-    // Ids are time-ordered and monotonic in this process (uuid's v7 state), so `maxRows` keeps the newest.
-    this.buffer.push({ id: uuidv7(), time: new Date(now), entry });
+    // Ids are time-ordered and monotonic in this process (LogIds), so `maxRows` keeps the newest.
+    this.buffer.push({ id: this.ids.next(now), time: now, entry });
     const max = this.options.maxBuffer ?? 20_000;
     if (this.buffer.length > max) {
       const over = this.buffer.length - max;
@@ -128,14 +154,26 @@ export class LogStore {
   }
 
   private async write(batch: Pending[]): Promise<void> {
+    const sqlite = this.db.provider === 'sqlite';
     for (let i = 0; i < batch.length; i += ROWS_PER_INSERT) {
-      const rows = batch.slice(i, i + ROWS_PER_INSERT).map(({ id, time, entry: e }) => {
-        const message = e.message == null ? null : e.message.length > MAX_MESSAGE ? e.message.slice(0, MAX_MESSAGE) : e.message;
-        return sql`(${id}, ${time}, ${this.instance}, ${e.kind}, ${e.reqId ?? null}, ${e.method ?? null}, ${e.path ?? null}, ${e.status ?? null}, ${e.durationMs ?? null}, ${e.identityId ?? null}, ${e.identityKind ?? null}, ${e.severity ?? null}, ${e.source ?? null}, ${message})`;
-      });
-      await this.db.query(
-        sql`INSERT INTO ${TABLE.logs} ("id", "time", "instance", "kind", "reqId", "method", "path", "status", "durationMs", "identityId", "identityKind", "severity", "source", "message") VALUES ${join(rows, ', ')}`,
-      );
+      const rows = batch
+        .slice(i, i + ROWS_PER_INSERT)
+        .map(({ id, time, entry: e }) => [
+          id,
+          isoTime(time, sqlite),
+          e.kind,
+          e.reqId ?? null,
+          e.method ?? null,
+          e.path ?? null,
+          e.status ?? null,
+          e.durationMs ?? null,
+          e.identityId ?? null,
+          e.identityKind ?? null,
+          e.severity ?? null,
+          e.source ?? null,
+          e.message == null ? null : e.message.length > MAX_MESSAGE ? e.message.slice(0, MAX_MESSAGE) : e.message,
+        ]);
+      await this.db.query(sqlite ? insertSqlite(JSON.stringify(rows), this.instance) : insertPg(JSON.stringify(rows), this.instance));
     }
   }
 
@@ -170,4 +208,31 @@ export class LogStore {
     this.warnedAt = t;
     this.logger.warn({ err: (err as Error)?.message, buffered: this.buffer.length, dropped: this.dropped }, message);
   }
+}
+
+const COLUMNS = sql`("id", "time", "instance", "kind", "reqId", "method", "path", "status", "durationMs", "identityId", "identityKind", "severity", "source", "message")`;
+
+/** One batch on PostgreSQL: `rows` is a JSON array of 13-element arrays (every column but `instance`). */
+function insertPg(rows: string, instance: string) {
+  return sql`INSERT INTO ${TABLE.logs} ${COLUMNS}
+    SELECT r->>0, (r->>1)::timestamptz, ${instance}, r->>2, r->>3, r->>4, r->>5, (r->>6)::int, (r->>7)::float8, r->>8, r->>9, (r->>10)::int, r->>11, r->>12
+    FROM json_array_elements(${rows}::json) AS r`;
+}
+
+/** One batch on SQLite (`json_each` over the same JSON). */
+function insertSqlite(rows: string, instance: string) {
+  return sql`INSERT INTO ${TABLE.logs} ${COLUMNS}
+    SELECT value->>0, value->>1, ${instance}, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, value->>8, value->>9, value->>10, value->>11, value->>12
+    FROM json_each(${rows})`;
+}
+
+let isoMs = -1;
+let isoText = '';
+/** An entry's time as the provider stores it (SQLite: ISO 8601 with `+00:00`, see data/values.ts); cached per ms. */
+function isoTime(ms: number, sqlite: boolean): string {
+  if (ms !== isoMs) {
+    isoMs = ms;
+    isoText = new Date(ms).toISOString();
+  }
+  return sqlite ? `${isoText.slice(0, -1)}+00:00` : isoText;
 }

@@ -112,6 +112,8 @@ export interface BrokerStats {
   groups: number;
   /** Connections dropped because they stopped reading (send buffer over its bound), since start. */
   slowDropped: number;
+  /** Frames written to connections, since start. */
+  framesOut: number;
 }
 
 /**
@@ -123,6 +125,7 @@ export class Broker {
   private readonly groups = new Map<string, Set<Connection>>();
   private readonly feeds = new Map<string, Map<string, Subscription>>();
   private slowDropped = 0;
+  private framesOut = 0;
   private readonly slow: SlowReaderRule;
 
   constructor(
@@ -237,11 +240,12 @@ export class Broker {
   }
 
   stats(): BrokerStats {
-    return { connections: this.connections.size, groups: this.groups.size, slowDropped: this.slowDropped };
+    return { connections: this.connections.size, groups: this.groups.size, slowDropped: this.slowDropped, framesOut: this.framesOut };
   }
 
   /** Runs one write to `connection`; a throw drops that connection (1011), never the others or the sender. */
   private write(connection: Connection, send: () => void): void {
+    this.framesOut += 1;
     try {
       send();
     } catch (err) {

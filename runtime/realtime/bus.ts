@@ -50,6 +50,8 @@ export interface RealtimeBus {
   /** Sends to one instance; false when no instance of that id is listening (or the bus is down). */
   sendTo(instanceId: string, message: BusMessage): Promise<boolean>;
   close(): Promise<void>;
+  /** Messages published and received since start (Redis: the metrics of docs/operations.md). */
+  readonly counts?: { published: number; received: number };
 }
 
 /** A new instance id: 12 URL-safe characters. */

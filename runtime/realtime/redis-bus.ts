@@ -45,6 +45,7 @@ export function redisClient(url: string, logger: Logger, role: string, options: 
 
 export class RedisBus implements RealtimeBus {
   readonly instanceId = newInstanceId();
+  readonly counts = { published: 0, received: 0 };
   private readonly pub: Redis;
   private readonly sub: Redis;
   private readonly all: string;
@@ -70,6 +71,7 @@ export class RedisBus implements RealtimeBus {
    */
   async start(onMessage: (message: BusMessage) => void): Promise<void> {
     this.sub.on('message', (_channel: string, text: string) => {
+      this.counts.received += 1;
       let envelope: { from: string; message: BusMessage };
       try {
         envelope = JSON.parse(text);
@@ -98,10 +100,12 @@ export class RedisBus implements RealtimeBus {
   }
 
   broadcast(message: BusMessage): void {
+    this.counts.published += 1;
     this.pub.publish(this.all, this.encode(message)).catch((err: Error) => this.lose(message, err));
   }
 
   async sendTo(instanceId: string, message: BusMessage): Promise<boolean> {
+    this.counts.published += 1;
     try {
       return (await this.pub.publish(`${this.prefix}:i:${instanceId}`, this.encode(message))) > 0;
     } catch (err) {

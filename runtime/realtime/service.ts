@@ -20,7 +20,7 @@ import type { Logger } from '../log.js';
 import type { AppManifest } from '../manifest.js';
 import { REALTIME_DEFAULTS } from '../contract/settings.js';
 import { AddressLimiter, admitAddress, type RealtimeLimits } from './admission.js';
-import { Broker, Connection, type GroupMessage } from './broker.js';
+import { Broker, Connection, type BrokerStats, type GroupMessage } from './broker.js';
 import { SLOW_READER_GRACE_MS } from './slow-reader.js';
 import { instanceOf, type Actor, type BusMessage, type ConnectionOp, type OpResult, type RealtimeBus } from './bus.js';
 import type { ChannelRules } from './channels.js';
@@ -81,6 +81,8 @@ export class RealtimeService implements ChangeSink {
   private readonly rpcHandlers = new Map<string, (payload: unknown) => Promise<unknown>>();
   private readonly rpcWaits = new Map<string, { done: (r: RpcResult) => void; timer: NodeJS.Timeout }>();
   private closed = false;
+  /** Channel messages sent on this instance (clients, functions, the agent), since start. */
+  private messagesIn = 0;
 
   constructor(options: RealtimeServiceOptions) {
     this.manifest = options.manifest;
@@ -205,6 +207,11 @@ export class RealtimeService implements ChangeSink {
     return true;
   }
 
+  /** Counters of this instance for the metrics (docs/operations.md): the broker's, messages sent here, the bus's. */
+  stats(): BrokerStats & { messagesIn: number; bus?: { published: number; received: number } } {
+    return { ...this.broker.stats(), messagesIn: this.messagesIn, bus: this.bus.counts };
+  }
+
   // ---- ChangeSink --------------------------------------------------------------------------------
 
   /** Delivers committed changes here and broadcasts them to the other instances (SPEC §6.1). */
@@ -223,6 +230,7 @@ export class RealtimeService implements ChangeSink {
    */
   send(message: GroupMessage): void {
     requireShallow(message.data);
+    this.messagesIn += 1;
     if (this.replayStore) {
       // Logged before the bus publishes it (one Redis connection, in order): a recovering connection finds it.
       message.logId = `${this.bus.instanceId}:${++this.logged}`;

@@ -357,7 +357,7 @@ describe('an app with many problems', () => {
       'collections/Product.json: /properties/price/type: unknown property type "money"; allowed types: string, text, integer, decimal, boolean, date, date-time, guid, lookup, blob',
       'functions/sendMail.json: /endpoint: endpoint must be "/sendMail" (the function is served at /api/sendMail); got "/send"',
       'functions/sendMail.json: /requestBody/0/type: requestBody field "payload" has type "object"; inputs must be scalar (string, text, integer, decimal, boolean, date, date-time, guid)',
-      'svc.json: /colour: unknown key "colour"; allowed keys: name, database, port, console, generate, auth, realtime, functions, agent, logs, credits, storage, mail',
+      'svc.json: /colour: unknown key "colour"; allowed keys: name, database, port, console, generate, auth, realtime, functions, agent, metrics, logs, credits, storage, mail',
       'views/Customer.json: /name: name "Customer" is already used by collections/Customer.json',
     ]);
     expect(d.diagnostics.map((x) => x.code)).toEqual([
@@ -414,6 +414,19 @@ describe('an app with many problems', () => {
     expect(validateApp(raw, {}).map(formatDiagnostic)).toEqual(['svc.json: /console: console must be a boolean']);
     const off = await loadApp(writeApp({ ...shop, 'svc.json': { name: 'shop', console: false } }));
     expect(validateApp(off, {})).toEqual([]);
+  });
+
+  test('svc.json metrics is false or { port } (docs/operations.md); anything else names the field', async () => {
+    for (const metrics of [false, {}, { port: 9464 }]) {
+      const ok = await loadApp(writeApp({ ...shop, 'svc.json': { name: 'shop', metrics } }));
+      expect(validateApp(ok, {}), JSON.stringify(metrics)).toEqual([]);
+    }
+    for (const metrics of ['on', true, { port: 0 }, { port: 70000 }, { port: '9464' }, { path: '/m' }]) {
+      const bad = await loadApp(writeApp({ ...shop, 'svc.json': { name: 'shop', metrics } }));
+      const problems = validateApp(bad, {}).map(formatDiagnostic);
+      expect(problems.length, JSON.stringify(metrics)).toBeGreaterThan(0);
+      for (const p of problems) expect(p, JSON.stringify(metrics)).toMatch(/^svc\.json: \/metrics/);
+    }
   });
 });
 
