@@ -158,7 +158,8 @@ function adminIdentitiesSuite(backend: Backend): void {
             fc.constantFrom('%00', '%', '%25', "'; --", '\\', '_%', 'x'.repeat(5000)),
           ),
           async (given) => {
-            const path = /^%/.test(given) || given.includes("'") ? given : encodeURIComponent(given);
+            // The hand-written escapes go as they are; anything else is encoded (a raw `?` would start a query).
+            const path = /^%/.test(given) ? given : encodeURIComponent(given);
             const r = await get(`/_admin/identities/${path}`, admin);
             expect(r.status, given).toBeGreaterThanOrEqual(400);
             expect(r.status, given).toBeLessThan(500);
