@@ -5,11 +5,12 @@
  * (HTTP mode, round robin, no stickiness, health checks on `/api/_ready`, WebSocket tunnel timeout) on
  * free loopback ports, and runs it in the foreground as a child process.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
+import { findOrInstall, type FindProgramOptions } from './debian-package.js';
 import { freePort } from './pg-cluster.js';
 import { waitFor } from './wait.js';
 // The one configuration, shared with bench/load-balancer.mjs and quoted in docs/deploy.md.
@@ -18,73 +19,27 @@ import { haproxyConfig } from '../../bench/haproxy.mjs';
 /** Where Debian's `haproxy` package puts the binary. */
 export const DEBIAN_HAPROXY = '/usr/sbin/haproxy';
 
-const isExecutable = (file: string): boolean => {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-const onPath = (name: string, path: string): string | undefined =>
-  path
-    .split(delimiter)
-    .filter(Boolean)
-    .map((dir) => join(dir, name))
-    .find(isExecutable);
-
-export interface FindHaproxyOptions {
-  /** Paths tried first, in order. Default: env `SVC_TEST_HAPROXY` (when set), then `/usr/sbin/haproxy`. */
-  candidates?: string[];
-  /** Searched for `haproxy` after the candidates. Default: env `PATH`. */
-  path?: string;
-  /**
-   * Install Debian's `haproxy` when nothing is found. Default: when running as root and `apt-get` is on
-   * `path`. Runs `apt-get install -y haproxy`, then `apt-get update` and the install again when the
-   * first try fails.
-   */
-  install?: boolean;
-  /** The apt-get to run. Default: `apt-get` found on `path`. */
-  aptGet?: string;
-  /** Where each step is reported (one line each). Default: stdout. */
-  log?: (line: string) => void;
-}
+/** Options of `findHaproxy`: candidates default to env `SVC_TEST_HAPROXY`, then `/usr/sbin/haproxy`; `haproxy` is searched on `path`. */
+export type FindHaproxyOptions = FindProgramOptions;
 
 /**
- * Finds HAProxy, installing Debian's package when allowed (see `FindHaproxyOptions`), as
- * chromium.ts does for the browser.
+ * Finds HAProxy, installing Debian's package when allowed (see `FindProgramOptions`), as chromium.ts
+ * does for the browser.
  * @returns the binary's path, or undefined when none is found and none could be installed (each step
  *   and why it failed is logged, with what to install)
  */
 export function findHaproxy(options: FindHaproxyOptions = {}): string | undefined {
-  const path = options.path ?? process.env.PATH ?? '';
-  const candidates = options.candidates ?? [...(process.env.SVC_TEST_HAPROXY ? [process.env.SVC_TEST_HAPROXY] : []), DEBIAN_HAPROXY];
-  const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const found = candidates.find(isExecutable) ?? onPath('haproxy', path);
-  if (found) return found;
-  const aptGet = options.aptGet ?? onPath('apt-get', path);
-  const install = options.install ?? (process.getuid?.() === 0 && aptGet !== undefined);
-  if (!install || !aptGet) {
-    log(`svc tests: no HAProxy found (tried ${candidates.join(', ')} and PATH); install Debian's package: apt-get install -y haproxy`);
-    return undefined;
-  }
-  const apt = (...args: string[]) => {
-    log(`svc tests: HAProxy is missing; running ${aptGet} ${args.join(' ')}`);
-    // Waits up to 5 minutes for another apt/dpkg run to release its lock.
-    const r = spawnSync(aptGet, ['-o', 'DPkg::Lock::Timeout=300', ...args], {
-      stdio: ['ignore', 'inherit', 'inherit'],
-      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-    });
-    return r.status === 0;
-  };
-  if (!apt('install', '-y', 'haproxy') && (!apt('update') || !apt('install', '-y', 'haproxy'))) {
-    log('svc tests: installing HAProxy failed; the load-balancer test will fail');
-    return undefined;
-  }
-  const installed = isExecutable(DEBIAN_HAPROXY) ? DEBIAN_HAPROXY : undefined;
-  log(installed ? `svc tests: HAProxy installed at ${installed}` : `svc tests: apt-get succeeded but ${DEBIAN_HAPROXY} is missing`);
-  return installed;
+  return findOrInstall(
+    {
+      label: 'HAProxy',
+      debianPackage: 'haproxy',
+      debianPath: DEBIAN_HAPROXY,
+      names: ['haproxy'],
+      envOverride: 'SVC_TEST_HAPROXY',
+      withoutIt: 'the load-balancer test will fail',
+    },
+    options,
+  );
 }
 
 /** A running HAProxy (its own child process, foreground), with its admin socket. */
