@@ -9,7 +9,7 @@
  * transcript (turns, tool calls, credits per turn), the credits panel (cap, pause and resume, top-up,
  * the chart of credits per day) and health (migrations applied and pending, version, instances).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -194,8 +194,9 @@ describe.each(backends())('the console pages on %s', (backend) => {
     await page.fill('[data-log-filter="reqId"]', reqId);
     await page.click('#log-search');
     await page.waitForSelector(`#log-list tr[data-key] td[data-col="reqId"]:text-is("${reqId}")`);
-    // The request line and the function's line, and nothing else.
-    expect(await page.locator('#log-list tbody tr').count()).toBe(2);
+    // The request line and the function's line, and nothing else. The unfiltered list shown before the
+    // search holds the same row, so wait for the filtered answer rather than for that row.
+    await vi.waitFor(async () => expect(await page.locator('#log-list tbody tr').count()).toBe(2), { timeout: 10_000 });
     await page.click('#log-list tbody tr:has(td[data-col="kind"]:text-is("request"))');
     await page.waitForSelector('#log-request-lines tr[data-key="function"]');
     expect(await page.locator('#log-request-lines tbody tr').count()).toBe(2);
