@@ -4,12 +4,15 @@
  * or change the identity with compiled SQL, close. Users are named by username, service accounts by
  * client id (their name is not unique). Running servers see deletions, disabling and new roles within
  * `IDENTITY_CACHE_TTL_MS` (4 s), also on existing access tokens, and within 5 s on open real-time
- * sockets (`runtime/realtime/identity-watch.ts`: closed, or given the new roles).
+ * sockets (`runtime/realtime/identity-watch.ts`: closed, or given the new roles). With Redis (env
+ * `REDIS_URL` or svc.json `realtime.redis`) a change is also announced on the bus, and instances apply
+ * it at once.
  */
 import { join, resolve } from 'node:path';
 import { openDatabase, type Database } from './data/database.js';
 import { loadManifest } from './load-manifest.js';
 import { databaseUrlFor, migrateApp } from './server.js';
+import { announceIdentityChange } from './realtime/index.js';
 import { createServiceAccount, createUser, deleteIdentity, disableIdentity, setIdentityAdmin, setIdentityRoles, type IdentityRef } from './auth/identities.js';
 
 /** Applies pending migrations, opens the app's database for `fn`, closes it. */
@@ -24,6 +27,22 @@ export async function withAppDatabase<T>(appDir: string, env: NodeJS.ProcessEnv,
   } finally {
     await db.close();
   }
+}
+
+/**
+ * Runs `change` on the app's database, then announces the changed identity to running instances over
+ * Redis when the app uses Redis (a failed announcement is harmless: the caches' TTL still applies).
+ */
+async function changeIdentity<T extends { id: string }>(
+  appDir: string,
+  env: NodeJS.ProcessEnv,
+  kind: IdentityRef['kind'],
+  change: (db: Database) => Promise<T>,
+): Promise<T> {
+  const result = await withAppDatabase(appDir, env, change);
+  const manifest = loadManifest(join(resolve(appDir), '.svc'));
+  await announceIdentityChange(manifest.name, env.REDIS_URL || manifest.settings.realtime.redis || undefined, kind, result.id);
+  return result;
 }
 
 /**
@@ -62,7 +81,7 @@ export async function createServiceAccountInApp(
  * @throws HttpError NOT_FOUND when no user has that username (no service account that client id)
  */
 export async function deleteIdentityInApp(appDir: string, ref: IdentityRef, env: NodeJS.ProcessEnv = process.env): Promise<{ id: string; deleted: true }> {
-  return withAppDatabase(appDir, env, async (db) => ({ id: await deleteIdentity(db, ref), deleted: true }));
+  return changeIdentity(appDir, env, ref.kind, async (db) => ({ id: await deleteIdentity(db, ref), deleted: true as const }));
 }
 
 /**
@@ -72,7 +91,7 @@ export async function deleteIdentityInApp(appDir: string, ref: IdentityRef, env:
  * @throws HttpError NOT_FOUND when no such identity exists
  */
 export async function disableIdentityInApp(appDir: string, ref: IdentityRef, env: NodeJS.ProcessEnv = process.env): Promise<{ id: string; disabled: true }> {
-  return withAppDatabase(appDir, env, async (db) => ({ id: await disableIdentity(db, ref), disabled: true }));
+  return changeIdentity(appDir, env, ref.kind, async (db) => ({ id: await disableIdentity(db, ref), disabled: true as const }));
 }
 
 /**
@@ -86,7 +105,7 @@ export async function setIdentityRolesInApp(
   roles: string[],
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<{ id: string; roles: string[] }> {
-  return withAppDatabase(appDir, env, (db) => setIdentityRoles(db, ref, roles));
+  return changeIdentity(appDir, env, ref.kind, (db) => setIdentityRoles(db, ref, roles));
 }
 
 /**
@@ -101,5 +120,5 @@ export async function setIdentityAdminInApp(
   admin: boolean,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<{ id: string; admin: boolean }> {
-  return withAppDatabase(appDir, env, (db) => setIdentityAdmin(db, ref, admin));
+  return changeIdentity(appDir, env, ref.kind, (db) => setIdentityAdmin(db, ref, admin));
 }

@@ -52,6 +52,6 @@ export async function deleteOwnAccount(auth: AuthService, caller: Caller, body: 
   const user = await provenUser(auth, caller, password, remoteAddress);
   await deleteIdentity(auth.db, { kind: 'user', username: user.username! });
   await deleteUserMailTokens(auth.db, user.id!);
-  auth.identities.forget('user', user.id!);
+  auth.identities.changed('user', user.id!);
   auth.logger.info({ userId: user.id }, 'user deleted their account');
 }

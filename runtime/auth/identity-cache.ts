@@ -22,6 +22,7 @@ interface Entry {
 
 export class IdentityCache {
   private readonly entries = new Map<string, Entry>();
+  private readonly listeners = new Set<IdentityChangeListener>();
 
   /**
    * @param ttlMs - entry lifetime in ms (default `IDENTITY_CACHE_TTL_MS`)
@@ -54,8 +55,31 @@ export class IdentityCache {
     return entry.caller;
   }
 
-  /** Drops what is known of one identity (after this process changed it). */
+  /** Drops what is known of one identity on this instance only. */
   forget(kind: Caller['kind'], id: string): void {
     this.entries.delete(`${kind}:${id}`);
   }
+
+  /**
+   * An identity was changed (deleted, disabled, new roles or admin flag): forgets it here and tells
+   * the listeners, so that the real-time service re-checks the identity's sockets at once and, when
+   * `origin` is `'here'`, tells the other instances over the bus (docs/deploy.md "Caches across
+   * instances"). `origin` `'bus'`: another instance or a `svc user …` command announced it.
+   */
+  changed(kind: IdentityKind, id: string, origin: 'here' | 'bus' = 'here'): void {
+    this.forget(kind, id);
+    for (const listener of this.listeners) listener(kind, id, origin);
+  }
+
+  /** Calls `listener` on every `changed`; returns the function that removes it. */
+  onChange(listener: IdentityChangeListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
 }
+
+/** The kinds of identity that can change: users and service accounts. */
+export type IdentityKind = 'user' | 'serviceAccount';
+
+/** Told of each changed identity: its kind and id, and whether the change was made here or announced on the bus. */
+export type IdentityChangeListener = (kind: IdentityKind, id: string, origin: 'here' | 'bus') => void;

@@ -35,9 +35,50 @@ export type OpResult = { ok: true } | { ok: false; code: ErrorCode; message: str
 export type BusMessage =
   | { t: 'group'; message: GroupMessage }
   | { t: 'change'; change: Change }
+  /** An identity was deleted, disabled or given new grants: forget it, re-check its sockets (identity-watch.ts). */
+  | { t: 'identity'; kind: 'user' | 'serviceAccount'; id: string }
   /** A call to the instance that holds what it asks for: `topic` `connection` (a `ConnectionOp`), `agent`, … */
   | { t: 'call'; callId: string; from: string; topic: string; payload: unknown }
   | { t: 'reply'; callId: string; payload: unknown };
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isString = (v: unknown): v is string => typeof v === 'string';
+const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every(isString);
+
+/**
+ * True when `value` has the shape of a `BusMessage` (what another instance or a `svc` command
+ * publishes): the fields each kind needs, with their types. What fails is dropped by the receiver,
+ * so a stray or corrupted publish on the app's Redis channels never reaches the handlers.
+ */
+export function isBusMessage(value: unknown): value is BusMessage {
+  if (!isObject(value)) return false;
+  switch (value.t) {
+    case 'group': {
+      const m = value.message;
+      return (
+        isObject(m) &&
+        isString(m.group) &&
+        (m.dataType === 'json' || m.dataType === 'text' || m.dataType === 'binary') &&
+        (m.fromConnectionId === null || isString(m.fromConnectionId)) &&
+        (m.fromUserId === null || isString(m.fromUserId)) &&
+        typeof m.noEcho === 'boolean' &&
+        (m.logId === undefined || isString(m.logId))
+      );
+    }
+    case 'change': {
+      const c = value.change;
+      return isObject(c) && isString(c.collection) && isString(c.action) && isStrings(c.ids) && isStrings(c.lookupIds);
+    }
+    case 'identity':
+      return (value.kind === 'user' || value.kind === 'serviceAccount') && isString(value.id);
+    case 'call':
+      return isString(value.callId) && isString(value.from) && isString(value.topic);
+    case 'reply':
+      return isString(value.callId);
+    default:
+      return false;
+  }
+}
 
 /** The transport between instances. */
 export interface RealtimeBus {

@@ -12,10 +12,12 @@
  * - new roles or admin flag: the connections carry the new caller, and change feeds whose LISTEN rule
  *   the identity no longer satisfies stop.
  *
- * Each instance checks its own connections against the shared database, so the bus carries nothing
- * and the same holds for one SQLite instance and for many on PostgreSQL and Redis: a change reaches
- * every socket within one period (2 s) plus the look-up. What it finds is
- * also dropped from the access-token cache (`auth.identities`), so HTTP calls agree at once.
+ * Each instance checks its own connections against the shared database, so the same holds for one
+ * SQLite instance and for many on PostgreSQL and Redis: a change reaches every socket within one
+ * period (2 s) plus the look-up. What it finds is also dropped from the access-token cache
+ * (`auth.identities`), so HTTP calls agree at once. A change made through an instance (the admin
+ * endpoints, `DELETE /api/_me`) or by `svc user …` on an app with Redis is also announced on the bus
+ * (`{ t: 'identity' }`): every instance drops it from its cache and looks its sockets up at once.
  */
 import type { Caller } from '../auth/caller.js';
 import { authorizeListen } from './client-rules.js';
@@ -40,13 +42,33 @@ function sameGrants(a: Caller, b: Caller): boolean {
  */
 export function watchIdentities(service: RealtimeService, periodMs = IDENTITY_WATCH_MS): void {
   let running = false;
-  const timer = setInterval(() => {
-    if (running) return;
+  let again = false;
+  const round = (): void => {
+    if (running) {
+      again = true; // a change announced during a round is looked up by one more round
+      return;
+    }
     running = true;
-    void checkIdentities(service).finally(() => (running = false));
-  }, periodMs);
+    void checkIdentities(service).finally(() => {
+      running = false;
+      if (again) {
+        again = false;
+        round();
+      }
+    });
+  };
+  const timer = setInterval(round, periodMs);
   timer.unref();
-  service.onClose(() => clearInterval(timer));
+  // A change made on this instance (the admin endpoints, `DELETE /api/_me`) goes to the other instances
+  // at once; one announced on the bus (another instance, `svc user …` with Redis) is checked here at once.
+  const stop = service.auth.identities.onChange((kind, id, origin) => {
+    if (origin === 'here') service.bus.broadcast({ t: 'identity', kind, id });
+    round();
+  });
+  service.onClose(() => {
+    clearInterval(timer);
+    stop();
+  });
 }
 
 /** One round: every signed-in identity with a connection here, looked up in batches. Never throws. */

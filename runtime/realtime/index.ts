@@ -47,6 +47,18 @@ export async function realtimeBackplane(apiName: string, logger: Logger, redisUr
 }
 
 /**
+ * Tells the running instances of app `apiName` that identity `kind`/`id` changed, over Redis when
+ * `redisUrl` is set, so they drop it from their caches and re-check its sockets at once rather than
+ * within the identity cache's TTL (what `svc user …` commands run after their write). Never throws.
+ * @returns true when the message reached Redis; false without Redis or when Redis did not answer
+ */
+export async function announceIdentityChange(apiName: string, redisUrl: string | undefined, kind: 'user' | 'serviceAccount', id: string): Promise<boolean> {
+  if (!redisUrl) return false;
+  const { publishOnce } = await import('./redis-bus.js');
+  return publishOnce(redisUrl, apiName, { t: 'identity', kind, id });
+}
+
+/**
  * Builds the real-time service of an instance, serves its endpoints, starts the bus and the watch
  * of its connections' identities (`identity-watch.ts`); logs a low file-descriptor limit (`fd-limit.ts`).
  * @throws Error when Redis is configured but cannot be reached

@@ -13,7 +13,7 @@
  */
 import { Redis } from 'ioredis';
 import type { Logger } from '../log.js';
-import { newInstanceId, type BusMessage, type RealtimeBus } from './bus.js';
+import { isBusMessage, newInstanceId, type BusMessage, type RealtimeBus } from './bus.js';
 import type { ReplayGuard } from './tokens.js';
 import { MemoryReplayGuard } from './tokens.js';
 
@@ -41,6 +41,27 @@ export function redisClient(url: string, logger: Logger, role: string, options: 
     down = false;
   });
   return client;
+}
+
+/**
+ * Publishes one message to every instance of app `apiName` on the Redis at `url`, from a process that
+ * is not an instance (a `svc user …` command), then disconnects. Never throws.
+ * @param timeoutMs - how long to wait for Redis, ms
+ * @returns true when Redis took the message (0 or more instances may have been listening)
+ */
+export async function publishOnce(url: string, apiName: string, message: BusMessage, timeoutMs = 2000): Promise<boolean> {
+  const client = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  client.on('error', () => undefined);
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const sent = client.connect().then(() => client.publish(`svc:${apiName}:rt:all`, JSON.stringify({ from: 'command', message })));
+    return await Promise.race([sent.then(() => true), new Promise<false>((ok) => (timer = setTimeout(() => ok(false), timeoutMs)))]);
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+    client.disconnect();
+  }
 }
 
 export class RedisBus implements RealtimeBus {
@@ -72,13 +93,15 @@ export class RedisBus implements RealtimeBus {
   async start(onMessage: (message: BusMessage) => void): Promise<void> {
     this.sub.on('message', (_channel: string, text: string) => {
       this.counts.received += 1;
-      let envelope: { from: string; message: BusMessage };
+      let envelope: unknown;
       try {
         envelope = JSON.parse(text);
       } catch {
         return;
       }
-      if (envelope.from !== this.instanceId) onMessage(envelope.message);
+      // Anything else on the app's channels (a stray or corrupted publish) is dropped here.
+      const { from, message } = (typeof envelope === 'object' && envelope !== null ? envelope : {}) as { from?: unknown; message?: unknown };
+      if (from !== this.instanceId && isBusMessage(message)) onMessage(message);
     });
     // Sent once the subscriber is ready (a SUBSCRIBE ahead of ioredis's ready check would make the check
     // fail and drop it), and renewed by ioredis after every reconnect.

@@ -72,7 +72,7 @@ export class RealtimeService implements ChangeSink {
   readonly homes: ConnectionHomes;
   /** Reliable Web PubSub state and group logs in Redis; null without Redis. */
   readonly replayStore: ReplayStore | null;
-  private readonly bus: RealtimeBus;
+  readonly bus: RealtimeBus;
   /** Numbers the channel messages sent here (their `logId`). */
   private logged = 0;
   private readonly upgrades = new Map<string, UpgradeHandler>();
@@ -339,6 +339,9 @@ export class RealtimeService implements ChangeSink {
         break;
       case 'change':
         this.broker.deliverChange(m.change);
+        break;
+      case 'identity':
+        this.auth.identities.changed(m.kind, m.id, 'bus');
         break;
       case 'call': {
         const handler = this.rpcHandlers.get(m.topic);

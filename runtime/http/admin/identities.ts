@@ -2,8 +2,8 @@
  * @module `/api/_admin/identities` (DESIGN §9, docs/console.md "Admin endpoints"): users and service
  * accounts in one list, created, changed and deleted with the same functions as `svc user …` and
  * `svc service-account …` (`auth/identities.ts`), so a change takes effect as the CLI's does: at
- * once on this instance (its identity cache forgets the identity), within 5 s on the others and on
- * open sockets. Refresh-token families are the identity's sessions.
+ * once on this instance and, over the bus, on the others (`IdentityCache.changed`; without Redis
+ * within 5 s), also on open sockets. Refresh-token families are the identity's sessions.
  */
 import { Router, type Request, type Response } from 'express';
 import type { Database } from '../../data/database.js';
@@ -154,7 +154,7 @@ function rolesField(body: Body): string[] | undefined {
  */
 export function identitiesRouter(db: Database, auth: AuthService): Router {
   const router = Router();
-  const forget = (i: AdminIdentity) => auth.identities.forget(i.kind, i.id);
+  const forget = (i: AdminIdentity) => auth.identities.changed(i.kind, i.id);
 
   router.get('/identities', async (req: Request, res: Response) => {
     requireAdmin(res);
