@@ -51,6 +51,7 @@ export interface RawSvcDefinition {
   mail?: MailSettings;
   logs?: Partial<LogsSettings>;
   metrics?: MetricsSettings;
+  trustedProxies?: string[];
 }
 
 /** A property as written in a collection file: the manifest's `Property` before defaults and naming. */

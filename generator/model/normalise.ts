@@ -105,6 +105,7 @@ function settingsOf(svc: RawSvcDefinition): AppSettings {
     mail: structuredClone(svc.mail ?? {}),
     logs: { ...LOGS_DEFAULTS, ...structuredClone(svc.logs ?? {}) },
     ...(svc.metrics !== undefined ? { metrics: structuredClone(svc.metrics) } : {}),
+    ...(svc.trustedProxies !== undefined ? { trustedProxies: [...svc.trustedProxies] } : {}),
   };
 }
 

@@ -24,6 +24,7 @@ import { RESERVED_COLLECTION_NAMES } from '../emit/system-models.js';
 import { pointer, type Diagnostic } from './diagnostics.js';
 import { buildModelIndex, collectionRefProblem, type ModelIndex } from './model-index.js';
 import { behaviourOf, FUNCTION_INPUT_TYPES } from '../../runtime/contract/index.js';
+import { isIP } from 'node:net';
 
 /** Types a function may take as input (SPEC §2 "Function definition"): property types with a `functionInput`. */
 export const SCALAR_INPUT_TYPES: readonly string[] = FUNCTION_INPUT_TYPES;
@@ -36,12 +37,12 @@ const FOLDER_OF = { collection: 'collections', view: 'views', query: 'queries', 
  * @returns diagnostics (codes: `DEF_FILE_NAME_MISMATCH`, `DEF_DUPLICATE_NAME`, `DEF_RESERVED_NAME`, `DEF_UNKNOWN_COLLECTION`,
  *   `DEF_NOT_A_COLLECTION`, `DEF_CREATOR_IN_LISTEN`, `DEF_ENDPOINT_MISMATCH`, `DEF_INPUT_TYPE_NOT_SCALAR`, `DEF_ENUM_TYPE_MISMATCH`,
  *   `DEF_MISSING_FUNCTION_CODE`, `DEF_SEARCH_WITHOUT_TEXT`, `DEF_UNSUPPORTED_DATABASE_URL`, `DEF_SECRET_IN_CLEAR`,
- *   `DEF_CREATOR_ON_EXTERNAL`, `DEF_EXTERNAL_URL`, `DEF_PROVIDER_URL`, and those of `checkProperty`/`checkQuery`/`checkProviders`)
+ *   `DEF_CREATOR_ON_EXTERNAL`, `DEF_EXTERNAL_URL`, `DEF_PROVIDER_URL`, `DEF_TRUSTED_PROXY`, and those of `checkProperty`/`checkQuery`/`checkProviders`)
  * Source: DESIGN §3, §4 "Function details"; SPEC §2, §5.7.
  */
 export function crossCheck(raw: RawApp, env: NodeJS.ProcessEnv, invalidFiles: Set<string>): Diagnostic[] {
   const index = buildModelIndex(raw, invalidFiles);
-  const out: Diagnostic[] = [...checkNames(index), ...checkDatabase(raw, env), ...checkMail(raw), ...checkProviders(raw)];
+  const out: Diagnostic[] = [...checkNames(index), ...checkDatabase(raw, env), ...checkMail(raw), ...checkProviders(raw), ...checkTrustedProxies(raw)];
   for (const d of index.all) {
     if (!d.isValid) continue;
     switch (d.kind) {
@@ -141,6 +142,32 @@ function checkMail(raw: RawApp): Diagnostic[] {
       message: 'mail.smtp.url carries a password: write "${secrets.SMTP_URL}" (read from SVC_SECRET_SMTP_URL at start) instead: svc.json is committed',
     },
   ];
+}
+
+/** True for an IP address or a CIDR range, as the runtime reads them (`runtime/auth/client-address.ts`). */
+function isProxyEntry(entry: string): boolean {
+  const [address, bits, extra] = entry.trim().split('/');
+  const version = isIP(address ?? '');
+  const max = version === 4 ? 32 : 128;
+  return version !== 0 && extra === undefined && (bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= max));
+}
+
+/** Each `trustedProxies` entry must be an IP address or a CIDR range (`DEF_TRUSTED_PROXY`). */
+function checkTrustedProxies(raw: RawApp): Diagnostic[] {
+  const entries = (raw.svc?.data as Partial<RawSvcDefinition> | undefined)?.trustedProxies;
+  if (!Array.isArray(entries)) return [];
+  return entries.flatMap((entry, i) =>
+    typeof entry === 'string' && entry !== '' && !isProxyEntry(entry) // '' is the schema's
+      ? [
+          {
+            code: 'DEF_TRUSTED_PROXY',
+            file: 'svc.json',
+            path: pointer('trustedProxies', i),
+            message: `${JSON.stringify(entry)} is not an IP address or a CIDR range such as "10.0.0.0/8" or "fd00::/8"`,
+          },
+        ]
+      : [],
+  );
 }
 
 function checkListen(file: string, access: RawAccessRule[] | undefined): Diagnostic[] {

@@ -12,6 +12,7 @@ import { FailureLimiter, memoryLimiter, type AttemptLimiter, type RateLimitOptio
 import { issueRefreshToken, rotateRefreshToken, type RotationFailure } from './refresh-tokens.js';
 import { loadCaller } from './identities.js';
 import { IdentityCache } from './identity-cache.js';
+import { clientAddressOf, type ClientAddress } from './client-address.js';
 import { logMailer, type Mailer } from './mailer.js';
 import { SIGNUP_DEFAULTS, type SignupSettings } from '../contract/settings.js';
 import type { IdentityProvider } from './providers/types.js';
@@ -36,6 +37,8 @@ export interface AuthService {
   mail: MailContext;
   /** The identity providers of svc.json `auth.providers` by name (`createProviders`). */
   providers: ReadonlyMap<string, IdentityProvider>;
+  /** The address a request comes from (svc.json `trustedProxies`), what limits per address count. */
+  clientAddress: ClientAddress;
 }
 
 /** The mailer of the identity endpoints and the public origin of the links in their mails (`https://shop.example`). */
@@ -74,6 +77,7 @@ export async function createAuthService(
     signup: { ...SIGNUP_DEFAULTS, ...auth?.signup },
     mail: mail ?? { mailer: logMailer(logger, `${manifest.name} <no-reply@localhost>`), origin: () => manifest.settings.mail?.baseUrl ?? 'http://localhost' },
     providers,
+    clientAddress: clientAddressOf(manifest.settings.trustedProxies),
   };
 }
 

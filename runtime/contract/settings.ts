@@ -277,4 +277,9 @@ export interface AppSettings {
   logs?: LogsSettings;
   /** Absent unless svc.json has `metrics` (the runtime then serves `/api/_metrics` to admins). */
   metrics?: MetricsSettings;
+  /**
+   * Absent unless svc.json has `trustedProxies`: the load balancers (IP addresses or CIDR ranges)
+   * whose `X-Forwarded-For` names the client address (`runtime/auth/client-address.ts`).
+   */
+  trustedProxies?: string[];
 }

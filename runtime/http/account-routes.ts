@@ -27,26 +27,26 @@ export function accountRouter(auth: AuthService): Router {
   const router = Router();
   router.post('/_signup', form, async (req, res) => {
     res.setHeader('Cache-Control', 'no-store');
-    res.status(201).json(await signUp(auth, req.body, req.socket.remoteAddress));
+    res.status(201).json(await signUp(auth, req.body, auth.clientAddress(req)));
   });
   router.post('/_verify-email', form, async (req, res) => {
-    await verifyEmail(auth, req.body, req.socket.remoteAddress);
+    await verifyEmail(auth, req.body, auth.clientAddress(req));
     res.status(204).end();
   });
   router.post('/_password-reset', form, async (req, res) => {
-    await requestPasswordReset(auth, req.body, req.socket.remoteAddress);
+    await requestPasswordReset(auth, req.body, auth.clientAddress(req));
     res.status(202).end();
   });
   router.post('/_password-reset/confirm', form, async (req, res) => {
-    await confirmPasswordReset(auth, req.body, req.socket.remoteAddress);
+    await confirmPasswordReset(auth, req.body, auth.clientAddress(req));
     res.status(204).end();
   });
   router.post('/_me/password', form, async (req, res) => {
-    await changePassword(auth, callerOf(res), req.body, req.socket.remoteAddress);
+    await changePassword(auth, callerOf(res), req.body, auth.clientAddress(req));
     res.status(204).end();
   });
   router.delete('/_me', async (req, res) => {
-    await deleteOwnAccount(auth, callerOf(res), req.body, req.socket.remoteAddress);
+    await deleteOwnAccount(auth, callerOf(res), req.body, auth.clientAddress(req));
     res.append('Set-Cookie', clearedCookies(auth));
     res.status(204).end();
   });

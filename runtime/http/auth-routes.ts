@@ -49,7 +49,7 @@ function notAllowed(router: Router, paths: string[]): void {
 export function authRouter(auth: AuthService): Router {
   const router = Router();
   router.post('/_auth', form, async (req, res) => {
-    const session = await signIn(auth, req.body, req.socket.remoteAddress);
+    const session = await signIn(auth, req.body, auth.clientAddress(req));
     // Cookies only for same-origin (or non-browser) callers: a cross-site page must not sign a browser in.
     if (isSameOrigin(credentialInput(req))) res.append('Set-Cookie', sessionCookies(auth, session));
     res.setHeader('Cache-Control', 'no-store');
@@ -104,7 +104,7 @@ export function tokenRouter(auth: AuthService): Router {
     res.json(
       await tokenGrant(auth, req.body, {
         authorization: req.headers.authorization,
-        remoteAddress: req.socket.remoteAddress,
+        remoteAddress: auth.clientAddress(req),
         reqId: res.locals.reqId as string,
       }),
     );
@@ -142,7 +142,7 @@ export function loginRouter(auth: AuthService): Router {
     sendLoginPage(res, loginForm(auth, req.query.returnUrl));
   });
   router.post('/login', form, async (req, res) => {
-    sendLoginPage(res, await submitLogin(auth, req.body, { ...credentialInput(req), remoteAddress: req.socket.remoteAddress }));
+    sendLoginPage(res, await submitLogin(auth, req.body, { ...credentialInput(req), remoteAddress: auth.clientAddress(req) }));
   });
   // The account pages of DESIGN §11: /login/signup, /login/forgot, /login/reset, /login/verify.
   router.get('/login/:page', (req, res, next) => {
@@ -151,7 +151,7 @@ export function loginRouter(auth: AuthService): Router {
   });
   router.post('/login/:page', form, async (req, res, next) => {
     if (!isAccountPage(req.params.page)) return next();
-    sendLoginPage(res, await submitAccountForm(auth, req.params.page, req.body, { ...credentialInput(req), remoteAddress: req.socket.remoteAddress }));
+    sendLoginPage(res, await submitAccountForm(auth, req.params.page, req.body, { ...credentialInput(req), remoteAddress: auth.clientAddress(req) }));
   });
   return router;
 }

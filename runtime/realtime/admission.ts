@@ -6,7 +6,6 @@
  * address cannot take more than a small share of a core. An anonymous client may not join or send
  * (SPEC §4.7): it needs only pings and acknowledgements.
  */
-import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { HttpError } from '../errors.js';
@@ -58,9 +57,6 @@ export class SocketServers {
   }
 }
 
-/** The address an upgrade is counted under: the TCP peer (behind a proxy, the proxy's). */
-export const addressOf = (req: IncomingMessage): string => req.socket.remoteAddress ?? 'unknown';
-
 /** Counts the sockets open from each address. */
 export class AddressLimiter {
   private readonly open = new Map<string, number>();
@@ -99,8 +95,8 @@ export class AddressLimiter {
  * WebSocket ended).
  * @returns false when the address is at its limit: the upgrade was answered 429 `RATE_LIMITED`
  */
-export function admitAddress(limiter: AddressLimiter, req: IncomingMessage, socket: Duplex): boolean {
-  const release = limiter.reserve(addressOf(req));
+export function admitAddress(limiter: AddressLimiter, address: string, socket: Duplex): boolean {
+  const release = limiter.reserve(address);
   if (!release) {
     refuseUpgrade(socket, new HttpError('RATE_LIMITED', `too many real-time connections from this address (at most ${limiter.max}): close some first`));
     return false;

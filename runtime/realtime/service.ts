@@ -195,7 +195,7 @@ export class RealtimeService implements ChangeSink {
     }
     const handler = this.upgrades.get(url.pathname);
     if (!handler) return false;
-    if (!admitAddress(this.addresses, req, socket)) return true;
+    if (!admitAddress(this.addresses, this.auth.clientAddress(req) ?? 'unknown', socket)) return true; // svc.json trustedProxies
     // Errors after the socket became a WebSocket are the handler's (1011); before, they answer 400.
     contain(
       () => handler(req, socket, head, url),

@@ -8,7 +8,11 @@
  * - at the default limits (1 MiB frames, 1 MiB send buffers) a sender's burst of six full frames to a
  *   public channel leaves a member that paused reading connected — it gets every message once it reads
  *   again — while a member that never reads is dropped.
- * In-process server on SQLite with examples/shop and `maxConnectionsPerAddress` 8.
+ * - behind a trusted proxy (svc.json `trustedProxies`), sockets and failed sign-ins are counted per
+ *   client address of `X-Forwarded-For` (read from the right), so one client cannot spend another's
+ *   limit, nor escape its own by sending the header itself.
+ * In-process server on SQLite with examples/shop, `maxConnectionsPerAddress` 8, and the test itself as
+ * the trusted proxy (`trustedProxies: ["127.0.0.1"]`).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -32,9 +36,9 @@ let alice: Identity;
 const open: RawSocket[] = [];
 
 /** A Web PubSub socket of `who` (plain protocol), past its `connected` frame. */
-async function wps(headers: Record<string, string> = {}): Promise<RawSocket & { id: string }> {
+async function wps(headers: Record<string, string> = {}, upgradeHeaders: Record<string, string> = {}): Promise<RawSocket & { id: string }> {
   const { url } = (await (await fetch(`${base}/_rt/ws`, { headers })).json()) as { url: string };
-  const s = await openRaw(url, ['json.webpubsub.azure.v1']);
+  const s = await openRaw(url, ['json.webpubsub.azure.v1'], undefined, upgradeHeaders);
   open.push(s);
   await waitFor(() => s.frames.length > 0);
   return { ...s, id: s.frames[0].connectionId };
@@ -52,7 +56,7 @@ const tcp = (ws: WebSocket) => (ws as unknown as { _socket: { pause(): void; res
 beforeAll(async () => {
   app = await prepareApp(SHOP, 'sqlite');
   const settings = JSON.parse(readFileSync(join(app.dir, 'svc.json'), 'utf8'));
-  writeFileSync(join(app.dir, 'svc.json'), JSON.stringify({ ...settings, realtime: { maxConnectionsPerAddress: PER_ADDRESS } }));
+  writeFileSync(join(app.dir, 'svc.json'), JSON.stringify({ ...settings, realtime: { maxConnectionsPerAddress: PER_ADDRESS }, trustedProxies: ['127.0.0.1'] }));
   const generated = await runCli(['generate', app.dir], app.env);
   expect(generated.code, generated.stderr).toBe(0);
   server = await startServer({ appDir: app.dir, port: 0, env: { ...process.env, ...app.env }, logger: pino({ level: 'silent' }) });
@@ -86,6 +90,41 @@ describe('connections per address', () => {
     await waitFor(() => server.realtime.addresses.count('127.0.0.1') === PER_ADDRESS - 1);
     await wps();
     await closeAll();
+  });
+});
+
+describe('behind a trusted proxy', () => {
+  const forwarded = (address: string) => ({ 'X-Forwarded-For': address });
+  const upgradeFrom = (address: string) =>
+    rawRequest(server.port, upgradeRequest('/api/_rt/client?access_token=x', { 'Sec-WebSocket-Protocol': 'json.webpubsub.azure.v1', ...forwarded(address) }));
+
+  it('counts sockets per X-Forwarded-For client: one client at its limit leaves the others theirs, and cannot escape it by sending the header', async () => {
+    for (let i = 0; i < PER_ADDRESS; i++) await wps({}, forwarded('203.0.113.7'));
+    expect(server.realtime.addresses.count('203.0.113.7')).toBe(PER_ADDRESS);
+    expect(server.realtime.addresses.count('127.0.0.1')).toBe(0);
+    expect((await upgradeFrom('203.0.113.7')).status).toBe(429);
+    // The client's own header stands left of what the proxy appended: the rightmost untrusted hop counts.
+    expect((await upgradeFrom('198.51.100.1, 203.0.113.7')).status).toBe(429);
+    // Another client (past admission: its made-up token is what fails) and the proxy's own requests.
+    expect((await upgradeFrom('203.0.113.8')).status).toBe(401);
+    expect((await upgradeFrom('not an address')).status).toBe(401);
+    await wps();
+    for (const s of open.splice(0)) s.ws.terminate();
+    await waitFor(() => server.realtime.addresses.count('203.0.113.7') === 0 && server.realtime.addresses.count('127.0.0.1') === 0);
+  });
+
+  it('counts failed sign-ins per X-Forwarded-For client: ten failures lock the account for that client only', async () => {
+    await userIdentity(app, base, 'proxied');
+    const signIn = (address: string, password: string) =>
+      fetch(`${base}/_auth`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...forwarded(address) },
+        body: JSON.stringify({ authority: 'password', username: 'proxied', password }),
+      });
+    for (let i = 0; i < 10; i++) expect((await signIn('203.0.113.20', 'wrong-password')).status).toBe(401);
+    expect((await signIn('203.0.113.20', 'pw-proxied-long')).status).toBe(429);
+    expect((await signIn('198.51.100.9, 203.0.113.20', 'pw-proxied-long')).status).toBe(429);
+    expect((await signIn('203.0.113.21', 'pw-proxied-long')).status).toBe(200);
   });
 });
 

@@ -357,7 +357,7 @@ describe('an app with many problems', () => {
       'collections/Product.json: /properties/price/type: unknown property type "money"; allowed types: string, text, integer, decimal, boolean, date, date-time, guid, lookup, blob',
       'functions/sendMail.json: /endpoint: endpoint must be "/sendMail" (the function is served at /api/sendMail); got "/send"',
       'functions/sendMail.json: /requestBody/0/type: requestBody field "payload" has type "object"; inputs must be scalar (string, text, integer, decimal, boolean, date, date-time, guid)',
-      'svc.json: /colour: unknown key "colour"; allowed keys: name, database, port, console, generate, auth, realtime, functions, agent, metrics, logs, credits, storage, mail',
+      'svc.json: /colour: unknown key "colour"; allowed keys: name, database, port, console, generate, auth, realtime, functions, agent, trustedProxies, metrics, logs, credits, storage, mail',
       'views/Customer.json: /name: name "Customer" is already used by collections/Customer.json',
     ]);
     expect(d.diagnostics.map((x) => x.code)).toEqual([
@@ -372,6 +372,24 @@ describe('an app with many problems', () => {
       'DEF_DUPLICATE_NAME',
     ]);
     expect(d.diagnostics[0].line).toBe(4);
+  });
+
+  test('trustedProxies takes IP addresses and CIDR ranges only, naming each other entry', async () => {
+    const files: Files = {
+      ...shop,
+      'svc.json': { name: 'shop', trustedProxies: ['10.0.0.0/8', '127.0.0.1', 'fd00::/8', '::1', 'proxy.local', '10.0.0.0/33', '1.2.3.4/8/1', ''] },
+    };
+    const err = (await loadAndValidate(writeApp(files), {}).catch((e: unknown) => e)) as DefinitionError;
+    expect(err).toBeInstanceOf(DefinitionError);
+    expect(err.diagnostics.map((d) => [d.code, d.path])).toEqual([
+      ['DEF_INVALID_VALUE', '/trustedProxies/7'],
+      ['DEF_TRUSTED_PROXY', '/trustedProxies/4'],
+      ['DEF_TRUSTED_PROXY', '/trustedProxies/5'],
+      ['DEF_TRUSTED_PROXY', '/trustedProxies/6'],
+    ]);
+    expect(formatDiagnostic(err.diagnostics[1])).toBe(
+      'svc.json: /trustedProxies/4: "proxy.local" is not an IP address or a CIDR range such as "10.0.0.0/8" or "fd00::/8"',
+    );
   });
 
   test('filters of the valid definitions are checked in the same run as the schema and reference problems', async () => {

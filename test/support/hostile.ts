@@ -67,10 +67,15 @@ export interface RawSocket {
   closed: Promise<{ code: number; reason: string }>;
 }
 
-/** Opens a raw socket on `url` with `protocols`; resolves once open (rejects on an error before). */
-export function openRaw(url: string, protocols: string[] = [], split: (text: string) => string[] = (t) => [t]): Promise<RawSocket> {
+/** Opens a raw socket on `url` with `protocols` (and extra upgrade `headers`); resolves once open (rejects on an error before). */
+export function openRaw(
+  url: string,
+  protocols: string[] = [],
+  split: (text: string) => string[] = (t) => [t],
+  headers: Record<string, string> = {},
+): Promise<RawSocket> {
   return new Promise((ok, fail) => {
-    const ws = new WebSocket(url, protocols);
+    const ws = new WebSocket(url, protocols, { headers });
     const frames: any[] = [];
     const closed = new Promise<{ code: number; reason: string }>((done) => ws.once('close', (code, reason) => done({ code, reason: reason.toString() })));
     ws.on('message', (d) => {
