@@ -45,7 +45,8 @@ export function sweepTiming(env: NodeJS.ProcessEnv): { graceMs: number; interval
     const text = env[name];
     if (text === undefined || text === '') return fallback;
     const ms = Number(text);
-    if (!Number.isSafeInteger(ms) || ms < min) throw new StartupError(`${name} must be a whole number of milliseconds, at least ${min} (got ${JSON.stringify(text)})`);
+    if (!Number.isSafeInteger(ms) || ms < min)
+      throw new StartupError(`${name} must be a whole number of milliseconds, at least ${min} (got ${JSON.stringify(text)})`);
     return ms;
   };
   return { graceMs: read('SVC_BLOB_SWEEP_GRACE_MS', SWEEP_GRACE_MS, 0), intervalMs: read('SVC_BLOB_SWEEP_INTERVAL_MS', SWEEP_INTERVAL_MS, 100) };
@@ -186,16 +187,20 @@ export class OrphanSweep {
   private async deleteUnreferenced(collection: Collection, fields: string[], candidates: Candidate[]): Promise<number> {
     const ids = [...new Set(candidates.map((c) => c.rowId))];
     const rows = await this.options.db.query(
-      sql`SELECT ${join(fields.map((f) => ident(f)), ', ')} FROM ${ident(collection.name)} WHERE ${ident('id')} IN (${join(
+      sql`SELECT ${join(
+        fields.map((f) => ident(f)),
+        ', ',
+      )} FROM ${ident(collection.name)} WHERE ${ident('id')} IN (${join(
         ids.map((id) => sql`${id}`),
         ', ',
       )})`,
     );
     const referenced = new Set<string>();
-    for (const row of rows) for (const f of fields) {
-      const stored = parseStoredBlob(row[f]);
-      if (stored) referenced.add(stored.prefix);
-    }
+    for (const row of rows)
+      for (const f of fields) {
+        const stored = parseStoredBlob(row[f]);
+        if (stored) referenced.add(stored.prefix);
+      }
     let deleted = 0;
     for (const c of candidates) {
       if (referenced.has(c.prefix)) continue;

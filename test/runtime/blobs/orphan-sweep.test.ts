@@ -50,7 +50,8 @@ function sweepSuite(backend: Backend): void {
       if (ageMs > 0) utimesSync(path, new Date(Date.now() - ageMs), new Date(Date.now() - ageMs));
       return `${key.split('/').slice(0, 4).join('/')}/`;
     };
-    const stored = (prefix: string) => JSON.stringify({ name: 'f', size: 1, contentType: 'text/plain', sha256: 'x', url: '/u', prefix, uploadedAt: new Date().toISOString() });
+    const stored = (prefix: string) =>
+      JSON.stringify({ name: 'f', size: 1, contentType: 'text/plain', sha256: 'x', url: '/u', prefix, uploadedAt: new Date().toISOString() });
     const insert = async (id: string, image: string | null, manual: string | null = null) => {
       await db.query({ text: 'INSERT INTO "Product" ("id", "image", "manual") VALUES (?, ?, ?)', values: [id, image, manual] });
     };
@@ -99,8 +100,16 @@ function sweepSuite(backend: Backend): void {
       const result = await sweep.run();
       expect(result).toEqual({ scanned: 6, deleted: 2 });
       const left = localFiles(join(dir, 'blobs'));
-      for (const prefix of [replaced, crashed]) expect(left.some((f) => f.startsWith(prefix)), prefix).toBe(false);
-      for (const prefix of [committed, manual, fresh, mixed]) expect(left.some((f) => f.startsWith(prefix)), prefix).toBe(true);
+      for (const prefix of [replaced, crashed])
+        expect(
+          left.some((f) => f.startsWith(prefix)),
+          prefix,
+        ).toBe(false);
+      for (const prefix of [committed, manual, fresh, mixed])
+        expect(
+          left.some((f) => f.startsWith(prefix)),
+          prefix,
+        ).toBe(true);
       for (const key of foreign) expect(left).toContain(key);
       expect(left).toContain(`${committed}thumb-100x100`);
       // A grace period of 0 takes the fresh ones too; the committed ones stay.

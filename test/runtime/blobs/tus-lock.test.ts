@@ -75,7 +75,9 @@ describe('RedisLocker', () => {
     await dead.newLock('up-2').lock(never(), () => undefined);
     dead.close(); // no renewal, no unlock: what a killed process leaves
     const started = Date.now();
-    await instance({ ttlMs }).newLock('up-2').lock(never(), () => undefined);
+    await instance({ ttlMs })
+      .newLock('up-2')
+      .lock(never(), () => undefined);
     const waited = Date.now() - started;
     expect(waited).toBeLessThan(ttlMs + 300);
     // The live holder renewed: its key is still there after three lifetimes.
@@ -141,7 +143,20 @@ describe('RedisLocker', () => {
     });
     const channel = `svc:${api}:tus-lock`;
     await waitFor(async () => Number(((await control.pubsub('NUMSUB', channel)) as [string, number])[1]) > 0);
-    const junk = ['', 'null', '[]', '{"t":"release"}', '{"t":"release","id":42}', '{"t":7,"id":"up-6"}', '{"id":"up-6"}', '{', '"release"', '\u0000\uffff', 'x'.repeat(100_000), '{"t":"unlocked","id":{"toString":1}}'];
+    const junk = [
+      '',
+      'null',
+      '[]',
+      '{"t":"release"}',
+      '{"t":"release","id":42}',
+      '{"t":7,"id":"up-6"}',
+      '{"id":"up-6"}',
+      '{',
+      '"release"',
+      '\u0000\uffff',
+      'x'.repeat(100_000),
+      '{"t":"unlocked","id":{"toString":1}}',
+    ];
     for (const text of junk) await control.publish(channel, text);
     // A well-formed request after the junk is still served: the subscriber is alive.
     await control.publish(channel, JSON.stringify({ t: 'release', id: 'up-6' }));
