@@ -26,6 +26,7 @@ import { FailureLimiter, RedisFailureLimiter, type AttemptLimiter, type RedisCom
 import { openBlobService, storageSettings } from './blobs/service.js';
 import { BlobUrlSigner } from './blobs/signed-url.js';
 import { TusUploads } from './blobs/tus.js';
+import { OrphanSweep, sweepTiming } from './blobs/orphan-sweep.js';
 import { resolveRefs } from './secret-refs.js';
 import { buildAppVersion, liveRuntime, type AppVersion, type ServerServices } from './app-version.js';
 
@@ -154,6 +155,7 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   const url = databaseUrlFor(appDir, manifest, env);
   // Secrets first: a missing storage secret stops the start before anything is opened.
   const storage = storageSettings(manifest.settings.storage, env, (v) => resolveRefs(v, env, 'storage.s3'));
+  const sweepMs = sweepTiming(env);
   const mailer = createMailer(manifest.settings.mail, env, logger, manifest.name);
   const providers = createProviders(manifest.settings.auth.providers ?? {}, env, (name, why) =>
     logger.warn(`identity provider "${name}" is not configured, its sign-in is off: ${why}`),
@@ -193,7 +195,15 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
       }
     : realtime;
   const blobs = await openBlobService(appDir, storage, logger, new BlobUrlSigner(auth.keys.derive('blob-url'), storage.signedUrlSeconds));
-  const tus = new TusUploads(blobs, logger);
+  const sweep = new OrphanSweep({
+    store: blobs.store,
+    db,
+    manifest: () => current().manifest,
+    logger,
+    ...sweepMs,
+    gate: backplane.redis && { redis: backplane.redis, key: `svc:${manifest.name}:blob-sweep` },
+  }).start();
+  const tus = new TusUploads(blobs, logger, backplane.redis && redisUrl ? { redis: backplane.redis, redisUrl, apiName: manifest.name } : undefined);
   const pool = new WorkerPool({
     spareThreads: manifest.functions.some((f) => f.enabled) || options.dev ? 2 : 0,
     maxMemoryMb: manifest.settings.functions.maxMemoryMb,
@@ -305,6 +315,7 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
         await new Promise<void>((ok) => (metricsServer ? metricsServer.close(() => ok()) : ok()));
         await pool.close();
         tus.close();
+        await sweep.close();
         await blobs.close();
         await mailsSettled();
         mailer.close();

@@ -16,7 +16,7 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import type { Readable } from 'node:stream';
 import type { S3Settings } from '../contract/settings.js';
-import { BlobMissingError, type BlobStore, type ByteRange } from './store.js';
+import { BlobMissingError, type BlobStore, type ByteRange, type StoredObject } from './store.js';
 
 const PART_BYTES = 8 * 1024 * 1024;
 /** Multipart uploads older than this are taken for leftovers of a crash and aborted at start. */
@@ -95,6 +95,15 @@ export class S3BlobStore implements BlobStore {
       const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }));
       const keys = (page.Contents ?? []).map((o) => ({ Key: o.Key! }));
       if (keys.length > 0) await this.client.send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: keys, Quiet: true } }));
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+  }
+
+  async *list(prefix: string): AsyncIterable<StoredObject> {
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }));
+      for (const o of page.Contents ?? []) if (o.Key) yield { key: o.Key, modifiedMs: o.LastModified?.getTime() ?? Date.now() };
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
   }

@@ -5,6 +5,7 @@
  */
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readdir, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
+import type { Dirent } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -23,6 +24,13 @@ export class BlobMissingError extends Error {
   }
 }
 
+/** One stored object as a listing shows it. */
+export interface StoredObject {
+  key: string;
+  /** When its bytes were last written (ms since the epoch). */
+  modifiedMs: number;
+}
+
 /** Where blob bytes live. */
 export interface BlobStore {
   /** `local` or `s3`: the resumable-upload store (`tus.ts`) picks its own store to match. */
@@ -38,6 +46,11 @@ export interface BlobStore {
   size(key: string): Promise<number | null>;
   /** Deletes every key under `prefix` (a folder: it ends with `/`; the S3 store takes any prefix); nothing there is fine. */
   deletePrefix(prefix: string): Promise<void>;
+  /**
+   * Every key under `prefix` (a folder: it ends with `/`), in key order, so the keys of one folder come
+   * together (the orphan sweep, `orphan-sweep.ts`). Nothing there lists nothing.
+   */
+  list(prefix: string): AsyncIterable<StoredObject>;
   /** Removes what a crash left behind (partial uploads); called at start. */
   cleanUp(): Promise<void>;
   close(): Promise<void>;
@@ -102,6 +115,29 @@ export class LocalBlobStore implements BlobStore {
       );
       if (!removed) break;
       parent = dirname(parent);
+    }
+  }
+
+  async *list(prefix: string): AsyncIterable<StoredObject> {
+    yield* this.walk(prefix.replace(/\/$/, ''));
+  }
+
+  /** The files under the folder of key `dir`, depth first, names in code-unit order (= key order). */
+  private async *walk(dir: string): AsyncIterable<StoredObject> {
+    let entries: Dirent[];
+    try {
+      entries = await readdir(this.path(dir), { withFileTypes: true });
+    } catch {
+      return;
+    }
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const e of entries) {
+      const key = `${dir}/${e.name}`;
+      if (e.isDirectory()) yield* this.walk(key);
+      else if (e.isFile()) {
+        const s = await stat(this.path(key)).catch(() => null);
+        if (s) yield { key, modifiedMs: s.mtimeMs };
+      }
     }
   }
 

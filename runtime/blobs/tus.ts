@@ -6,6 +6,11 @@
  * is bound to its collection, row and field. A finished upload is copied into the blob store, hashed
  * on the way, and committed exactly like a multipart upload; the answer to the last `PATCH` is 200
  * with the metadata. Unfinished uploads expire after a day.
+ *
+ * Across instances (issue 24 §3): with Redis, an upload's requests are serialized by `RedisLocker`
+ * (`tus-lock.ts`) instead of tus's per-process lock, and the S3 store keeps no per-process copy of an
+ * upload's `.info` (another instance may change it: a deferred length), so a PATCH may land on any
+ * instance. Without Redis, one instance: tus's `MemoryLocker`.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
@@ -13,7 +18,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream';
-import type { DataStore, Server, Upload } from '@tus/server';
+import type { Redis } from 'ioredis';
+import type { DataStore, KvStore, Locker, Server, Upload } from '@tus/server';
 import { answerError, HttpError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { RequestContext } from '../core/context.js';
@@ -93,6 +99,20 @@ type TusStore = DataStore & { read(id: string): Readable | Promise<Readable>; re
 /** The first sweep of expired uploads, after start-up (ms), then hourly. */
 const FIRST_SWEEP_MS = 60_000;
 
+/** What several instances share: Redis (the bus's command connection and its URL) and the app's name. */
+export interface SharedUploads {
+  redis: Redis;
+  redisUrl: string;
+  apiName: string;
+}
+
+/** A tus metadata cache that keeps nothing: every read asks the bucket, which all instances share. */
+const NO_CACHE: KvStore<never> = {
+  get: async () => undefined,
+  set: async () => undefined,
+  delete: async () => undefined,
+};
+
 /**
  * The resumable-upload endpoint of every blob property. The tus server and its store (with the S3 SDK)
  * are loaded on the first upload or the first sweep, not at start-up.
@@ -103,9 +123,13 @@ export class TusUploads {
   private readonly sweeper: NodeJS.Timeout;
   private readonly firstSweep: NodeJS.Timeout;
 
+  private locker?: Locker & { close(): void };
+
+  /** @param shared - Redis when the app has it (`REDIS_URL` or svc.json `realtime.redis`): the lock is then shared */
   constructor(
     private readonly blobs: BlobService,
     private readonly logger: Logger,
+    private readonly shared?: SharedUploads,
   ) {
     this.sweeper = setInterval(() => void this.sweep(), 60 * 60 * 1000).unref();
     this.firstSweep = setTimeout(() => void this.sweep(), FIRST_SWEEP_MS).unref();
@@ -128,14 +152,17 @@ export class TusUploads {
         s3ClientConfig: { ...s3ClientConfig(settings.s3!), bucket: settings.s3!.bucket },
         useTags: false,
         expirationPeriodInMilliseconds: EXPIRES_MS,
+        ...(this.shared && { cache: NO_CACHE }),
       });
     }
+    if (this.shared) this.locker = await this.sharedLocker(this.shared);
     const of = (req: Request) => this.pending.get((req as unknown as { runtime: { node: { req: IncomingMessage } } }).runtime.node.req)!;
     const server = new Server({
       path: '/api',
       datastore,
       maxSize: settings.maxBytes,
       allowedOrigins: [],
+      ...(this.locker && { locker: this.locker }),
       namingFunction: (req) => `${uploadPrefix(of(req).target)}${randomBytes(16).toString('hex')}`,
       generateUrl: (req, { proto, host, id }) => `${proto}://${host}${of(req).base}/${id}`,
       getFileIdFromRequest: (_req, lastPath) => lastPath,
@@ -157,6 +184,13 @@ export class TusUploads {
       },
     });
     return { server, datastore };
+  }
+
+  /** The Redis lock of uploads (`tus-lock.ts`); its subscriber connects on the first lock. */
+  private async sharedLocker({ redis, redisUrl, apiName }: SharedUploads): Promise<Locker & { close(): void }> {
+    const [{ RedisLocker }, { redisClient }] = await Promise.all([import('./tus-lock.js'), import('../realtime/redis-bus.js')]);
+    const subscriber = () => redisClient(redisUrl, this.logger, 'tus lock subscriber', { offlineQueue: true });
+    return new RedisLocker({ redis, subscriber, apiName, logger: this.logger });
   }
 
   /** Deletes expired unfinished uploads (a minute after start, then every hour). */
@@ -206,5 +240,6 @@ export class TusUploads {
   close(): void {
     clearInterval(this.sweeper);
     clearTimeout(this.firstSweep);
+    this.locker?.close();
   }
 }

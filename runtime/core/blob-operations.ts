@@ -93,7 +93,10 @@ export async function commitBlob(ctx: RequestContext, t: BlobTarget, written: Wr
   try {
     await setBlobColumn(scopes.writeScope(scopes.grant('PATCH')), t.id, t.field.name, JSON.stringify(stored));
   } catch (err) {
-    await service(ctx).store.deletePrefix(written.prefix);
+    // A delete that fails too must not hide why the commit failed: the orphan sweep removes the files later.
+    await service(ctx)
+      .store.deletePrefix(written.prefix)
+      .catch(() => undefined);
     throw err;
   }
   return signedMetadata(t.resource.collection, publicMetadata(stored))!;

@@ -4,12 +4,12 @@
  * s3rver itself started on a free loopback port.
  */
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import sharp from 'sharp';
 import S3rver from 's3rver';
-import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { freePort } from './pg-cluster.js';
 
 export const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
@@ -73,6 +73,10 @@ export interface S3Server {
   env: Record<string, string>;
   /** Every key in the bucket, sorted. */
   keys(prefix?: string): Promise<string[]>;
+  /** Writes an object over the S3 protocol (what a crash between storing and committing leaves). */
+  put(key: string, body: Uint8Array | string): Promise<void>;
+  /** Makes an object look written `ageMs` ago (s3rver answers LastModified from its file's time). */
+  age(key: string, ageMs: number): void;
   close(): Promise<void>;
 }
 
@@ -135,6 +139,13 @@ export async function startS3(): Promise<S3Server> {
         token = page.IsTruncated ? page.NextContinuationToken : undefined;
       } while (token);
       return out.sort();
+    },
+    async put(key, body) {
+      await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body }));
+    },
+    age(key, ageMs) {
+      const then = new Date(Date.now() - ageMs);
+      utimesSync(server.store.getResourcePath(bucket, key, 'object'), then, then);
     },
     async close() {
       client.destroy();
