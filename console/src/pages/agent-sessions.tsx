@@ -16,14 +16,16 @@ interface McpStatus {
 interface Session {
   identityId: string;
   instance: string;
+  channel: string | null;
   state: string | null;
   threadId: string | null;
   startedAt: string | null;
+  sessionCredits: number;
   sessionCreditsUsed: number;
   mcp?: McpStatus[];
 }
 
-const SESSION_COLUMNS: (keyof Session)[] = ['identityId', 'instance', 'state', 'threadId', 'startedAt', 'sessionCreditsUsed'];
+const SESSION_COLUMNS: (keyof Session)[] = ['identityId', 'instance', 'channel', 'state', 'threadId', 'startedAt', 'sessionCredits', 'sessionCreditsUsed'];
 
 const statusClass = (status: string) => (status === 'connected' ? 'ok' : status === 'failed' ? 'error' : 'muted');
 
