@@ -176,6 +176,7 @@ export function buildAppVersion(services: ServerServices, manifest: AppManifest)
       migrationsDir,
       presence: services.presence,
       logs: services.logs,
+      mcpServers: services.agent?.mcpServers,
     },
   });
   const data = apiHandler(runtime, auth);

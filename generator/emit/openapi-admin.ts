@@ -129,6 +129,43 @@ const SCHEMAS: Record<string, SchemaObject> = {
       data: { type: 'array', items: { type: 'object', additionalProperties: true } },
     },
   },
+  'svc.AdminAgentSession': {
+    type: 'object',
+    required: ['identityId', 'instance', 'channel', 'state', 'threadId', 'startedAt', 'sessionCredits', 'sessionCreditsUsed', 'mcp'],
+    properties: {
+      identityId: str('The user or service account whose session it is'),
+      instance: str('The instance running it (its lease holder)'),
+      channel: nullable('string', 'The session channel as it appears on the socket'),
+      state: nullable('string', 'starting, idle, busy or stopped (as of the last renewal, at most 5 s old)'),
+      threadId: nullable('string', 'The current thread'),
+      startedAt: nullable('string', 'ISO 8601'),
+      sessionCredits: { type: 'integer', description: 'The session credit limit (0 = none)' },
+      sessionCreditsUsed: { type: 'integer', description: 'Credits the session counter has used' },
+      mcp: {
+        type: 'array',
+        description: 'The session’s MCP servers in agent.mcpServers order, as the instance running it last recorded them (on every change, and every 5 s)',
+        items: ref('svc.AdminMcpStatus'),
+      },
+    },
+  },
+  'svc.AdminMcpStatus': {
+    type: 'object',
+    required: ['name', 'status'],
+    properties: {
+      name: str('The server’s name in agent.mcpServers'),
+      status: { type: 'string', enum: ['connecting', 'connected', 'reconnecting', 'failed'], description: 'As mcp-list and mcp-status report it (SPEC §6.3)' },
+    },
+  },
+  'svc.AdminMcpServer': {
+    type: 'object',
+    required: ['name', 'transport', 'timeoutMs', 'usable'],
+    properties: {
+      name: str('The server’s name in agent.mcpServers'),
+      transport: { type: 'string', enum: ['http', 'stdio'], description: 'http: Streamable HTTP (url); stdio: a child process (command)' },
+      timeoutMs: { type: 'integer', description: 'Most milliseconds one tool call may take' },
+      usable: { type: 'boolean', description: 'false when a ${secrets}/${env} reference is unset or the url is not http(s): every session lists it failed' },
+    },
+  },
   'svc.AdminObject': { type: 'object', additionalProperties: true },
 };
 
@@ -239,7 +276,18 @@ export function adminOpenApi(builder: OpenApiBuilder): void {
     get: op('svc_adminRealtime', 'Connections per instance and channels with their member counts', 'svc.AdminObject', {}, [401, 403]),
   });
   builder.addPath('/_admin/agent/sessions', {
-    get: op('svc_adminAgentSessions', 'Running agent sessions on every instance', page('svc.AdminObject'), { parameters: PAGING }),
+    get: op('svc_adminAgentSessions', 'Running agent sessions on every instance, with their MCP server statuses', page('svc.AdminAgentSession'), {
+      parameters: PAGING,
+    }),
+  });
+  builder.addPath('/_admin/agent/mcp-servers', {
+    get: op(
+      'svc_adminAgentMcpServers',
+      'The MCP servers configured in agent.mcpServers: name, transport, time limit (no URL, header, argument or environment value)',
+      { type: 'object', required: ['data'], properties: { data: { type: 'array', items: ref('svc.AdminMcpServer') } } },
+      {},
+      [401, 403],
+    ),
   });
   builder.addPath('/_admin/agent/threads', {
     get: op('svc_adminAgentThreads', "An identity's agent threads, most recent first", page('svc.AdminObject'), {

@@ -5,7 +5,8 @@
  * tokens (hashed, with a family id for reuse detection), the token signing keys, and the client log
  * `_log`, and the agent's tables (DESIGN §7): threads, their turns, one row per identity's session
  * (current thread, session credit counters, and the lease of the instance running it: `instanceId`,
- * `leaseUntil`, with the channel, options, state and start of the running session), the app's id (`apiId` of the stats callback) and its agent credits (one row: consumed, added,
+ * `leaseUntil`, with the channel, options, state and start of the running session, and `mcp`: its MCP
+ * servers' statuses as JSON, `[{ name, status }]`, written by the lease holder), the app's id (`apiId` of the stats callback) and its agent credits (one row: consumed, added,
  * this Europe/Oslo month's use, an admin's cap, the pause). Their tables are prefixed `_svc_` (or named `_log`); collection names start with a letter, so
  * table names never clash, but the Prisma model names below are reserved for collections.
  */
@@ -224,6 +225,7 @@ export const SYSTEM_MODELS: readonly SystemModel[] = [
       field('options', 'String?'),
       field('state', 'String?'),
       time('startedAt', true),
+      field('mcp', 'String?'),
       createdAt,
       updatedAt,
     ],

@@ -7,7 +7,7 @@
 import type { AgentSettings } from '../contract/settings.js';
 import type { AgentUiTool } from '../functions/context.js';
 import type { Logger } from '../log.js';
-import type { McpServerConfig } from './mcp.js';
+import type { McpServerConfig, McpServerStatus } from './mcp.js';
 import type { ThreadStore } from './threads.js';
 import type { ApiToolMode } from './tools.js';
 import type { AgentWorkerPool } from './worker-pool.js';
@@ -62,6 +62,12 @@ export interface AgentHost {
   /** One model call that summarises `messages` (for `compact`). */
   summarise(identityId: string, options: SessionOptions, messages: unknown[]): Promise<string>;
   stopSession(identityId: string, reason: 'stopped' | 'idle-stopped' | 'taken-over'): Promise<boolean>;
+  /**
+   * Told when a session's MCP servers changed (a status, or new connections after a restart), so the
+   * session's lease row records them for the admins of every instance; `list` gives the current
+   * statuses when the row is written. Never throws.
+   */
+  mcpChanged(identityId: string, list: () => McpServerStatus[]): void;
   /** Told when a turn has ended and been charged (metrics and traces, docs/operations.md); never throws. */
   turnEnded?(report: TurnReport): void;
 }

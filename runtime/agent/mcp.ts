@@ -22,11 +22,20 @@ import type { ToolSpec } from './worker-protocol.js';
  */
 export type McpStatus = 'connecting' | 'connected' | 'reconnecting' | 'failed';
 
+/** One server of a session as `mcp-list` shows it (and as the session's lease row records it, lease.ts). */
+export interface McpServerStatus {
+  name: string;
+  status: McpStatus;
+}
+
+/** How an MCP server is reached: Streamable HTTP (`url`) or a child process over stdio (`command`). */
+export type McpTransport = 'http' | 'stdio';
+
 /** One `agent.mcpServers` entry with its `${secrets.X}`/`${env.X}` references resolved, or why it cannot be used. */
 export type McpServerConfig =
   | { name: string; timeoutMs: number; url: URL; headers: Record<string, string> }
   | { name: string; timeoutMs: number; command: string; args: string[]; env: Record<string, string>; cwd: string }
-  | { name: string; timeoutMs: number; problem: string };
+  | { name: string; timeoutMs: number; transport: McpTransport; problem: string };
 
 /** A tool call's default time limit, ms (an MCP server may set its own `timeoutMs`). */
 export const MCP_TOOL_TIMEOUT_MS = 30_000;
@@ -70,7 +79,7 @@ export function resolveMcpServers(servers: Record<string, McpServerSettings>, en
     } catch (err) {
       const problem = (err as Error).message;
       logger.warn(`${problem}: the agent cannot use MCP server ${name} until it is set`);
-      return { name, timeoutMs, problem };
+      return { name, timeoutMs, transport: 'url' in s ? 'http' : 'stdio', problem };
     }
   });
 }
@@ -103,8 +112,8 @@ export class McpServers {
     for (const c of this.connections) c.start();
   }
 
-  /** `mcp-list`'s `servers`. */
-  list(): { name: string; status: McpStatus }[] {
+  /** `mcp-list`'s `servers`, in the order of `agent.mcpServers`. */
+  list(): McpServerStatus[] {
     return this.connections.map((c) => ({ name: c.config.name, status: c.status }));
   }
 
@@ -331,6 +340,13 @@ class McpConnection {
     this.status = status;
     if (!this.closed) this.events.status(this.config.name, status);
   }
+}
+
+/** How a resolved server is reached (a server with a `problem` keeps the kind its settings name). */
+export function mcpTransport(config: McpServerConfig): McpTransport {
+  if ('url' in config) return 'http';
+  if ('command' in config) return 'stdio';
+  return config.transport;
 }
 
 /** `<server>__<tool>` as the model sees it (OpenAI function names: `[A-Za-z0-9_-]{1,64}`). */

@@ -29,7 +29,7 @@ import type { AgentHost, CreditFigures, SessionOptions, TurnReport } from './hos
 import { ThreadStore } from './threads.js';
 import { Leases, RENEW_MS } from './lease.js';
 import { CreditLedger } from './credits.js';
-import { MCP_PING_MS, type McpServerConfig } from './mcp.js';
+import { MCP_PING_MS, type McpServerConfig, type McpServerStatus } from './mcp.js';
 import { sessionTools, ToolCaller } from './tools.js';
 import type { EngineEvent, TurnUsage } from './worker-protocol.js';
 import { describeApp } from './describe.js';
@@ -155,8 +155,7 @@ export class AgentService implements AgentHost {
     this.options.realtime.onRpc('agent', (payload) => this.handle(payload as AgentRequest));
     this.options.realtime.onRpc(PING_TOPIC, () => Promise.resolve(true));
     this.renewal = setInterval(() => {
-      const states = new Map([...this.sessions.values()].map((s) => [s.identityId, s.state] as [string, string]));
-      this.leases.renew(states).then(
+      this.leases.renew([...this.sessions.values()]).then(
         // A lease this instance lost (it froze, and another took the session over) stops its copy here, quietly.
         (lost) => lost.forEach((id) => void this.stopSession(id, 'taken-over')),
         (err: unknown) => this.logger.warn({ err }, 'agent leases could not be renewed'),
@@ -281,7 +280,7 @@ export class AgentService implements AgentHost {
       );
       const from = this.forwarding.takeOver.get(identityId);
       this.forwarding.takeOver.delete(identityId);
-      if (!(await this.leases.acquire(identityId, { channel, options }, from))) throw new LeaseTaken();
+      if (!(await this.leases.acquire(identityId, { channel, options, mcp: session.mcpList() }, from))) throw new LeaseTaken();
       await beforeStart?.(channel);
       await session.start();
       this.sessions.set(identityId, session);
@@ -324,6 +323,10 @@ export class AgentService implements AgentHost {
   }
 
   // ---- AgentHost ---------------------------------------------------------------------------------
+
+  mcpChanged(identityId: string, list: () => McpServerStatus[]): void {
+    void this.leases.recordMcp(identityId, list, (err) => this.logger.warn({ err, identityId }, 'agent MCP statuses could not be recorded'));
+  }
 
   send(channel: string, event: EngineEvent): void {
     this.options.realtime.send({

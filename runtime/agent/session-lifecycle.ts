@@ -9,7 +9,7 @@
  */
 import type { AgentHost, SessionOptions } from './host.js';
 import type { EngineEvent } from './worker-protocol.js';
-import { McpServers } from './mcp.js';
+import { McpServers, type McpServerStatus } from './mcp.js';
 
 /** The state of `status.agent` (DESIGN §7). */
 export type AgentState = 'starting' | 'idle' | 'busy' | 'stopped';
@@ -43,6 +43,7 @@ export abstract class SessionLifecycle {
     return this.serially(async () => {
       this.threadId = (await this.host.threads.session(this.identityId)).threadId;
       if (this.state === 'stopped') return;
+      // The lease row got the servers (all `connecting`) when the lease was taken; changes follow.
       this.mcp.start();
       this.state = 'idle';
       this.emit({ type: 'agent-event', event: { name: 'started', at: unixNow() } });
@@ -66,6 +67,11 @@ export abstract class SessionLifecycle {
       this.emit({ type: 'agent-event', event: { name: reason, at: unixNow() } });
       this.emit(await this.statusEvent());
     });
+  }
+
+  /** The statuses of the session's MCP servers now (`mcp-list`; the lease row's `mcp`). */
+  mcpList(): McpServerStatus[] {
+    return this.mcp.list();
   }
 
   /** `status`: state, the app's credit figure and the identity's session credits. */
@@ -93,14 +99,26 @@ export abstract class SessionLifecycle {
     this.host.send(this.channel, event);
   }
 
-  /** The session's MCP servers, reporting their status changes as `mcp-status` events. */
+  /**
+   * The session's MCP servers, reporting their status changes as `mcp-status` events and to the host
+   * (the lease row records them).
+   */
   private mcpServers(): McpServers {
     return new McpServers(
       this.host.mcpServers,
       this.host.logger.child({ identityId: this.identityId }),
-      { status: (name, status) => this.emit({ type: 'mcp-status', name, status }) },
+      {
+        status: (name, status) => {
+          this.emit({ type: 'mcp-status', name, status });
+          this.mcpChanged();
+        },
+      },
       this.host.mcpPingMs,
     );
+  }
+
+  private mcpChanged(): void {
+    if (this.host.mcpServers.length > 0) this.host.mcpChanged(this.identityId, () => this.mcp.list());
   }
 
   /**
@@ -122,6 +140,7 @@ export abstract class SessionLifecycle {
       await this.mcp.close();
       this.mcp = this.mcpServers();
       this.mcp.start();
+      this.mcpChanged();
       if (this.state !== 'busy') this.state = 'idle';
       this.emit({ type: 'agent-event', event: { name: 'restarted', at: unixNow() } });
     });

@@ -6,8 +6,9 @@
  * service account's secret shown once; linked providers), logs (a search by request id finds the
  * request and every line carrying its id; the per-minute chart), a function run with the log lines
  * of that call, real-time (connections per instance, channels with member counts), an agent
- * transcript (turns, tool calls, credits per turn), the credits panel (cap, pause and resume, top-up,
- * the chart of credits per day) and health (migrations applied and pending, version, instances).
+ * transcript (turns, tool calls, credits per turn), a running session's MCP servers with their statuses
+ * (the loopback MCP server connected, one nobody listens on failed) and the configured servers, the
+ * credits panel (cap, pause and resume, top-up, the chart of credits per day) and health (migrations applied and pending, version, instances).
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -23,12 +24,14 @@ import { call } from '../support/scenario.js';
 import { waitFor } from '../support/wait.js';
 import { startModelServer, type ModelServer } from '../support/model-server.js';
 import { ChatClient } from '../support/chat-client.js';
+import { startMcpServer, type McpTestServer } from '../support/mcp-server.js';
 import { openDatabase } from '../../dist/runtime/data/database.js';
 import { ident, sql } from '../../dist/runtime/query/sql.js';
 
 const SHOP = join(ROOT, 'examples/shop');
 const WITHIN_MS = 5000;
 const BALANCE = 100_000;
+const MCP_TOKEN = 'console-mcp-token';
 
 let browser: Awaited<ReturnType<typeof launchChromium>>;
 
@@ -39,15 +42,24 @@ afterAll(async () => {
   await browser?.close();
 });
 
-/** The shop with self-serve credits (so the credits panel offers a top-up). */
+/**
+ * The shop with self-serve credits (so the credits panel offers a top-up) and two MCP servers: the
+ * loopback test server (`catalogue`) and one nobody listens on (`down`).
+ */
 function selfServe(dir: string): void {
   const file = join(dir, 'svc.json');
-  writeFileSync(file, JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), credits: { mode: 'self-serve', initialBalance: BALANCE } }));
+  const svc = JSON.parse(readFileSync(file, 'utf8'));
+  svc.agent.mcpServers = {
+    catalogue: { url: '${env.MCP_URL}', headers: { authorization: 'Bearer ${secrets.MCP_TOKEN}' } },
+    down: { url: 'http://127.0.0.1:1/mcp' },
+  };
+  writeFileSync(file, JSON.stringify({ ...svc, credits: { mode: 'self-serve', initialBalance: BALANCE } }));
 }
 
 describe.each(backends())('the console pages on %s', (backend) => {
   let app: PreparedApp;
   let model: ModelServer;
+  let mcp: McpTestServer;
   let server: TestServer;
   let base: string;
   let origin: string;
@@ -56,9 +68,9 @@ describe.each(backends())('the console pages on %s', (backend) => {
   const api = (method: string, path: string, body?: unknown, headers: Record<string, string> = admin.headers) => call(base, method, path, body, headers);
 
   beforeAll(async () => {
-    model = await startModelServer();
+    [model, mcp] = await Promise.all([startModelServer(), startMcpServer(MCP_TOKEN)]);
     app = await prepareApp(SHOP, backend, selfServe);
-    server = await serve(app.dir, { ...app.env, SHOP_MODEL_URL: model.url, SVC_LOG_LEVEL: 'warn' });
+    server = await serve(app.dir, { ...app.env, SHOP_MODEL_URL: model.url, MCP_URL: mcp.url, SVC_SECRET_MCP_TOKEN: MCP_TOKEN, SVC_LOG_LEVEL: 'warn' });
     base = server.url;
     origin = base.replace(/\/api$/, '');
     const sa = await createServiceAccount(app, 'console-admin', { admin: true });
@@ -75,7 +87,7 @@ describe.each(backends())('the console pages on %s', (backend) => {
   afterAll(async () => {
     await page?.close();
     await server?.close();
-    await model?.close();
+    await Promise.all([model?.close(), mcp?.stop()]);
     await app?.cleanup();
   });
 
@@ -274,6 +286,38 @@ describe.each(backends())('the console pages on %s', (backend) => {
     expect(await page.textContent('#transcript .turn[data-seq="1"] [data-turn-credits]')).toBe(String(transcript.turns[0].credits));
     expect(await page.locator('#transcript .turn[data-seq="1"] li[data-tool="listProduct"]').count()).toBeGreaterThan(0);
     expect(await page.textContent('#transcript h4')).toContain(`${transcript.credits} credits`);
+  });
+
+  it("shows each running session's MCP servers with their statuses, and the configured servers", async () => {
+    const user = await userIdentity(app, base, 'mcp-watcher');
+    const chat = new ChatClient(base, user);
+    try {
+      await chat.connect();
+      await page.goto(`${origin}/_/#/agent`);
+      const server = (name: string) => page.locator(`#agent-sessions tr[data-key="${user.id}"] li[data-mcp-server="${name}"]`);
+      // The list refreshes every 5 s; the button makes it at once.
+      await expect
+        .poll(
+          async () => {
+            await page.click('#sessions-refresh');
+            return Promise.all(
+              ['catalogue', 'down'].map((n) =>
+                server(n)
+                  .getAttribute('data-mcp-status', { timeout: 1000 })
+                  .catch(() => null),
+              ),
+            );
+          },
+          { timeout: 10_000 },
+        )
+        .toEqual(['connected', 'failed']);
+      expect(await server('catalogue').textContent()).toBe('catalogue: connected');
+      expect(await page.textContent('#mcp-servers tr[data-key="catalogue"] td[data-col="transport"]')).toBe('http');
+      expect(await page.textContent('#mcp-servers tr[data-key="down"] td[data-col="usable"]')).toBe('true');
+      expect(await page.textContent('#mcp-servers')).not.toContain('127.0.0.1');
+    } finally {
+      chat.stop();
+    }
   });
 
   it('sets a cap, pauses and resumes, tops up, and charts credits per day', async () => {

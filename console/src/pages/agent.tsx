@@ -1,12 +1,14 @@
 /**
  * Agent (DESIGN §7 credits, §9 agent endpoints): the credits panel (`GET`/`PATCH /api/_agent/credits`:
  * mode, balance or consumption, this month's use, the cap, pause and resume, top-up), running
- * sessions, threads per identity with their transcripts, and a chart of credits per day.
+ * sessions with their MCP servers' statuses and the configured MCP servers (agent-sessions.tsx),
+ * threads per identity with their transcripts, and a chart of credits per day.
  */
 import { useMemo, useState } from 'preact/hooks';
 import { api, messageOf, qs } from '../api';
 import { Json, Table, Unavailable, useGet } from '../ui';
 import { Chart } from './chart';
+import { AgentSessions } from './agent-sessions';
 
 interface Credits {
   mode: string;
@@ -142,7 +144,6 @@ export function AgentPage() {
   const [identity, setIdentity] = useState('');
   const [appliedIdentity, setAppliedIdentity] = useState('');
   const [thread, setThread] = useState<string>();
-  const sessions = useGet<{ data?: Record<string, unknown>[] }>('/_admin/agent/sessions');
   const threads = useGet<{ data?: Record<string, unknown>[] }>(appliedIdentity ? `/_admin/agent/threads${qs({ identity: appliedIdentity })}` : undefined);
   const transcript = useGet(thread ? `/_admin/agent/threads/${encodeURIComponent(thread)}` : undefined);
   const from = useMemo(() => new Date(Date.now() - 30 * 86400_000).toISOString(), []);
@@ -158,13 +159,7 @@ export function AgentPage() {
       <h2>Agent</h2>
       <CreditsPanel />
       {usageSeries && usageSeries.times.length > 0 && <Chart times={usageSeries.times} series={usageSeries.series} id="usage-chart" />}
-      <h3>Running sessions</h3>
-      {sessions &&
-        (sessions.status === 200 ? (
-          <Table id="agent-sessions" rows={sessions.body.data ?? []} />
-        ) : (
-          <Unavailable path="/api/_admin/agent/sessions" answer={sessions} />
-        ))}
+      <AgentSessions />
       <h3>Threads</h3>
       <form
         class="toolbar"

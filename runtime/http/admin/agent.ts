@@ -1,6 +1,8 @@
 /**
  * @module `/api/_admin/agent/*` (DESIGN §9): running agent sessions on every instance (the live leases
- * of `_svc_agent_sessions`, agent/lease.ts), an identity's threads, one thread's transcript (turns with
+ * of `_svc_agent_sessions`, agent/lease.ts, with each session's MCP server statuses as its holder
+ * recorded them), the MCP servers configured (`agent.mcpServers`: name, transport, time limit, whether
+ * its references resolved — never a URL, header, argument or environment value), an identity's threads, one thread's transcript (turns with
  * their `history` items — text, tool calls, MCP calls, errors — and the credits each was charged), and
  * credits per time step (the sum of the turns' credits; `ask` calls are charged to the ledger only and
  * are not in this chart).
@@ -11,6 +13,7 @@ import { HttpError } from '../../errors.js';
 import { ident, raw, sql } from '../../query/sql.js';
 import { toDate, type Raw } from '../../auth/store.js';
 import { invalidParameter } from '../../query/list-params.js';
+import { mcpTransport, type McpServerConfig } from '../../agent/mcp.js';
 import { idParam, intParam, isOffset, pageOf, pageParams, requireAdmin, textParam, timeParam } from './params.js';
 
 const THREADS = ident('_svc_agent_threads');
@@ -27,8 +30,20 @@ function parseJson(text: unknown): unknown {
 
 const iso = (v: unknown): string | null => (v === null || v === undefined ? null : toDate(v).toISOString());
 
-/** The router; mount it under `/api/_admin`. Source: DESIGN §7 (sessions, threads, credits), §9. */
-export function agentAdminRouter(db: Database): Router {
+/** A lease row's `mcp` column as `[{ name, status }]` (empty when unset or not such a list). */
+function mcpOf(text: unknown): { name: string; status: string }[] {
+  const list = text === null || text === undefined ? null : parseJson(text);
+  if (!Array.isArray(list)) return [];
+  return list
+    .filter((e): e is { name: unknown; status: unknown } => typeof e === 'object' && e !== null && 'name' in e && 'status' in e)
+    .map((e) => ({ name: String(e.name), status: String(e.status) }));
+}
+
+/**
+ * The router; mount it under `/api/_admin`. Source: DESIGN §7 (sessions, threads, credits), §9.
+ * @param mcpServers - `agent.mcpServers` as the sessions of this instance use them (resolved at start)
+ */
+export function agentAdminRouter(db: Database, mcpServers: readonly McpServerConfig[] = []): Router {
   const router = Router();
 
   router.get('/agent/sessions', async (req: Request, res: Response) => {
@@ -47,8 +62,15 @@ export function agentAdminRouter(db: Database): Router {
       startedAt: iso(r.startedAt),
       sessionCredits: Number(r.sessionCredits ?? 0),
       sessionCreditsUsed: Number(r.sessionCreditsUsed ?? 0),
+      mcp: mcpOf(r.mcp),
     }));
     res.json(pageOf(sessions, page.pageSize, () => offset + page.pageSize));
+  });
+
+  router.get('/agent/mcp-servers', (_req: Request, res: Response) => {
+    requireAdmin(res);
+    const data = mcpServers.map((c) => ({ name: c.name, transport: mcpTransport(c), timeoutMs: c.timeoutMs, usable: !('problem' in c) }));
+    res.json({ data });
   });
 
   router.get('/agent/threads', async (req: Request, res: Response) => {

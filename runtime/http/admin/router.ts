@@ -13,17 +13,20 @@ import { logsRouter } from './logs.js';
 import { agentAdminRouter } from './agent.js';
 import { systemRouter, type SystemDeps } from './system.js';
 import { requireAdmin } from './params.js';
+import type { McpServerConfig } from '../../agent/mcp.js';
 
 /** What the admin endpoints read and change. */
 export interface AdminDeps extends SystemDeps {
   db: Database;
   auth: AuthService;
+  /** `agent.mcpServers` as the agent resolved them at start (none when the server has no agent). */
+  mcpServers?: readonly McpServerConfig[];
 }
 
 /** The router; mount it at `/api/_admin` after authentication and a JSON body parser. */
 export function adminRouter(deps: AdminDeps): Router {
   const router = Router();
-  router.use(identitiesRouter(deps.db, deps.auth), logsRouter(deps.db), agentAdminRouter(deps.db), systemRouter(deps));
+  router.use(identitiesRouter(deps.db, deps.auth), logsRouter(deps.db), agentAdminRouter(deps.db, deps.mcpServers), systemRouter(deps));
   // Anything else under /api/_admin: the admin check first (no route list for others), then 404.
   router.use((req, res) => {
     requireAdmin(res);

@@ -746,6 +746,42 @@ export interface Schemas {
       [key: string]: unknown;
     }[];
   };
+  "svc.AdminAgentSession": {
+    /** The user or service account whose session it is */
+    identityId: string;
+    /** The instance running it (its lease holder) */
+    instance: string;
+    /** The session channel as it appears on the socket */
+    channel: string | null;
+    /** starting, idle, busy or stopped (as of the last renewal, at most 5 s old) */
+    state: string | null;
+    /** The current thread */
+    threadId: string | null;
+    /** ISO 8601 */
+    startedAt: string | null;
+    /** The session credit limit (0 = none) */
+    sessionCredits: number;
+    /** Credits the session counter has used */
+    sessionCreditsUsed: number;
+    /** The session’s MCP servers in agent.mcpServers order, as the instance running it last recorded them (on every change, and every 5 s) */
+    mcp: Schemas["svc.AdminMcpStatus"][];
+  };
+  "svc.AdminMcpStatus": {
+    /** The server’s name in agent.mcpServers */
+    name: string;
+    /** As mcp-list and mcp-status report it (SPEC §6.3) */
+    status: "connecting" | "connected" | "reconnecting" | "failed";
+  };
+  "svc.AdminMcpServer": {
+    /** The server’s name in agent.mcpServers */
+    name: string;
+    /** http: Streamable HTTP (url); stdio: a child process (command) */
+    transport: "http" | "stdio";
+    /** Most milliseconds one tool call may take */
+    timeoutMs: number;
+    /** false when a ${secrets}/${env} reference is unset or the url is not http(s): every session lists it failed */
+    usable: boolean;
+  };
   "svc.AdminObject": {
     [key: string]: unknown;
   };

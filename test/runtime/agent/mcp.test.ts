@@ -51,6 +51,7 @@ describe('resolveMcpServers', () => {
       {
         docs: { url: 'http://127.0.0.1:7070/mcp', headers: { authorization: 'Bearer ${secrets.DOCS}' } },
         odd: { url: 'ftp://files.example/mcp' },
+        files: { command: 'node', args: ['mcp/files.mjs', '--key=${secrets.FILES}'] },
       },
       {},
       '/apps/shop',
@@ -60,9 +61,11 @@ describe('resolveMcpServers', () => {
       {
         name: 'docs',
         timeoutMs: MCP_TOOL_TIMEOUT_MS,
+        transport: 'http',
         problem: expect.stringContaining('agent.mcpServers.docs.headers.authorization refers to ${secrets.DOCS}'),
       },
-      { name: 'odd', timeoutMs: MCP_TOOL_TIMEOUT_MS, problem: 'agent.mcpServers.odd.url is not an http(s) URL: "ftp://files.example/mcp"' },
+      { name: 'odd', timeoutMs: MCP_TOOL_TIMEOUT_MS, transport: 'http', problem: 'agent.mcpServers.odd.url is not an http(s) URL: "ftp://files.example/mcp"' },
+      { name: 'files', timeoutMs: MCP_TOOL_TIMEOUT_MS, transport: 'stdio', problem: expect.stringContaining('agent.mcpServers.files.args[1]') },
     ]);
     expect(lines.join('')).toContain('the agent cannot use MCP server docs until it is set');
     expect(lines.join('')).toContain('SVC_SECRET_DOCS');
@@ -70,7 +73,9 @@ describe('resolveMcpServers', () => {
 
   it('an unresolvable server is failed at once and offers no tools; a call to an unknown tool is an error, not a throw', async () => {
     const statuses: string[] = [];
-    const servers = new McpServers([{ name: 'docs', timeoutMs: 100, problem: 'not set' }], capture().logger, { status: (n, s) => statuses.push(`${n}:${s}`) });
+    const servers = new McpServers([{ name: 'docs', timeoutMs: 100, transport: 'http', problem: 'not set' }], capture().logger, {
+      status: (n, s) => statuses.push(`${n}:${s}`),
+    });
     servers.start();
     await servers.settled(1000);
     expect(statuses).toEqual(['docs:failed']);
