@@ -10,6 +10,7 @@ import type { Caller } from '../auth/caller.js';
 import type { Change } from '../data/changes.js';
 import { HttpError } from '../errors.js';
 import { SlowReaderRule, type SlowReaderOptions } from './slow-reader.js';
+import { filterOf, matches, requireWithinBound, widens, type ListenFilter } from './listen-filter.js';
 
 /** Most groups one connection may be a member of (entity feeds not counted). */
 export const MAX_GROUPS_PER_CONNECTION = 1000;
@@ -56,6 +57,10 @@ export interface ConnectionTransport {
   joined?(group: string, readOnly: boolean): void;
   /** Told after the connection left `group`; optional. */
   left?(group: string): void;
+  /** Told after a `_listen` widened the connection's subscription to `collection`, with the merged filter; optional. */
+  listened?(collection: string, filter: ListenFilter): void;
+  /** Told after the connection's subscription to `collection` ended (its LISTEN right is gone); optional. */
+  unlistened?(collection: string): void;
 }
 
 /**
@@ -82,10 +87,8 @@ export class FloodGate {
 }
 
 /** A change-feed subscription of one connection to one collection, merged over its `_listen` calls. */
-interface Subscription {
+interface Subscription extends ListenFilter {
   connection: Connection;
-  /** A `_listen` without `id` and `lookupIds`: everything. */
-  all: boolean;
   ids: Set<string>;
   lookupIds: Set<string>;
 }
@@ -192,23 +195,44 @@ export class Broker {
 
   /**
    * Subscribes `connection` to the change feed of `collection`; `id` and `lookupIds` narrow it (SPEC
-   * §4.7 rule 2). A second `_listen` widens the subscription; each notification is delivered once.
+   * §4.7 rule 2). A second `_listen` widens the subscription; each notification is delivered once. The
+   * transport is told (`listened`) when the subscription changed.
+   * @throws HttpError INVALID_PARAMETER (400) when the merged filter would hold more than `MAX_LISTEN_IDS` ids
    */
   listen(connection: Connection, collection: string, filter: { id?: string; lookupIds?: string[] }): void {
+    const wanted = filterOf(filter);
+    const current = this.feeds.get(collection)?.get(connection.id);
+    if (current && !widens(current, wanted)) return;
+    requireWithinBound(current, wanted);
+    const sub = this.subscribe(connection, collection, wanted);
+    connection.transport.listened?.(collection, sub);
+  }
+
+  /**
+   * Gives `connection` a subscription carried over from another instance (a recovered connection,
+   * `wps-listens.ts`), merged into what it has; the transport is not told (the filter came from its store).
+   */
+  restoreListen(connection: Connection, collection: string, filter: ListenFilter): void {
+    this.subscribe(connection, collection, filter);
+  }
+
+  private subscribe(connection: Connection, collection: string, filter: ListenFilter): Subscription {
     let subs = this.feeds.get(collection);
     if (!subs) this.feeds.set(collection, (subs = new Map()));
     let sub = subs.get(connection.id);
     if (!sub) subs.set(connection.id, (sub = { connection, all: false, ids: new Set(), lookupIds: new Set() }));
     connection.listening.add(collection);
-    if (filter.id === undefined && !filter.lookupIds?.length) sub.all = true;
-    if (filter.id !== undefined) sub.ids.add(filter.id);
-    for (const id of filter.lookupIds ?? []) sub.lookupIds.add(id);
+    if (filter.all) sub.all = true;
+    for (const id of filter.ids) sub.ids.add(id);
+    for (const id of filter.lookupIds) sub.lookupIds.add(id);
+    return sub;
   }
 
-  /** Ends the change feed of `collection` for `connection`. */
+  /** Ends the change feed of `collection` for `connection` (the transport is told: `unlistened`). */
   unlisten(connection: Connection, collection: string): void {
-    connection.listening.delete(collection);
+    const listened = connection.listening.delete(collection);
     this.feeds.get(collection)?.delete(connection.id);
+    if (listened) connection.transport.unlistened?.(collection);
   }
 
   /** Delivers a channel message to this instance's members of its group (not the sender under `noEcho`). */
@@ -273,10 +297,4 @@ export class Broker {
     this.onSlowDrop(connection);
     return false;
   }
-}
-
-function matches(sub: Subscription, change: Change): boolean {
-  if (sub.all) return true;
-  if (sub.ids.size > 0 && change.ids.some((id) => sub.ids.has(id))) return true;
-  return sub.lookupIds.size > 0 && change.lookupIds.some((id) => sub.lookupIds.has(id));
 }

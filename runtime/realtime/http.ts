@@ -10,7 +10,8 @@
  *   `{ channel, body }`: clients must be signed in; private channels are refused (400); a client joins
  *   only its own connections (admins any).
  * - `POST /api/{collection}/_listen` `{ connectionId, type, id?, lookupIds? }`: needs the collection's
- *   LISTEN rule (refused without one, admins too); 400 `LISTEN_ON_VIEW` on a view or a query.
+ *   LISTEN rule (refused without one, admins too); 400 `LISTEN_ON_VIEW` on a view or a query; 400
+ *   past `MAX_LISTEN_IDS` ids and lookupIds of one connection and collection (`listen-filter.ts`).
  * Each answers 200 with `{ group }`, the wire group its messages arrive on (`<api-name>:<name>`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';

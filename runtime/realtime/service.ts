@@ -255,7 +255,8 @@ export class RealtimeService implements ChangeSink {
    * Runs a join, leave or listen where the connection lives and resolves once it is in effect.
    * @throws HttpError NOT_FOUND (404) for a connection no instance holds; FORBIDDEN (403) for a client
    *   acting on another identity's connection; INVALID_PARAMETER (400) for a `type` that is not the
-   *   connection's; SERVICE_UNAVAILABLE (503) when the holding instance does not answer in time
+   *   connection's, past `MAX_GROUPS_PER_CONNECTION` channels or `MAX_LISTEN_IDS` listened ids;
+   *   SERVICE_UNAVAILABLE (503) when the holding instance does not answer in time
    */
   async apply(op: ConnectionOp): Promise<void> {
     const instance = this.broker.get(op.connectionId) ? this.bus.instanceId : (this.homes.holderOf(op.connectionId) ?? instanceOf(op.connectionId));
@@ -298,24 +299,25 @@ export class RealtimeService implements ChangeSink {
     if (!op.actor.privileged && connection.caller.id !== op.actor.userId) {
       return { ok: false, code: 'FORBIDDEN', message: `connection ${op.connectionId} belongs to another identity: a caller may join only its own connections` };
     }
-    switch (op.op) {
-      case 'join':
-        try {
+    if (op.op === 'listen' && connection.kind !== op.type) {
+      return { ok: false, code: 'INVALID_PARAMETER', message: `connection ${op.connectionId} is a ${connection.kind} connection, not ${op.type}` };
+    }
+    try {
+      switch (op.op) {
+        case 'join':
           this.broker.join(connection, op.group, op.readOnly || (op.sticky === true && connection.groups.get(op.group)?.readOnly === true));
-        } catch (err) {
-          if (err instanceof HttpError) return { ok: false, code: err.code, message: err.message };
-          throw err;
-        }
-        break;
-      case 'leave':
-        this.broker.leave(connection, op.group);
-        break;
-      case 'listen':
-        if (connection.kind !== op.type) {
-          return { ok: false, code: 'INVALID_PARAMETER', message: `connection ${op.connectionId} is a ${connection.kind} connection, not ${op.type}` };
-        }
-        this.broker.listen(connection, op.collection, { id: op.id, lookupIds: op.lookupIds });
-        break;
+          break;
+        case 'leave':
+          this.broker.leave(connection, op.group);
+          break;
+        case 'listen':
+          this.broker.listen(connection, op.collection, { id: op.id, lookupIds: op.lookupIds });
+          break;
+      }
+    } catch (err) {
+      // The broker's refusals (too many channels or ids) travel back as results, across instances too.
+      if (err instanceof HttpError) return { ok: false, code: err.code, message: err.message };
+      throw err;
     }
     return { ok: true };
   }

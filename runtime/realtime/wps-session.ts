@@ -7,6 +7,7 @@
  */
 import type { WebSocket } from 'ws';
 import { FloodGate, type ChangeNotification, type Connection, type ConnectionTransport, type DataType, type GroupMessage } from './broker.js';
+import type { ListenFilter } from './listen-filter.js';
 import { closeReason } from './guard.js';
 import { ReplayQueue } from './wps-replay.js';
 import type { ReplayStore, StoredConnection, StoredGroup } from './wps-store.js';
@@ -106,6 +107,15 @@ export class WpsSession implements ConnectionTransport {
     if (!this.store || !this.positions) return;
     this.positions.delete(group);
     this.store.left(this.connection.id, group);
+  }
+
+  /** Mirrors a widened change-feed subscription to Redis, for a recovery on another instance (`wps-listens.ts`). */
+  listened(collection: string, filter: ListenFilter): void {
+    this.store?.listened(this.connection.id, collection, filter);
+  }
+
+  unlistened(collection: string): void {
+    this.store?.unlistened(this.connection.id, collection);
   }
 
   /**

@@ -7,7 +7,10 @@
  * Keys (`<p>` = `svc:<api-name>:rt`), each expiring `STATE_TTL_MS` after its last refresh:
  * - `<p>:wps:<connectionId>` (hash): `tok` (SHA-256 of the reconnection token, hex), `caller` (JSON),
  *   `at` (the instance holding it), `seq` (last sequence id sent), `ack` (last acknowledged),
- *   `g:<group>` (JSON `{ r: readOnly, l: log id of the last message delivered or null, t: ms }`).
+ *   `g:<group>` (JSON `{ r: readOnly, l: log id of the last message delivered or null, t: ms }`),
+ *   `l:<collection>` (JSON `{ t: "ws"|"hub", a: everything, i: ids, k: lookupIds }`: the connection's
+ *   change-feed subscription to the collection, its `_listen` calls merged; `i` and `k` are empty when
+ *   `a` is true).
  * - `<p>:wps:<connectionId>:q` (stream): the frames sent and not acknowledged, stream id `<seq>-0`,
  *   trimmed by the client's `sequenceAck` and bounded to about `MAX_QUEUED` entries.
  * - `<p>:g:<group>` (stream): the group's recent messages (about `GROUP_LOG_LENGTH`, for
@@ -22,7 +25,9 @@ import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Caller } from '../auth/caller.js';
 import type { Logger } from '../log.js';
+import { GUID_PATTERN } from '../contract/property-values.js';
 import type { GroupMessage } from './broker.js';
+import { MAX_LISTEN_IDS, type ListenFilter } from './listen-filter.js';
 
 /** Most unacknowledged frames kept per connection (MAXLEN ~). */
 export const MAX_QUEUED = 4096;
@@ -38,6 +43,17 @@ export interface StoredGroup {
   t: number;
 }
 
+/**
+ * A change-feed subscription as stored: the transport type of the `_listen` calls, everything or not,
+ * ids, lookupIds (SPEC §4.7 rule 2).
+ */
+export interface StoredListen {
+  t: 'ws' | 'hub';
+  a: boolean;
+  i: string[];
+  k: string[];
+}
+
 /** The stored state of one reliable connection. */
 export interface StoredConnection {
   tokenHash: string;
@@ -46,6 +62,11 @@ export interface StoredConnection {
   seq: number;
   acked: number;
   groups: Map<string, StoredGroup>;
+  /**
+   * Change-feed subscriptions by collection name; null for an entry that is not a valid subscription
+   * (bad JSON or shape, an id that is not a GUID, more than `MAX_LISTEN_IDS` ids): the recovery drops it.
+   */
+  listens: Map<string, StoredListen | null>;
   /** Frames with `seq > acked`, oldest first; `complete` false when some of them were trimmed away. */
   pending: { seq: number; frame: string }[];
   complete: boolean;
@@ -81,9 +102,9 @@ export class ReplayStore {
     );
   }
 
-  /** Records that `holder` holds the connection now (after a recovery there). */
-  moved(id: string, holder: string): void {
-    this.run(this.redis.hset(this.key(id), 'at', holder));
+  /** Records that `holder` holds the connection now (after a recovery there), and its identity as it is now. */
+  moved(id: string, holder: string, caller: Caller): void {
+    this.run(this.redis.hset(this.key(id), 'at', holder, 'caller', JSON.stringify(caller)));
   }
 
   /** Records a frame sent with `seq`; for a group message, the group's position too. */
@@ -112,6 +133,17 @@ export class ReplayStore {
 
   left(id: string, group: string): void {
     this.run(this.redis.hdel(this.key(id), `g:${group}`));
+  }
+
+  /** Records the connection's subscription to `collection` as it now stands (after a widening `_listen`). */
+  listened(id: string, collection: string, filter: ListenFilter): void {
+    const stored: StoredListen = { t: 'ws', a: filter.all, i: filter.all ? [] : [...filter.ids], k: filter.all ? [] : [...filter.lookupIds] };
+    this.run(this.redis.hset(this.key(id), `l:${collection}`, JSON.stringify(stored)));
+  }
+
+  /** The connection's subscriptions to `collections` ended (or were not carried over). */
+  unlistened(id: string, ...collections: string[]): void {
+    if (collections.length > 0) this.run(this.redis.hdel(this.key(id), ...collections.map((c) => `l:${c}`)));
   }
 
   /** Keeps the state of open connections for another `ttlMs`. */
@@ -147,10 +179,21 @@ export class ReplayStore {
     const seq = Number(hash.seq);
     const acked = Number(hash.ack);
     const groups = new Map<string, StoredGroup>();
-    for (const [field, value] of Object.entries(hash)) if (field.startsWith('g:')) groups.set(field.slice(2), JSON.parse(value) as StoredGroup);
+    const listens = new Map<string, StoredListen | null>();
+    let caller: Caller;
+    try {
+      caller = JSON.parse(hash.caller) as Caller;
+      for (const [field, value] of Object.entries(hash)) {
+        if (field.startsWith('g:')) groups.set(field.slice(2), JSON.parse(value) as StoredGroup);
+        else if (field.startsWith('l:')) listens.set(field.slice(2), parseListen(value));
+      }
+    } catch (err) {
+      this.logger.warn({ err: (err as Error).message, connectionId: id }, 'the stored state of a connection is corrupt: it cannot be recovered');
+      return null;
+    }
     const pending = entries.map(([sid, fields]) => ({ seq: Number(sid.split('-')[0]), frame: fields[1] })).filter((e) => e.seq > acked);
     const complete = pending.length === seq - acked && (pending.length === 0 || pending[0].seq === acked + 1);
-    return { tokenHash: hash.tok, caller: JSON.parse(hash.caller) as Caller, holder: hash.at, seq, acked, groups, pending, complete };
+    return { tokenHash: hash.tok, caller, holder: hash.at, seq, acked, groups, listens, pending, complete };
   }
 
   /** Appends a channel message (with its `logId`) to its group's log. Issued before the bus's PUBLISH of it. */
@@ -182,4 +225,22 @@ export class ReplayStore {
         this.logger.warn({ err: err.message, lostWrites: this.lost }, 'redis unavailable: replay state not stored');
     });
   }
+}
+
+/** A stored subscription read back, or null when `text` is not one (see `StoredConnection.listens`). */
+export function parseListen(text: string): StoredListen | null {
+  // A GUID takes 39 characters in the JSON array (quotes and comma): longer text cannot be valid.
+  if (text.length > 64 + 39 * MAX_LISTEN_IDS) return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return null;
+  const { t, a, i, k } = value as Record<string, unknown>;
+  const guids = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string' && GUID_PATTERN.test(x));
+  if ((t !== 'ws' && t !== 'hub') || typeof a !== 'boolean' || !guids(i) || !guids(k)) return null;
+  if (i.length + k.length > MAX_LISTEN_IDS || (!a && i.length + k.length === 0)) return null;
+  return { t, a, i, k };
 }

@@ -16,11 +16,11 @@
  *   which makes the client reconnect afresh at once; a wrong token leaves the connection waiting for
  *   its own client.
  * - With Redis (`wps-store.ts`) the reliable state is mirrored there, so the recovery may come to
- *   another instance: it checks the token against the stored hash, has the holder (if alive) let go of
- *   the connection (`rpc` topic `wps-release`), continues the sequence, sends the stored
- *   unacknowledged frames, rejoins the groups and delivers from the group logs what was sent to them
- *   while no instance held the connection — each message once, in order. A state with a gap (trimmed
- *   unacknowledged frames) or none at all closes with 1008.
+ *   another instance: it checks the token against the stored hash, has the holder (if alive) let go
+ *   (`rpc` topic `wps-release`), continues the sequence, resends the stored unacknowledged frames,
+ *   rejoins the groups, re-creates the change feeds still allowed (`wps-listens.ts`) and delivers from
+ *   the group logs what the groups got while no instance held the connection — each message once, in
+ *   order. A state with a gap or none at all, or an identity deleted or disabled since, closes 1008.
  * - A socket silent for two liveness checks is dropped; a frame over the caller's frame limit closes
  *   with 1009 (by `ws`).
  */
@@ -38,6 +38,7 @@ import { closeInternal, contain, guardListener, ignoreSocketError, refuseUpgrade
 import { onFrame } from './wps-frames.js';
 import { WpsSession } from './wps-session.js';
 import { tokenHash, type ReplayStore } from './wps-store.js';
+import { identityNow, restoreListens } from './wps-listens.js';
 
 /** The subprotocols accepted: Azure's two names, and `json[.reliable].webpubsub.<vendor>.v1` of SPEC §4.12. */
 const SUBPROTOCOL = /^json\.(reliable\.)?webpubsub\.[a-z0-9-]+\.v1$/i;
@@ -235,34 +236,40 @@ export function serveWebPubSub(service: RealtimeService): void {
   async function recoverElsewhere(id: string, token: string | null, store: ReplayStore, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     let state = await store.load(id);
     const valid = state !== null && token !== null && sameSecret(tokenHash(token), state.tokenHash);
-    if (valid && state!.holder !== service.instanceId) {
-      const answer = await service.rpc(state!.holder, RELEASE_TOPIC, { connectionId: id }, RELEASE_TIMEOUT_MS);
+    let caller: Caller | null = null;
+    if (valid) {
+      const [answer, now] = await Promise.all([
+        state!.holder === service.instanceId ? null : service.rpc(state!.holder, RELEASE_TOPIC, { connectionId: id }, RELEASE_TIMEOUT_MS),
+        identityNow(service, state!.caller, logger),
+      ]);
+      caller = now; // the identity as it is now (wps-listens.ts); null refuses the recovery
       // The holder's last writes went to Redis before its answer: read the state again.
-      if (answer.delivered && !answer.timedOut && answer.reply === true) state = await store.load(id);
+      if (answer?.delivered && !answer.timedOut && answer.reply === true) state = await store.load(id);
     }
-    servers.for(valid ? state?.caller : undefined).handleUpgrade(
+    servers.for(caller ?? undefined).handleUpgrade(
       req,
       socket,
       head,
       upgraded({ connectionId: id }, (ws) => {
         if (!valid || !state || sessions.has(id)) return ws.close(1008, 'the connection cannot be recovered');
-        if (!state.complete) {
+        if (!state.complete || !caller) {
+          // Messages lost, or an identity deleted, disabled or not looked up: the client starts afresh.
           store.forget(id);
           return ws.close(1008, 'the connection cannot be recovered');
         }
-        const { ratePerSecond } = connectionLimits(limits, state.caller);
+        const { ratePerSecond } = connectionLimits(limits, caller);
         const session = new WpsSession(ws, true, token!, ratePerSecond, limits.sendBufferBytes, store);
-        const connection = new Connection(id, 'ws', state.caller, session);
+        const connection = new Connection(id, 'ws', caller, session);
         session.connection = connection;
         sessions.set(id, session);
         service.broker.add(connection);
         session.resume(state);
         for (const [group, g] of state.groups) service.broker.join(connection, group, g.r);
+        restoreListens(service, connection, state.listens, store);
         attach(session, ws);
-        store.moved(id, service.instanceId);
+        store.moved(id, service.instanceId, caller);
         void service.homes.adopt(id);
-        const groups = [...state.groups];
-        void Promise.all(groups.map(([group, g]) => store.since(group, g.l, g.t))).then(
+        void Promise.all([...state.groups].map(([group, g]) => store.since(group, g.l, g.t))).then(
           (logs) =>
             contain(
               () => session.caughtUp(logs.flat()),

@@ -10,7 +10,8 @@
  * - only requests in flight at the kill may fail (none is retried by the test);
  * - every acknowledged write is in the database;
  * - the clients reconnect through HAProxy, and a channel message and a change notification sent after
- *   that reach every one of them (the feed re-established in `connected`, as docs/realtime.md says);
+ *   that reach every one of them (the feed re-established in `connected`, as docs/realtime.md says, or
+ *   carried over by the recovery of a reliable connection);
  * - the agent session is taken over by a surviving instance and the thread goes on.
  * Then SIGTERM drains a second instance under the same load (`SVC_DRAIN_SECONDS`): `_ready` turns 503
  * while requests are still served, HAProxy takes it out before it stops listening, not one request
@@ -63,8 +64,8 @@ async function post(base: string, path: string, body: unknown, who: Identity): P
 
 /**
  * An official Web PubSub client through the balancer, in channel `lb`; `listen` redoes `_listen` on
- * each connect; `reliable` keeps the client's default subprotocol (its recovery reaches another
- * instance, is refused, and the client connects afresh: docs/realtime.md).
+ * each connect; `reliable` keeps the client's default subprotocol (its recovery may reach another
+ * instance, which takes the connection over with its channels and change feed: docs/realtime.md).
  */
 async function wpsClient(listen: boolean, reliable: boolean): Promise<Seen> {
   const seen: Seen = { connected: 0, ids: [], messages: [], changes: [] };
@@ -217,10 +218,9 @@ afterAll(async () => {
 describe('three instances behind HAProxy', () => {
   it('survives SIGKILL of one: only in-flight requests fail, acknowledged writes stay, clients, feeds and the agent session go on', async () => {
     clients = await Promise.all([
-      // Listeners use the plain protocol: a reliable connection recovered on another instance keeps its
-      // id (no `connected`, so no new `_listen`), and its change feed is not carried over yet (known
-      // defect, issue 24; session 10's note). Reliable clients among the others still recover in channel `lb`.
-      ...Array.from({ length: WPS_CLIENTS }, (_, i) => wpsClient(i < LISTENERS, i >= LISTENERS && i % 4 === 3)),
+      // A quarter on the reliable protocol, listeners among them: a reliable connection recovered on
+      // another instance keeps its id (no `connected`, so no new `_listen`) and its change feed.
+      ...Array.from({ length: WPS_CLIENTS }, (_, i) => wpsClient(i < LISTENERS, i % 4 === 3)),
       ...Array.from({ length: HUB_CLIENTS }, () => hubClient()),
     ]);
     const listeners = clients.slice(0, LISTENERS);

@@ -14,7 +14,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import WebSocket from 'ws';
 import { WebPubSubClient, WebPubSubJsonProtocol, type OnGroupDataMessageArgs } from '@azure/web-pubsub-client';
 import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
@@ -23,6 +22,7 @@ import { PrivateRedis } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
 import { fuzzSeed, Prng, rawRequest } from '../support/hostile.js';
 import { upgrade } from '../support/fuzz-cases.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
 
 const SHOP = join(ROOT, 'examples/shop');
 
@@ -33,37 +33,6 @@ let b: TestServer;
 let c: TestServer;
 let alice: Identity;
 const clients: WebPubSubClient[] = [];
-
-/** A TCP proxy on loopback that sends each new connection to `target` (changeable), like a load balancer. */
-class Proxy {
-  target: number;
-  private readonly server: Server;
-  private readonly sockets = new Set<Socket>();
-  constructor(target: number) {
-    this.target = target;
-    this.server = createServer((down) => {
-      const up = connect(this.target, '127.0.0.1');
-      for (const s of [down, up]) {
-        this.sockets.add(s);
-        s.on('error', () => {});
-        s.on('close', () => {
-          this.sockets.delete(s);
-          down.destroy();
-          up.destroy();
-        });
-      }
-      down.pipe(up).pipe(down);
-    });
-  }
-  async listen(): Promise<number> {
-    await new Promise<void>((ok) => this.server.listen(0, '127.0.0.1', ok));
-    return (this.server.address() as { port: number }).port;
-  }
-  close(): void {
-    for (const s of this.sockets) s.destroy();
-    this.server.close();
-  }
-}
 
 const portOf = (server: TestServer) => Number(new URL(server.url).port);
 
@@ -146,7 +115,7 @@ describe('three instances on one Redis', () => {
   });
 
   it('a reliable client whose instance is SIGKILLed recovers on another one with every message once, in order', async () => {
-    const proxy = new Proxy(portOf(a));
+    const proxy = new TcpProxy(portOf(a));
     const port = await proxy.listen();
     try {
       const sub = await client(`http://127.0.0.1:${port}/api`, alice, true);

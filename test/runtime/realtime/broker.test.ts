@@ -1,13 +1,15 @@
 /**
  * The broker of one instance (runtime/realtime/broker.ts): group delivery with `noEcho`, change feeds
  * filtered by `id` and `lookupIds` and delivered once per connection however many `_listen` calls it
- * made, the cap on channels per connection, and the drop of a connection whose send buffer is over its
+ * made, the transport told when a subscription widens or ends, the caps on channels and on listened ids
+ * per connection, and the drop of a connection whose send buffer is over its
  * bound. Transports are recording objects: the wire formats are proven by the e2e suites.
  */
 import { describe, expect, it } from 'vitest';
 import { ANONYMOUS } from '../../../runtime/auth/caller.js';
 import { HttpError } from '../../../runtime/errors.js';
 import { Broker, Connection, MAX_GROUPS_PER_CONNECTION, type ConnectionTransport, type GroupMessage } from '../../../runtime/realtime/broker.js';
+import { MAX_LISTEN_IDS } from '../../../runtime/realtime/listen-filter.js';
 
 function recording(buffered = 0) {
   const got: unknown[] = [];
@@ -69,6 +71,45 @@ describe('Broker', () => {
     broker.remove(c);
     broker.deliverChange({ collection: 'Order', action: 'DELETE', ids: ['x'], lookupIds: [] });
     expect(t.got).toHaveLength(2);
+  });
+
+  it('tells the transport when a _listen widens a subscription or it ends, not when a _listen repeats; a restored one is merged untold', () => {
+    const broker = new Broker('app', 1024);
+    const t = recording();
+    const told: string[] = [];
+    t.transport.listened = (collection, f) => told.push(`${collection} all=${f.all} ids=${[...f.ids]} lookupIds=${[...f.lookupIds]}`);
+    t.transport.unlistened = (collection) => told.push(`${collection} ended`);
+    const c = new Connection('i.c', 'ws', ANONYMOUS, t.transport);
+    broker.add(c);
+    broker.listen(c, 'Order', { id: 'x' });
+    broker.listen(c, 'Order', { id: 'x' });
+    broker.listen(c, 'Order', { lookupIds: ['p', 'q'] });
+    broker.listen(c, 'Order', { lookupIds: ['q'] });
+    broker.listen(c, 'Line', {});
+    broker.listen(c, 'Line', { id: 'y' });
+    broker.unlisten(c, 'Line');
+    broker.unlisten(c, 'Line');
+    expect(told).toEqual(['Order all=false ids=x lookupIds=', 'Order all=false ids=x lookupIds=p,q', 'Line all=true ids= lookupIds=', 'Line ended']);
+    broker.restoreListen(c, 'Order', { all: false, ids: new Set(['z']), lookupIds: new Set() });
+    expect(told).toHaveLength(4);
+    broker.deliverChange({ collection: 'Order', action: 'PATCH', ids: ['z'], lookupIds: [] });
+    broker.deliverChange({ collection: 'Order', action: 'PATCH', ids: ['x'], lookupIds: [] });
+    broker.deliverChange({ collection: 'Order', action: 'PATCH', ids: ['w'], lookupIds: [] });
+    expect(t.got.map((n) => (n as { ids: string[] }).ids[0])).toEqual(['z', 'x']);
+  });
+
+  it(`refuses a subscription past ${MAX_LISTEN_IDS} ids and lookupIds of one collection; the whole collection is always allowed`, () => {
+    const broker = new Broker('app', 1024);
+    const c = new Connection('i.c', 'ws', ANONYMOUS, recording().transport);
+    broker.add(c);
+    const ids = Array.from({ length: MAX_LISTEN_IDS - 1 }, (_, i) => `k${i}`);
+    broker.listen(c, 'Order', { lookupIds: ids });
+    broker.listen(c, 'Order', { id: 'one', lookupIds: ids.slice(0, 10) });
+    expect(() => broker.listen(c, 'Order', { id: 'two' })).toThrow(HttpError);
+    expect(() => broker.listen(c, 'Line', { lookupIds: [...ids, 'a', 'b'] })).toThrow(HttpError);
+    expect(c.listening.has('Line')).toBe(false);
+    broker.listen(c, 'Order', {});
+    expect(() => broker.listen(c, 'Order', { id: 'two' })).not.toThrow();
   });
 
   it(`refuses a connection's channel number ${MAX_GROUPS_PER_CONNECTION + 1} and accepts a rejoin`, () => {
