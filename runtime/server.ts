@@ -203,7 +203,8 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
     ...sweepMs,
     gate: backplane.redis && { redis: backplane.redis, key: `svc:${manifest.name}:blob-sweep` },
   }).start();
-  const tus = new TusUploads(blobs, logger, backplane.redis && redisUrl ? { redis: backplane.redis, redisUrl, apiName: manifest.name } : undefined);
+  const { redis, newSubscriber } = backplane;
+  const tus = new TusUploads(blobs, logger, redis && newSubscriber ? { redis, newSubscriber, apiName: manifest.name } : undefined);
   const pool = new WorkerPool({
     spareThreads: manifest.functions.some((f) => f.enabled) || options.dev ? 2 : 0,
     maxMemoryMb: manifest.settings.functions.maxMemoryMb,

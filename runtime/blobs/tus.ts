@@ -99,10 +99,11 @@ type TusStore = DataStore & { read(id: string): Readable | Promise<Readable>; re
 /** The first sweep of expired uploads, after start-up (ms), then hourly. */
 const FIRST_SWEEP_MS = 60_000;
 
-/** What several instances share: Redis (the bus's command connection and its URL) and the app's name. */
+/** What several instances share: Redis (the bus's command connection, and new subscriber connections) and the app's name. */
 export interface SharedUploads {
   redis: Redis;
-  redisUrl: string;
+  /** Opens a new subscriber connection to the same Redis (pub/sub needs a connection of its own). */
+  newSubscriber: (role: string) => Redis;
   apiName: string;
 }
 
@@ -187,10 +188,9 @@ export class TusUploads {
   }
 
   /** The Redis lock of uploads (`tus-lock.ts`); its subscriber connects on the first lock. */
-  private async sharedLocker({ redis, redisUrl, apiName }: SharedUploads): Promise<Locker & { close(): void }> {
-    const [{ RedisLocker }, { redisClient }] = await Promise.all([import('./tus-lock.js'), import('../realtime/redis-bus.js')]);
-    const subscriber = () => redisClient(redisUrl, this.logger, 'tus lock subscriber', { offlineQueue: true });
-    return new RedisLocker({ redis, subscriber, apiName, logger: this.logger });
+  private async sharedLocker({ redis, newSubscriber, apiName }: SharedUploads): Promise<Locker & { close(): void }> {
+    const { RedisLocker } = await import('./tus-lock.js');
+    return new RedisLocker({ redis, subscriber: () => newSubscriber('tus lock subscriber'), apiName, logger: this.logger });
   }
 
   /** Deletes expired unfinished uploads (a minute after start, then every hour). */

@@ -28,6 +28,8 @@ export interface RealtimeBackplane {
   guard: ReplayGuard;
   /** The Redis connection for other shared state (the sign-in limiter); absent without Redis. */
   redis?: Redis;
+  /** Opens another connection to that Redis for a subscriber of its own (`role` names it in logs); absent without Redis. */
+  newSubscriber?: (role: string) => Redis;
   /** Reliable Web PubSub state and group logs (`wps-store.ts`); absent without Redis. */
   replayStore?: ReplayStore;
 }
@@ -39,11 +41,17 @@ export interface RealtimeBackplane {
  */
 export async function realtimeBackplane(apiName: string, logger: Logger, redisUrl: string | undefined): Promise<RealtimeBackplane> {
   if (!redisUrl) return { bus: new LocalBus(), guard: new MemoryReplayGuard() };
-  const { RedisBus, RedisReplayGuard } = await import('./redis-bus.js');
+  const { RedisBus, RedisReplayGuard, redisClient } = await import('./redis-bus.js');
   const { ReplayStore } = await import('./wps-store.js');
   const bus = new RedisBus(redisUrl, apiName, logger);
   const replayStore = new ReplayStore(bus.commands, apiName, logger, RECOVERY_GRACE_MS + STATE_REFRESH_MS);
-  return { bus, guard: new RedisReplayGuard(bus.commands, `svc:${apiName}:rt-jti`, logger), redis: bus.commands, replayStore };
+  return {
+    bus,
+    guard: new RedisReplayGuard(bus.commands, `svc:${apiName}:rt-jti`, logger),
+    redis: bus.commands,
+    newSubscriber: (role) => redisClient(redisUrl, logger, role, { offlineQueue: true }),
+    replayStore,
+  };
 }
 
 /**
