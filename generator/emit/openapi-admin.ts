@@ -4,7 +4,7 @@
  * accounts only; none is an agent tool (`x-svc-agent: false`).
  */
 import type { OpenApiBuilder, OperationObject, ParameterObject, SchemaObject } from 'openapi3-ts/oas31';
-import { MAX_PAGE_SIZE, type ErrorStatus } from '../../runtime/contract/index.js';
+import { AGENT_USAGE_MINUTE_KEEP_DAYS, MAX_PAGE_SIZE, type ErrorStatus } from '../../runtime/contract/index.js';
 import { errorResponses, json, ref, securityFor } from './openapi-shared.js';
 
 const ADMINS = securityFor(['_AUTHENTICATED_USER']);
@@ -127,6 +127,38 @@ const SCHEMAS: Record<string, SchemaObject> = {
       to: str('ISO 8601'),
       step: { type: 'integer', description: 'Seconds per step' },
       data: { type: 'array', items: { type: 'object', additionalProperties: true } },
+    },
+  },
+  'svc.AdminAgentUsage': {
+    type: 'object',
+    required: ['from', 'to', 'step', 'data'],
+    properties: {
+      from: str('ISO 8601'),
+      to: str('ISO 8601'),
+      step: { type: 'integer', description: 'Seconds per step (a multiple of 60)' },
+      data: {
+        type: 'array',
+        description: 'One entry per step from the step holding from to the last step starting before to, oldest first',
+        items: {
+          type: 'object',
+          required: ['time', 'credits', 'turns', 'bySource'],
+          properties: {
+            time: str('Start of the step (ISO 8601, UTC; steps are aligned to the epoch)'),
+            credits: { type: 'integer', description: 'All credits charged in the step: turns, ask and compact' },
+            turns: { type: 'integer', description: 'Thread turns charged in the step' },
+            bySource: {
+              type: 'object',
+              description: 'The step’s credits per source',
+              required: ['turn', 'ask', 'compact'],
+              properties: {
+                turn: { type: 'integer', description: 'Credits of thread turns' },
+                ask: { type: 'integer', description: 'Credits of ctx.agent.ask completions' },
+                compact: { type: 'integer', description: 'Credits of compact summaries' },
+              },
+            },
+          },
+        },
+      },
     },
   },
   'svc.AdminAgentSession': {
@@ -306,9 +338,26 @@ export function adminOpenApi(builder: OpenApiBuilder): void {
     ),
   });
   builder.addPath('/_admin/agent/usage', {
-    get: op('svc_adminAgentUsage', 'Credits charged to agent turns per step (default: the last 30 days per day)', 'svc.AdminSeries', {
-      parameters: [...RANGE, query('step', 'Seconds per step (default 86400)', { type: 'integer', minimum: 60 })],
-    }),
+    get: op(
+      'svc_adminAgentUsage',
+      'Agent credits charged per step and source: turns, ask, compact (default: the last 30 days per day)',
+      'svc.AdminAgentUsage',
+      {
+        parameters: [
+          ...RANGE,
+          query(
+            'step',
+            `Seconds per step, a multiple of 60 (default 86400); a step that is not whole hours reaches back ${AGENT_USAGE_MINUTE_KEEP_DAYS} days`,
+            {
+              type: 'integer',
+              minimum: 60,
+              maximum: 31 * 86_400,
+              multipleOf: 60,
+            },
+          ),
+        ],
+      },
+    ),
   });
   builder.addPath('/_admin/schema', { get: op('svc_adminSchema', 'The app manifest without secret values', 'svc.AdminObject', {}, [401, 403]) });
   builder.addPath('/_admin/status', {

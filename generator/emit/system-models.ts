@@ -7,7 +7,9 @@
  * (current thread, session credit counters, and the lease of the instance running it: `instanceId`,
  * `leaseUntil`, with the channel, options, state and start of the running session, and `mcp`: its MCP
  * servers' statuses as JSON, `[{ name, status }]`, written by the lease holder), the app's id (`apiId` of the stats callback) and its agent credits (one row: consumed, added,
- * this Europe/Oslo month's use, an admin's cap, the pause). Their tables are prefixed `_svc_` (or named `_log`); collection names start with a letter, so
+ * this Europe/Oslo month's use, an admin's cap, the pause), with where they went (`_svc_agent_credit_usage`:
+ * credits and calls per source — turn, ask, compact — per minute and per hour bucket, keyed by
+ * `spanSeconds`, `startMs` (epoch ms, UTC) and `source`; runtime/agent/credit-usage.ts). Their tables are prefixed `_svc_` (or named `_log`); collection names start with a letter, so
  * table names never clash, but the Prisma model names below are reserved for collections.
  */
 
@@ -244,6 +246,20 @@ export const SYSTEM_MODELS: readonly SystemModel[] = [
       field('capSet', 'Boolean', '@default(false)'),
       field('paused', 'Boolean', '@default(false)'),
       updatedAt,
+    ],
+  },
+  {
+    name: 'SvcAgentCreditUsage',
+    table: '_svc_agent_credit_usage',
+    indexes: [],
+    // The key leads with the bucket size and start, so it also serves the chart's range reads and the prune.
+    uniques: ['spanSeconds, startMs, source'],
+    fields: [
+      field('spanSeconds', 'Int'),
+      field('startMs', 'BigInt'),
+      field('source', 'String'),
+      field('credits', 'BigInt', '@default(0)'),
+      field('calls', 'Int', '@default(0)'),
     ],
   },
 ];

@@ -11,12 +11,16 @@
  * - `self-serve`: `credits` is `initialBalance + added − consumed`; at 0 or below turns and `ask` are refused.
  * - A cap pause lifts when the Oslo month rolls over or an admin raises the cap above this month's
  *   use (or removes it); an admin's pause lifts with `paused: false` (which cannot lift a reached cap).
+ *
+ * Each charge names its source (a turn, `ask`, `compact`) and is also recorded per minute and hour in
+ * `_svc_agent_credit_usage` right after the UPDATE (credit-usage.ts); that record never fails a charge.
  */
 import type { CreditsSettings } from '../contract/settings.js';
 import type { Database } from '../data/database.js';
 import { HttpError } from '../errors.js';
 import { ident, raw, sql, type Sql } from '../query/sql.js';
 import { toBool } from '../auth/store.js';
+import { CreditUsage, type CreditSource } from './credit-usage.js';
 
 const CREDITS = ident('_svc_agent_credits');
 const ROW = 'app';
@@ -52,6 +56,14 @@ export interface CreditChange {
 
 type Raw = Record<string, unknown>;
 
+/** Options of a `CreditLedger`. */
+export interface CreditLedgerOptions {
+  /** The clock months and usage buckets are read from (injectable for tests). Default: the system clock. */
+  now?: () => Date;
+  /** Told when recording a charge's usage failed (the charge itself stands). Default: ignored. */
+  onUsageError?: (err: unknown) => void;
+}
+
 /** Whether this month's use has reached the cap in force (none: never). */
 function capReached(cap: number | null, monthUsed: number): boolean {
   return cap !== null && monthUsed >= cap;
@@ -61,12 +73,20 @@ export class CreditLedger {
   /** Settles once the row exists (it is never deleted); reset when making it failed, so the next call tries again. */
   private exists?: Promise<void>;
 
+  private readonly now: () => Date;
+  private readonly onUsageError: (err: unknown) => void;
+  /** Where each charge is recorded per source and time bucket (the admin chart). */
+  private readonly usage: CreditUsage;
+
   constructor(
     private readonly db: Database,
     private readonly settings: CreditsSettings,
-    /** The clock months are read from (injectable for tests). */
-    private readonly now: () => Date = () => new Date(),
-  ) {}
+    options: CreditLedgerOptions = {},
+  ) {
+    this.now = options.now ?? (() => new Date());
+    this.onUsageError = options.onUsageError ?? (() => {});
+    this.usage = new CreditUsage(db);
+  }
 
   /** Makes the ledger's one row the first time it is needed. */
   private ensureRow(): Promise<void> {
@@ -128,11 +148,16 @@ export class CreditLedger {
     return null;
   }
 
-  /** Charges `credits` in one statement (rolling the month over and pausing at the cap in force). */
-  async charge(credits: number): Promise<void> {
+  /**
+   * Charges `credits` to `source` in one statement (rolling the month over and pausing at the cap in
+   * force), then records it in the usage buckets (a failure there is reported, never thrown).
+   * @throws what the database throws for the charge itself
+   */
+  async charge(credits: number, source: CreditSource): Promise<void> {
     if (credits <= 0) return;
     await this.ensureRow();
-    const month = osloMonth(this.now());
+    const at = this.now();
+    const month = osloMonth(at);
     const used = sql`(CASE WHEN ${ident('monthKey')} = ${month} THEN ${ident('monthUsed')} + ${credits} ELSE ${credits} END)`;
     const stillPaused = sql`(CASE WHEN ${ident('monthKey')} = ${month} THEN ${ident('paused')} ELSE ${false} END)`;
     const cap = this.capInForce();
@@ -141,6 +166,8 @@ export class CreditLedger {
       sql`UPDATE ${CREDITS} SET ${ident('consumed')} = ${ident('consumed')} + ${credits}, ${ident('paused')} = (${stillPaused} OR ${reached}),
           ${ident('monthUsed')} = ${used}, ${ident('monthKey')} = ${month}, ${ident('updatedAt')} = ${new Date()} WHERE ${ident('id')} = ${ROW}`,
     );
+    // After the charge, not in its transaction: the ledger is what bills; the usage only explains it.
+    await this.usage.record(source, credits, at).catch(this.onUsageError);
   }
 
   /**

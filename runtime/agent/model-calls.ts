@@ -12,6 +12,7 @@ import type { CreditFigures, SessionOptions } from './host.js';
 import { parseAskMessages } from './options.js';
 import { creditsOf, resolveRung, type ResolvedRung } from './rungs.js';
 import type { ThreadStore } from './threads.js';
+import type { CreditSource } from './credit-usage.js';
 import type { TurnUsage } from './worker-protocol.js';
 
 export class ModelCalls {
@@ -29,8 +30,11 @@ export class ModelCalls {
     return row.sessionCredits > 0 && row.sessionCreditsUsed >= row.sessionCredits ? 'Session credit limit reached' : null;
   }
 
-  /** Charges a usage on `rung` to the app and the identity; returns the credits it cost (0 for an unknown rung). */
-  async meter(identityId: string, rung: string, usage: TurnUsage): Promise<number> {
+  /**
+   * Charges a usage on `rung` to the app and the identity, as `source` (a thread turn unless said);
+   * returns the credits it cost (0 for an unknown rung).
+   */
+  async meter(identityId: string, rung: string, usage: TurnUsage, source: CreditSource = 'turn'): Promise<number> {
     let resolved: ResolvedRung;
     try {
       resolved = resolveRung(this.settings, rung);
@@ -38,7 +42,7 @@ export class ModelCalls {
       return 0;
     }
     const cost = creditsOf(resolved, usage);
-    if (cost > 0) await Promise.all([this.ledger.charge(cost), this.threads.addSessionCreditsUsed(identityId, cost)]);
+    if (cost > 0) await Promise.all([this.ledger.charge(cost, source), this.threads.addSessionCreditsUsed(identityId, cost)]);
     return cost;
   }
 
@@ -63,7 +67,7 @@ export class ModelCalls {
       messages: [...(messages as ModelMessage[]), { role: 'user', content: 'Summarise our conversation so far.' }],
       maxRetries: 1,
     });
-    await this.meter(identityId, rung.name, usageOf(usage));
+    await this.meter(identityId, rung.name, usageOf(usage), 'compact');
     return text;
   }
 
@@ -90,7 +94,7 @@ export class ModelCalls {
       );
     }
     const usage = usageOf(result.usage);
-    await this.ledger.charge(creditsOf(rung, usage));
+    await this.ledger.charge(creditsOf(rung, usage), 'ask');
     return { text: result.text, usage, credits: (await this.ledger.state()).credits, model: rung.name };
   }
 }

@@ -99,7 +99,10 @@ export class AgentService implements AgentHost {
     this.pool = new AgentWorkerPool(this.settings.workers ?? defaultWorkers(), (err) => this.logger.error({ err }, 'agent worker failed'));
     this.tools = new ToolCaller(readTools(options.svcDir));
     this.leases = new Leases(options.app.db, this.threads, options.realtime.instanceId);
-    this.ledger = new CreditLedger(options.app.db, options.credits, options.clock);
+    this.ledger = new CreditLedger(options.app.db, options.credits, {
+      now: options.clock,
+      onUsageError: (err) => this.logger.warn({ err }, 'agent credit usage could not be recorded (the charge stands)'),
+    });
     this.apiTools = new ApiToolRunner({ ...options, tools: this.tools, logger: this.logger });
     this.models = new ModelCalls(this.settings, this.ledger, this.threads);
     this.forwarding = new Forwarding({

@@ -50,3 +50,12 @@ export const DECIMAL_INTEGER_DIGITS = DECIMAL_PRECISION - DECIMAL_SCALE;
 /** The range of an `integer` property without its own bounds: a 32-bit signed integer. */
 export const INT32_MIN = -2147483648;
 export const INT32_MAX = 2147483647;
+
+/**
+ * Days the agent's credits per minute are kept (`_svc_agent_credit_usage`, runtime/agent/credit-usage.ts):
+ * `GET /api/_admin/agent/usage` with a step that is not whole hours reaches back this far (400 beyond).
+ * Credits per hour are kept {@link AGENT_USAGE_HOUR_KEEP_DAYS} days.
+ */
+export const AGENT_USAGE_MINUTE_KEEP_DAYS = 35;
+/** Days the agent's credits per hour are kept (the per-day chart of the console reads them). */
+export const AGENT_USAGE_HOUR_KEEP_DAYS = 400;

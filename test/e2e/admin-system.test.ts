@@ -4,7 +4,7 @@
  * the connection and member counts; status carries readiness, the applied migrations, the version and
  * this instance; the schema is the manifest; agent sessions, threads (rows written to the app's real
  * database as the agent's thread store writes them), a transcript with credits per turn, and usage per
- * step; every admin operation is in openapi.json with the tag `admin` and `x-svc-agent: false`, and
+ * step and source (rows of `_svc_agent_credit_usage` as the credit ledger writes them); every admin operation is in openapi.json with the tag `admin` and `x-svc-agent: false`, and
  * none is among the agent's tools.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -93,6 +93,7 @@ function adminSystemSuite(backend: Backend): void {
       const db = await openDatabase(backend, app.env.DATABASE_URL!);
       const threadId = randomUUID();
       const now = new Date();
+      const hour = Math.floor(now.getTime() / 3_600_000) * 3_600_000;
       try {
         await db.query(
           sql`INSERT INTO ${ident('_svc_agent_threads')} ("id", "identityId", "preview", "summaryTurns", "createdAt", "updatedAt") VALUES (${threadId}, ${user.id}, ${'find a kettle'}, ${0}, ${now}, ${now})`,
@@ -111,6 +112,11 @@ function adminSystemSuite(backend: Backend): void {
                 VALUES (${randomUUID()}, ${threadId}, ${seq}, ${`question ${seq}`}, ${'[]'}, ${JSON.stringify(items)}, ${status}, ${error}, ${credits}, ${now})`,
           );
         }
+        // What the credit ledger records per charge (agent/credit-usage.ts): the two turns, and an ask.
+        await db.query(
+          sql`INSERT INTO ${ident('_svc_agent_credit_usage')} ("spanSeconds", "startMs", "source", "credits", "calls")
+              VALUES (${3600}, ${hour}, ${'turn'}, ${150}, ${2}), (${3600}, ${hour}, ${'ask'}, ${7}, ${1})`,
+        );
         await db.query(
           sql`INSERT INTO ${ident('_svc_agent_sessions')} ("identityId", "threadId", "sessionCredits", "sessionCreditsUsed", "instanceId", "leaseUntil", "channel", "state", "startedAt", "createdAt", "updatedAt")
               VALUES (${user.id}, ${threadId}, ${0}, ${150}, ${'other-instance'}, ${new Date(Date.now() + 60_000)}, ${'agent:x'}, ${'idle'}, ${now}, ${now}, ${now})`,
@@ -136,8 +142,9 @@ function adminSystemSuite(backend: Backend): void {
       expect((await get(`/_admin/agent/threads/${randomUUID()}`)).status).toBe(404);
       const usage = await get(`/_admin/agent/usage?from=${new Date(Date.now() - 3_600_000).toISOString()}&step=3600`);
       expect(usage.status).toBe(200);
-      expect(usage.json.data.reduce((n: number, s: { credits: number }) => n + s.credits, 0)).toBe(150);
+      expect(usage.json.data.reduce((n: number, s: { credits: number }) => n + s.credits, 0)).toBe(157);
       expect(usage.json.data.reduce((n: number, s: { turns: number }) => n + s.turns, 0)).toBe(2);
+      expect(usage.json.data.at(-1)).toEqual({ time: new Date(hour).toISOString(), credits: 157, turns: 2, bySource: { turn: 150, ask: 7, compact: 0 } });
     });
 
     it('lists every admin operation in openapi.json with the tag admin and x-svc-agent false, and none as an agent tool', async () => {

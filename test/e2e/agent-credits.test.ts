@@ -105,13 +105,16 @@ for (const backend of backends()) {
       const asked = (await ask()).result;
       expect(asked.credits).toBe(2 * TURN_COST);
       expect(await credits()).toMatchObject({ credits: 2 * TURN_COST, monthUsed: 2 * TURN_COST, paused: false });
-      // The console's view (DESIGN §9): the turn keeps what it was charged; ask is in the ledger only.
+      // The console's view (DESIGN §9): the turn keeps what it was charged; the chart has the turn and the ask.
       const threads = (await call(admin, 'GET', `/_admin/agent/threads?identity=${writer.id}`)).json.data;
       expect(threads).toEqual([expect.objectContaining({ turns: 1, credits: TURN_COST })]);
       const transcript = (await call(admin, 'GET', `/_admin/agent/threads/${threads[0].id}`)).json;
       expect(transcript.turns.map((t: { credits: number; status: string }) => [t.status, t.credits])).toEqual([['completed', TURN_COST]]);
-      const usage = (await call(admin, 'GET', '/_admin/agent/usage?step=86400')).json.data;
-      expect(usage.reduce((n: number, s: { credits: number }) => n + s.credits, 0)).toBe(TURN_COST);
+      // Charged at the server's clock (the last hour of March 2026, UTC day 2026-03-31).
+      const usage = (await call(admin, 'GET', '/_admin/agent/usage?from=2026-03-31T00:00:00Z&to=2026-04-01T00:00:00Z&step=86400')).json.data;
+      expect(usage).toEqual([
+        { time: '2026-03-31T00:00:00.000Z', credits: 2 * TURN_COST, turns: 1, bySource: { turn: TURN_COST, ask: TURN_COST, compact: 0 } },
+      ]);
     });
 
     it('a monthly cap pauses turns and ask only; it lifts at the Oslo month end, on a higher cap, or on resume', async () => {

@@ -346,7 +346,7 @@ describe.each(backends())('the console pages on %s', (backend) => {
     expect((await api('GET', '/_agent/credits')).json.credits).toBe(before.credits + 500);
 
     await page.waitForSelector('#usage-chart .uplot canvas');
-    expect(await page.textContent('#usage-chart .u-legend')).toContain('credits');
+    expect(await page.textContent('#usage-chart .u-legend')).toMatch(/all credits[\s\S]*turn[\s\S]*ask[\s\S]*compact/);
   });
 
   it('shows health: readiness, applied and pending migrations, the version and the instances', async () => {

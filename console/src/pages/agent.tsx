@@ -2,13 +2,25 @@
  * Agent (DESIGN §7 credits, §9 agent endpoints): the credits panel (`GET`/`PATCH /api/_agent/credits`:
  * mode, balance or consumption, this month's use, the cap, pause and resume, top-up), running
  * sessions with their MCP servers' statuses and the configured MCP servers (agent-sessions.tsx),
- * threads per identity with their transcripts, and a chart of credits per day.
+ * threads per identity with their transcripts, and a chart of credits per day: all of them and each
+ * source's (thread turns, `ctx.agent.ask`, `compact`), so it adds up to the panel's month use.
  */
 import { useMemo, useState } from 'preact/hooks';
 import { api, messageOf, qs } from '../api';
 import { Json, Table, Unavailable, useGet } from '../ui';
 import { Chart } from './chart';
 import { AgentSessions } from './agent-sessions';
+
+/** What spends credits, as `bySource` of `/api/_admin/agent/usage` names it. */
+const SOURCES = ['turn', 'ask', 'compact'] as const;
+
+/** One step of `/api/_admin/agent/usage`. */
+interface UsageStep {
+  time: string;
+  credits: number;
+  turns: number;
+  bySource?: Partial<Record<(typeof SOURCES)[number], number>>;
+}
 
 interface Credits {
   mode: string;
@@ -147,18 +159,28 @@ export function AgentPage() {
   const threads = useGet<{ data?: Record<string, unknown>[] }>(appliedIdentity ? `/_admin/agent/threads${qs({ identity: appliedIdentity })}` : undefined);
   const transcript = useGet(thread ? `/_admin/agent/threads/${encodeURIComponent(thread)}` : undefined);
   const from = useMemo(() => new Date(Date.now() - 30 * 86400_000).toISOString(), []);
-  const usage = useGet(`/_admin/agent/usage${qs({ from, step: 86400 })}`);
+  const usage = useGet<{ data?: UsageStep[] }>(`/_admin/agent/usage${qs({ from, step: 86400 })}`);
   const usageSeries = useMemo(() => {
     if (usage?.status !== 200) return undefined;
-    const list = (Array.isArray(usage.body) ? usage.body : ((usage.body as { data?: unknown[] })?.data ?? [])) as Record<string, unknown>[];
-    const times = list.map((e) => Date.parse(String(e.t ?? e.time ?? e.at ?? e.from ?? e.day)) / 1000);
-    return { times, series: [{ label: 'credits', values: list.map((e) => Number(e.credits ?? 0)) }] };
+    const list = usage.body?.data ?? [];
+    const times = list.map((e) => Date.parse(e.time) / 1000);
+    // Every credit spent, then its split: thread turns, ctx.agent.ask, compact (GET /api/_admin/agent/usage).
+    const series = [
+      { label: 'all credits', values: list.map((e) => Number(e.credits ?? 0)) },
+      ...SOURCES.map((source) => ({ label: source, values: list.map((e) => Number(e.bySource?.[source] ?? 0)) })),
+    ];
+    return { times, series };
   }, [usage]);
   return (
     <div class="page">
       <h2>Agent</h2>
       <CreditsPanel />
-      {usageSeries && usageSeries.times.length > 0 && <Chart times={usageSeries.times} series={usageSeries.series} id="usage-chart" />}
+      {usageSeries && usageSeries.times.length > 0 && (
+        <section>
+          <h3>Credits per day, by source</h3>
+          <Chart times={usageSeries.times} series={usageSeries.series} id="usage-chart" />
+        </section>
+      )}
       <AgentSessions />
       <h3>Threads</h3>
       <form

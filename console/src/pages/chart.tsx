@@ -14,7 +14,7 @@ export function Chart({ times, series, id }: { times: number[]; series: Series[]
     let live = true;
     void Promise.all([import('uplot'), import('uplot/dist/uPlot.min.css')]).then(([{ default: UPlot }]) => {
       if (!live || !box.current) return;
-      const colors = ['#2563eb', '#dc2626', '#16a34a'];
+      const colors = ['#2563eb', '#dc2626', '#16a34a', '#d97706'];
       plot = new UPlot(
         {
           width: Math.max(300, box.current.clientWidth),

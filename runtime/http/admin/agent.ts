@@ -4,16 +4,17 @@
  * recorded them), the MCP servers configured (`agent.mcpServers`: name, transport, time limit, whether
  * its references resolved — never a URL, header, argument or environment value), an identity's threads, one thread's transcript (turns with
  * their `history` items — text, tool calls, MCP calls, errors — and the credits each was charged), and
- * credits per time step (the sum of the turns' credits; `ask` calls are charged to the ledger only and
- * are not in this chart).
+ * credits per time step: every charge of the ledger (turns, `ask`, `compact`) per source, from
+ * `_svc_agent_credit_usage` (agent/credit-usage.ts), so the chart adds up to the ledger's use.
  */
 import { Router, type Request, type Response } from 'express';
 import type { Database } from '../../data/database.js';
 import { HttpError } from '../../errors.js';
-import { ident, raw, sql } from '../../query/sql.js';
+import { ident, sql } from '../../query/sql.js';
 import { toDate, type Raw } from '../../auth/store.js';
 import { invalidParameter } from '../../query/list-params.js';
 import { mcpTransport, type McpServerConfig } from '../../agent/mcp.js';
+import { CreditUsage, MINUTE_KEEP_DAYS } from '../../agent/credit-usage.js';
 import { idParam, intParam, isOffset, pageOf, pageParams, requireAdmin, textParam, timeParam } from './params.js';
 
 const THREADS = ident('_svc_agent_threads');
@@ -129,26 +130,18 @@ export function agentAdminRouter(db: Database, mcpServers: readonly McpServerCon
     requireAdmin(res);
     const query = req.query as Record<string, unknown>;
     const stepSeconds = intParam(query, 'step', 60, 31 * 86_400) ?? 86_400;
+    if (stepSeconds % 60 !== 0) throw invalidParameter('step', 'must be a whole number of minutes (a multiple of 60 seconds)');
     const stepMs = stepSeconds * 1000;
     const to = timeParam(query, 'to') ?? new Date();
     const from = timeParam(query, 'from') ?? new Date(to.getTime() - 30 * 86_400_000);
     if (from > to) throw invalidParameter('from', 'must not be after to');
     if ((to.getTime() - from.getTime()) / stepMs > 2000) throw invalidParameter('step', 'gives more than 2000 steps between from and to: choose a longer step');
-    const step = raw(String(stepMs));
-    const bucket =
-      db.provider === 'sqlite'
-        ? sql`(CAST(ROUND((julianday("createdAt") - 2440587.5) * 86400000) AS INTEGER) / ${step}) * ${step}`
-        : sql`(FLOOR(EXTRACT(EPOCH FROM "createdAt") * 1000 / ${step}) * ${step})::bigint`;
-    const rows = await db.query<Raw>(
-      sql`SELECT ${bucket} AS "t", COALESCE(SUM("credits"), 0) AS "credits", COUNT(*) AS "turns" FROM ${TURNS}
-        WHERE "createdAt" >= ${from} AND "createdAt" < ${to} GROUP BY 1 ORDER BY 1`,
-    );
-    const counted = new Map(rows.map((r) => [Number(r.t), r]));
-    const data: { time: string; credits: number; turns: number }[] = [];
-    for (let t = Math.floor(from.getTime() / stepMs) * stepMs; t < to.getTime(); t += stepMs) {
-      const r = counted.get(t);
-      data.push({ time: new Date(t).toISOString(), credits: Number(r?.credits ?? 0), turns: Number(r?.turns ?? 0) });
-    }
+    if (stepSeconds % 3600 !== 0 && from.getTime() < Date.now() - MINUTE_KEEP_DAYS * 86_400_000)
+      throw invalidParameter(
+        'step',
+        `must be whole hours (a multiple of 3600) for a from more than ${MINUTE_KEEP_DAYS} days ago: credits per minute are kept ${MINUTE_KEEP_DAYS} days`,
+      );
+    const data = await new CreditUsage(db).perStep(from, to, stepSeconds);
     res.json({ from: from.toISOString(), to: to.toISOString(), step: stepSeconds, data });
   });
 

@@ -746,6 +746,32 @@ export interface Schemas {
       [key: string]: unknown;
     }[];
   };
+  "svc.AdminAgentUsage": {
+    /** ISO 8601 */
+    from: string;
+    /** ISO 8601 */
+    to: string;
+    /** Seconds per step (a multiple of 60) */
+    step: number;
+    /** One entry per step from the step holding from to the last step starting before to, oldest first */
+    data: {
+      /** Start of the step (ISO 8601, UTC; steps are aligned to the epoch) */
+      time: string;
+      /** All credits charged in the step: turns, ask and compact */
+      credits: number;
+      /** Thread turns charged in the step */
+      turns: number;
+      /** The step’s credits per source */
+      bySource: {
+        /** Credits of thread turns */
+        turn: number;
+        /** Credits of ctx.agent.ask completions */
+        ask: number;
+        /** Credits of compact summaries */
+        compact: number;
+      };
+    }[];
+  };
   "svc.AdminAgentSession": {
     /** The user or service account whose session it is */
     identityId: string;
