@@ -9,11 +9,16 @@
  * trusted hop as the address, so a client can never choose its own address by sending the header
  * itself (its value is to the left of what the trusted proxy appended). docs/deploy.md.
  */
-import type { IncomingMessage } from 'node:http';
 import { BlockList, isIP } from 'node:net';
 
+/** What the address is read from: a node `IncomingMessage` (HTTP request or WebSocket upgrade) has both. */
+export interface AddressedRequest {
+  socket: { remoteAddress?: string };
+  headers: Record<string, string | string[] | undefined>;
+}
+
 /** Gives the client address of a request (IPv4-mapped IPv6 addresses as plain IPv4), or undefined when the socket has none. */
-export type ClientAddress = (req: IncomingMessage) => string | undefined;
+export type ClientAddress = (req: AddressedRequest) => string | undefined;
 
 /** `::ffff:10.0.0.1` → `10.0.0.1`; other addresses as they are. */
 function plain(address: string): string {

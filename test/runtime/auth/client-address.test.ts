@@ -3,13 +3,12 @@
  * peer unless the peer is a trusted proxy; then `X-Forwarded-For` read from the right, skipping trusted
  * hops, stopping at anything that is not an address.
  */
-import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { clientAddressOf, parseProxyEntry } from '../../../runtime/auth/client-address.js';
+import { clientAddressOf, parseProxyEntry, type AddressedRequest } from '../../../runtime/auth/client-address.js';
 
 /** What the resolver reads of a request: its peer and its headers (node joins repeated X-Forwarded-For lines with ", "). */
 const request = (peer: string | undefined, forwardedFor?: string | string[]) =>
-  ({ socket: { remoteAddress: peer }, headers: forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor } }) as unknown as IncomingMessage;
+  ({ socket: { remoteAddress: peer }, headers: forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor } }) as AddressedRequest;
 
 describe('clientAddressOf', () => {
   it('without trusted proxies, is the peer whatever the header says (IPv4-mapped IPv6 as IPv4)', () => {
