@@ -75,6 +75,9 @@ describe.each(backends())('the console pages on %s', (backend) => {
     origin = base.replace(/\/api$/, '');
     const sa = await createServiceAccount(app, 'console-admin', { admin: true });
     admin = await serviceAccountToken(base, sa.clientId, sa.clientSecret);
+    // The previous backend's session cookies (same host, another port) would make the console's first
+    // call refresh with them, and that refusal clears the cookies — possibly after the sign-in below.
+    await browser.context.clearCookies();
     page = await browser.context.newPage();
     await page.goto(`${origin}/_/`);
     await page.click('#signin-service');

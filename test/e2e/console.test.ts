@@ -103,6 +103,7 @@ describe.each(backends())('the console on %s', (backend) => {
       }));
       expect((await apiCall('POST', '/Product', batch)).status).toBe(201);
     }
+    await browser.context.clearCookies(); // the other backend's session (same host, another port) must not be refreshed here
     page = await browser.context.newPage();
     page.on('dialog', (d) => {
       dialogs.push(d.message());
