@@ -6,7 +6,15 @@
  */
 import type { Database as SqliteDatabase } from 'better-sqlite3';
 
-/** Registers svc's functions on a better-sqlite3 connection (idempotent per connection). */
-export function registerSqliteFunctions(db: SqliteDatabase): void {
-  db.function('svc_lower', { deterministic: true }, (value: unknown) => (typeof value === 'string' ? value.toLowerCase() : value) as string | null);
+/**
+ * Registers svc's functions on a better-sqlite3 connection (idempotent per connection).
+ * @param stopped - asked on every call: when it answers true the function throws, which ends the
+ *   statement calling it with an error (how a worker thread stops a statement past its time limit
+ *   without being terminated: `sqlite-lane.ts`)
+ */
+export function registerSqliteFunctions(db: SqliteDatabase, stopped: () => boolean = () => false): void {
+  db.function('svc_lower', { deterministic: true }, (value: unknown) => {
+    if (stopped()) throw new Error('the statement was stopped');
+    return (typeof value === 'string' ? value.toLowerCase() : value) as string | null;
+  });
 }

@@ -2,10 +2,15 @@
  * @module One SQLite worker thread seen from the main thread (a "lane"): posts statements to it,
  * matches the replies, enforces the statement time limit, and replaces the thread when it must.
  *
- * - A statement still running after `timeoutMs` rejects with `{ code: 'STATEMENT_TIMEOUT' }`; the thread is
- *   terminated and a fresh one started at once (an open transaction on it is rolled back by SQLite when
- *   the connection goes away). JS termination takes effect when SQLite next calls into JS (a user
- *   function such as `svc_lower`) or returns; until then the old thread finishes in the background.
+ * - A statement still running after `timeoutMs` rejects with `{ code: 'STATEMENT_TIMEOUT' }`, and a fresh
+ *   thread is started at once. The old one is told to stop (`SqliteWorkerData.stop`: svc's SQL functions
+ *   throw, so a statement calling `svc_lower` ends at its next row; statements queued behind it are
+ *   refused unrun) and to close, and ends by itself when the statement returns, closing its connection
+ *   (an open transaction is rolled back). It is never terminated while a statement runs: better-sqlite3
+ *   aborts the whole process when a thread is terminated inside a statement (FATAL ERROR
+ *   `v8::ToLocalChecked Empty MaybeLocal` from `Database::ThrowSqliteError`). A statement that never
+ *   calls into JS runs to its end in the background, holding its connection (for the writer: the write
+ *   lock, so writes meanwhile wait and may fail SQLITE_BUSY).
  * - A thread that dies by itself rejects its statements with `unavailable`; the next call starts a new one.
  */
 import { Worker } from 'node:worker_threads';
@@ -49,6 +54,8 @@ function restoreBuffers(rows: SqlRow[]): void {
 /** One worker thread and its statements in flight; see the module comment. */
 export class SqliteLane {
   private worker: Worker | undefined;
+  /** The current thread's stop flag (`SqliteWorkerData.stop`). */
+  private stop = new Int32Array(new SharedArrayBuffer(4));
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private closed = false;
@@ -76,7 +83,9 @@ export class SqliteLane {
   private spawn(): void {
     this.generation++;
     this.isReady = false;
-    const worker = new Worker(WORKER_URL, { workerData: this.data });
+    const stop = new SharedArrayBuffer(4);
+    this.stop = new Int32Array(stop);
+    const worker = new Worker(WORKER_URL, { workerData: { ...this.data, stop } satisfies SqliteWorkerData });
     worker.unref(); // an idle driver does not keep the process alive (`run` refs it while statements are out)
     this.worker = worker;
     this.ready = new Promise<void>((ok, fail) => {
@@ -141,7 +150,10 @@ export class SqliteLane {
     worker.removeAllListeners('message');
     worker.removeAllListeners('exit');
     worker.on('error', () => {});
-    void worker.terminate();
+    // Stopped and asked to close, never terminated (see the module comment); it ends on its own.
+    Atomics.store(this.stop, 0, 1);
+    worker.postMessage(null satisfies SqliteRequest);
+    worker.unref();
     this.failAll(unavailable(new Error('the SQLite worker was restarted after a statement timeout')));
     if (!this.closed) this.spawn();
   }
@@ -175,6 +187,7 @@ export class SqliteLane {
     if (!worker) return;
     worker.removeAllListeners('exit');
     const exited = new Promise<void>((done) => worker.once('exit', () => done()));
+    Atomics.store(this.stop, 0, 1); // a statement calling svc's functions ends now rather than at the 2 s below
     worker.postMessage(null satisfies SqliteRequest);
     const timer = setTimeout(() => void worker.terminate(), 2000);
     await exited;

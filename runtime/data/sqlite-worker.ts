@@ -3,7 +3,8 @@
  * connection and runs the statements the main thread posts, one message at a time.
  *
  * Protocol (kept small; everything crosses by structured clone):
- * - in:  `{ i: id, s: sql, v: values }` runs a statement; `null` closes the connection and ends the thread.
+ * - in:  `{ i: id, s: sql, v: values }` runs a statement; `null` closes the connection and ends the thread
+ *        (an open transaction is rolled back). Once `workerData.stop` is set, statements are refused unrun.
  * - out: `{ ready: true }` once the connection is open, or `{ fatal: message }` when it cannot open;
  *        `{ i, r: rows }` (plus `b: 1` when a row holds a blob, which arrives as a Uint8Array);
  *        `{ i, w: 1 }` from a reader: the statement writes, send it to the writer instead;
@@ -20,6 +21,12 @@ export interface SqliteWorkerData {
   path: string;
   role: 'writer' | 'reader';
   busyTimeoutMs: number;
+  /**
+   * One Int32 the main thread sets to 1 to stop this thread's work (a statement past its time limit):
+   * svc's SQL functions then throw, ending a statement that calls them, and statements still queued
+   * are refused unrun. The thread itself ends when the close request (`null`) that follows is read.
+   */
+  stop?: SharedArrayBuffer;
 }
 
 /** A message from the main thread: a statement, or null to close. */
@@ -35,11 +42,11 @@ export type SqliteReply =
 
 const CACHE_SIZE = 256;
 
-function open(data: SqliteWorkerData): Database.Database {
+function open(data: SqliteWorkerData, stopped: () => boolean): Database.Database {
   const db = new Database(data.path, { timeout: data.busyTimeoutMs });
   if (data.role === 'writer') db.pragma('journal_mode = WAL');
   db.pragma('foreign_keys = ON');
-  registerSqliteFunctions(db);
+  registerSqliteFunctions(db, stopped);
   return db;
 }
 
@@ -57,9 +64,11 @@ function bindable(values: readonly unknown[]): unknown[] {
 function main(): void {
   const port = parentPort!;
   const data = workerData as SqliteWorkerData;
+  const flag = data.stop ? new Int32Array(data.stop) : undefined;
+  const stopped = () => flag !== undefined && Atomics.load(flag, 0) === 1;
   let db: Database.Database;
   try {
-    db = open(data);
+    db = open(data, stopped);
   } catch (err) {
     port.postMessage({ fatal: (err as Error).message } satisfies SqliteReply);
     return;
@@ -81,6 +90,11 @@ function main(): void {
       return;
     }
     let reply: SqliteReply;
+    if (stopped()) {
+      // Queued behind a statement that ran out of time: its caller has been answered; never run it.
+      port.postMessage({ i: msg.i, e: { message: 'the SQLite worker was stopped', code: 'STATEMENT_TIMEOUT' } } satisfies SqliteReply);
+      return;
+    }
     try {
       const stmt = prepare(msg.s);
       if (data.role === 'reader' && !stmt.readonly) {
