@@ -3,15 +3,17 @@
  * (SPEC §4.8, §7; DESIGN §3, §4 "Function details"): both forms, addressing per type, disabled → 404,
  * 405, 401, declared inputs, validationErrors, the context, get/post/patch, fetch, throws, time limits
  * and isolation of concurrent script-form calls. Then, once: fetch allowed against a loopback server,
- * and the mixed-forms warning of `svc generate`.
+ * and the mixed-forms warning of `svc generate`. The suites run side by side (`describeBeside`), each
+ * on its own app copy and server: most of their time is spent waiting on servers and time limits.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { backends, type Backend } from '../support/backends.js';
+import { describeBeside } from '../support/beside.js';
 import { prepareApp, ROOT, runCli, serve, type PreparedApp, type TestServer } from '../support/cli.js';
 import { call, runScenario, type Scenario } from '../support/scenario.js';
 import { waitFor } from '../support/wait.js';
@@ -34,7 +36,7 @@ function logLines(server: TestServer): Record<string, any>[] {
 }
 
 function functionSuite(backend: Backend): void {
-  describe(`functions on ${backend}`, () => {
+  describeBeside(`functions on ${backend}`, () => {
     let app: PreparedApp;
     let server: TestServer;
     let base: string;
@@ -395,7 +397,7 @@ function functionSuite(backend: Backend): void {
 
 for (const backend of backends()) functionSuite(backend);
 
-describe('functions with fetch allowed', () => {
+describeBeside('functions with fetch allowed', () => {
   let outside: Server;
   let outsideUrl: string;
   let app: PreparedApp;
@@ -440,7 +442,7 @@ describe('functions with fetch allowed', () => {
   });
 });
 
-describe('function limits and isolation (functions.maxMemoryMb 128)', () => {
+describeBeside('function limits and isolation (functions.maxMemoryMb 128)', () => {
   let app: PreparedApp;
   let server: TestServer;
   let base: string;
@@ -521,7 +523,7 @@ describe('function limits and isolation (functions.maxMemoryMb 128)', () => {
   });
 });
 
-describe('svc generate on function code', () => {
+describeBeside('svc generate on function code', () => {
   it('warns about a bare global res beside a default export, with file and line, and still generates', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'svc-warn-'));
     try {
@@ -552,7 +554,7 @@ describe('svc generate on function code', () => {
   });
 });
 
-describe('the functions of examples/shop', () => {
+describeBeside('the functions of examples/shop', () => {
   let source: string;
   let app: PreparedApp;
   let server: TestServer;
