@@ -4,6 +4,12 @@
  * linted as if it were a file in that folder, is reported by `no-restricted-imports` with its reason,
  * and each allowed one is not. Prettier and the console's tsc run as child processes started with
  * the file, so they work beside ESLint (which runs in this process) instead of after it.
+ *
+ * All three keep their own caches in `.tmp/lint-cache/` (git-ignored), keyed by file contents and
+ * settings, so a run re-checks only what changed since the last run on this checkout: ESLint's cache
+ * (`cacheStrategy: 'content'`; every rule in eslint.config.js looks at one file at a time), Prettier's
+ * `--cache --cache-strategy content`, and tsc's `--incremental` build info. A change of config or
+ * tool version invalidates them; a fresh checkout checks everything.
  */
 import { describe, expect, it } from 'vitest';
 import { ESLint } from 'eslint';
@@ -11,7 +17,8 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { ROOT } from './support/cli.js';
 
-const eslint = new ESLint({ cwd: ROOT });
+const CACHE = join(ROOT, '.tmp/lint-cache');
+const eslint = new ESLint({ cwd: ROOT, cache: true, cacheLocation: join(CACHE, 'eslint'), cacheStrategy: 'content' });
 
 /**
  * Runs `node <args>` in ROOT; resolves to what it printed (stdout, then stderr), or to the error when it
@@ -26,8 +33,26 @@ function nodeOutput(args: string[]): Promise<string> {
 }
 
 // Started now, awaited by their tests. prettier --check exits non-zero and names the files when any is not formatted.
-const prettierOutput = nodeOutput([join(ROOT, 'node_modules/prettier/bin/prettier.cjs'), '--check', '.', '--log-level', 'warn']);
-const consoleTscOutput = nodeOutput([join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'console/tsconfig.json']);
+const prettierOutput = nodeOutput([
+  join(ROOT, 'node_modules/prettier/bin/prettier.cjs'),
+  '--check',
+  '.',
+  '--log-level',
+  'warn',
+  '--cache',
+  '--cache-strategy',
+  'content',
+  '--cache-location',
+  join(CACHE, 'prettier'),
+]);
+const consoleTscOutput = nodeOutput([
+  join(ROOT, 'node_modules/typescript/bin/tsc'),
+  '-p',
+  'console/tsconfig.json',
+  '--incremental',
+  '--tsBuildInfoFile',
+  join(CACHE, 'console.tsbuildinfo'),
+]);
 
 /** The `no-restricted-imports` messages ESLint gives `code` as the file `path` (relative to ROOT). */
 async function restricted(path: string, code: string): Promise<string[]> {
