@@ -2,15 +2,57 @@
  * ESLint and Prettier as part of `npm test` (issue 9): every file is formatted, the whole repo lints with zero errors and zero warnings under
  * eslint.config.js, and the layer rules of DESIGN §2 / STYLE §2 really fire: each forbidden import,
  * linted as if it were a file in that folder, is reported by `no-restricted-imports` with its reason,
- * and each allowed one is not.
+ * and each allowed one is not. Prettier and the console's tsc run as child processes started with
+ * the file, so they work beside ESLint (which runs in this process) instead of after it.
+ *
+ * All three keep their own caches in `.tmp/lint-cache/` (git-ignored), keyed by file contents and
+ * settings, so a run re-checks only what changed since the last run on this checkout: ESLint's cache
+ * (`cacheStrategy: 'content'`; every rule in eslint.config.js looks at one file at a time), Prettier's
+ * `--cache --cache-strategy content`, and tsc's `--incremental` build info. A change of config or
+ * tool version invalidates them; a fresh checkout checks everything.
  */
 import { describe, expect, it } from 'vitest';
 import { ESLint } from 'eslint';
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { ROOT } from './support/cli.js';
 
-const eslint = new ESLint({ cwd: ROOT });
+const CACHE = join(ROOT, '.tmp/lint-cache');
+const eslint = new ESLint({ cwd: ROOT, cache: true, cacheLocation: join(CACHE, 'eslint'), cacheStrategy: 'content' });
+
+/**
+ * Runs `node <args>` in ROOT; resolves to what it printed (stdout, then stderr), or to the error when it
+ * failed without printing anything (so a crash never reads as "no problems").
+ */
+function nodeOutput(args: string[]): Promise<string> {
+  return new Promise((ok) => {
+    execFile(process.execPath, args, { cwd: ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) =>
+      ok(stdout + stderr || (err ? String(err) : '')),
+    );
+  });
+}
+
+// Started now, awaited by their tests. prettier --check exits non-zero and names the files when any is not formatted.
+const prettierOutput = nodeOutput([
+  join(ROOT, 'node_modules/prettier/bin/prettier.cjs'),
+  '--check',
+  '.',
+  '--log-level',
+  'warn',
+  '--cache',
+  '--cache-strategy',
+  'content',
+  '--cache-location',
+  join(CACHE, 'prettier'),
+]);
+const consoleTscOutput = nodeOutput([
+  join(ROOT, 'node_modules/typescript/bin/tsc'),
+  '-p',
+  'console/tsconfig.json',
+  '--incremental',
+  '--tsBuildInfoFile',
+  join(CACHE, 'console.tsbuildinfo'),
+]);
 
 /** The `no-restricted-imports` messages ESLint gives `code` as the file `path` (relative to ROOT). */
 async function restricted(path: string, code: string): Promise<string[]> {
@@ -26,29 +68,13 @@ describe('lint', () => {
     expect(results.length).toBeGreaterThan(100); // it did lint the sources, not an empty set
   }, 180_000);
 
-  it('every file is formatted as .prettierrc.json says (npm run format)', () => {
-    // prettier --check exits non-zero and names the files when any is not formatted.
-    let out = '';
-    try {
-      out = execFileSync(process.execPath, [join(ROOT, 'node_modules/prettier/bin/prettier.cjs'), '--check', '.', '--log-level', 'warn'], {
-        cwd: ROOT,
-        encoding: 'utf8',
-      });
-    } catch (err) {
-      out = String((err as { stdout?: string }).stdout ?? '') + String((err as { stderr?: string }).stderr ?? '');
-    }
-    expect(out.trim()).toBe('');
+  it('every file is formatted as .prettierrc.json says (npm run format)', async () => {
+    expect((await prettierOutput).trim()).toBe('');
   }, 180_000);
 
-  it('the console (console/, TSX for the browser, outside the root tsconfig) typechecks', () => {
-    let out = '';
-    try {
-      out = execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'console/tsconfig.json'], { cwd: ROOT, encoding: 'utf8' });
-    } catch (err) {
-      out = String((err as { stdout?: string }).stdout ?? '') + String((err as { stderr?: string }).stderr ?? '');
-    }
-    expect(out.trim()).toBe('');
-  }, 120_000);
+  it('the console (console/, TSX for the browser, outside the root tsconfig) typechecks', async () => {
+    expect((await consoleTscOutput).trim()).toBe('');
+  }, 180_000);
 
   it('runtime may not import the generator, templates, schemas or cli', async () => {
     expect(await restricted('runtime/data/probe.ts', "import { generate } from '../../generator/index.js';")).toEqual([

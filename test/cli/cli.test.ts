@@ -32,6 +32,26 @@ function treeHash(dir: string): Record<string, string> {
   return out;
 }
 
+let initialised: Promise<string> | undefined;
+
+/**
+ * A copy, at `work/<name>`, of one app folder made by `svc init` and `svc generate`, which run once
+ * for the tests that start from there rather than test those commands (each run costs seconds of CPU).
+ */
+async function initialisedCopy(name: string): Promise<string> {
+  initialised ??= (async () => {
+    const dir = join(work, 'initialised');
+    const init = await runCli(['init', dir]);
+    expect(init.code, init.stderr).toBe(0);
+    const gen = await runCli(['generate', dir]);
+    expect(gen.code, gen.stderr).toBe(0);
+    return dir;
+  })();
+  const dir = join(work, name);
+  cpSync(await initialised, dir, { recursive: true, verbatimSymlinks: true });
+  return dir;
+}
+
 describe('svc CLI', () => {
   it.each([
     'init',
@@ -182,9 +202,7 @@ describe('svc CLI', () => {
   }, 240_000);
 
   it('writes a migration when the model changes; migrate and serve apply it', async () => {
-    const dir = join(work, 'evolve');
-    await runCli(['init', dir]);
-    await runCli(['generate', dir]);
+    const dir = await initialisedCopy('evolve');
     expect((await runCli(['migrate', dir])).stdout).toContain('applied');
     expect((await runCli(['migrate', dir])).stdout).toContain('up to date');
     const file = join(dir, 'collections/Project.json');
@@ -353,9 +371,7 @@ describe('svc CLI', () => {
   });
 
   it('finishes an in-flight request on SIGTERM, then exits 0', async () => {
-    const dir = join(work, 'drain');
-    await runCli(['init', dir]);
-    await runCli(['generate', dir]);
+    const dir = await initialisedCopy('drain');
     const server = await serve(dir);
     const { token } = await adminIdentity({ dir, env: {} }, server.url);
     const { port } = new URL(server.url);
@@ -381,9 +397,7 @@ describe('svc CLI', () => {
   });
 
   it('started through npm exec (npx svc serve), stops when npm is killed instead of living on', async () => {
-    const dir = join(work, 'orphan');
-    await runCli(['init', dir]);
-    await runCli(['generate', dir]);
+    const dir = await initialisedCopy('orphan');
     const npm = spawn('npm', ['exec', '--', 'node', CLI, 'serve', dir, '--port', '0'], { cwd: ROOT, env: { ...process.env, SVC_LOG_LEVEL: 'info' } });
     let out = '';
     const url = await new Promise<string>((ok, fail) => {

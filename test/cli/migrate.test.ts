@@ -3,19 +3,20 @@
  * PostgreSQL: a migration that fails is rolled back whole and stays pending, `svc migrate --status`
  * tells applied, pending and failed apart, a database an older run left with a failed record is
  * refused with the way out (`--resolve`), and on SQLite a server holding the file is named in one line.
+ * Each test migrates its own copy of the catalog fixture, generated once per backend for the run
+ * (`prepareApp`), with a fresh database; the suites run side by side (each mostly waits on the CLI
+ * processes it starts and, in the last one, on `pg_sleep`).
  */
-import { afterAll, describe, expect, it } from 'vitest';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { describe, expect, it } from 'vitest';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Sqlite from 'better-sqlite3';
 import pg from 'pg';
 import { applyMigrations } from '../../dist/runtime/index.js';
-import { backends, createPgDatabase, type Backend } from '../support/backends.js';
-import { ROOT, runCli, serve } from '../support/cli.js';
+import { backends, type Backend } from '../support/backends.js';
+import { prepareApp, ROOT, runCli, serve } from '../support/cli.js';
 
-const work = mkdtempSync(join(tmpdir(), 'svc-migrate-'));
-afterAll(() => rmSync(work, { recursive: true, force: true }));
+const CATALOG = join(ROOT, 'test/fixtures/apps/catalog');
 
 /** The tables of the database at `url`. */
 async function tables(backend: Backend, url: string): Promise<string[]> {
@@ -36,14 +37,12 @@ async function tables(backend: Backend, url: string): Promise<string[]> {
   }
 }
 
-describe.each(backends())('svc migrate on %s', (backend) => {
+describe.concurrent.each(backends())('svc migrate on %s', (backend) => {
   it('rolls a failing migration back whole, keeps it pending, and applies it once fixed; --status tells the states apart', async () => {
-    const dir = join(work, `rollback-${backend}`);
-    cpSync(join(ROOT, 'test/fixtures/apps/catalog'), dir, { recursive: true });
-    const pgdb = backend === 'postgresql' ? await createPgDatabase() : undefined;
+    const app = await prepareApp(CATALOG, backend);
     try {
-      const env = { DATABASE_URL: pgdb ? pgdb.url : `file:${join(dir, 'data', 'app.db')}` };
-      expect((await runCli(['generate', dir], env)).code).toBe(0);
+      const { dir } = app;
+      const env = { DATABASE_URL: String(app.env.DATABASE_URL) };
       const init = await runCli(['migrate', dir], env);
       expect(init.code, init.stderr).toBe(0);
       const status = async () => JSON.parse((await runCli(['migrate', dir, '--status'], env)).stdout);
@@ -68,17 +67,15 @@ describe.each(backends())('svc migrate on %s', (backend) => {
       expect(await tables(backend, env.DATABASE_URL)).toContain('Half');
       expect(await status()).toMatchObject({ pending: [], failed: [] });
     } finally {
-      await pgdb?.drop();
+      await app.cleanup();
     }
   }, 240_000);
 
   it('a failed record left by an older run is refused with the way out, and --resolve lets it apply again', async () => {
-    const dir = join(work, `stranded-${backend}`);
-    cpSync(join(ROOT, 'test/fixtures/apps/catalog'), dir, { recursive: true });
-    const pgdb = backend === 'postgresql' ? await createPgDatabase() : undefined;
+    const app = await prepareApp(CATALOG, backend);
     try {
-      const env = { DATABASE_URL: pgdb ? pgdb.url : `file:${join(dir, 'data', 'app.db')}` };
-      expect((await runCli(['generate', dir], env)).code).toBe(0);
+      const { dir } = app;
+      const env = { DATABASE_URL: String(app.env.DATABASE_URL) };
       expect((await runCli(['migrate', dir], env)).code).toBe(0);
       const broken = join(dir, 'migrations', backend, '29990101000000_broken');
       mkdirSync(broken);
@@ -102,43 +99,43 @@ describe.each(backends())('svc migrate on %s', (backend) => {
       expect(applied.code, applied.stderr).toBe(0);
       expect(await tables(backend, env.DATABASE_URL)).toContain('Whole');
     } finally {
-      await pgdb?.drop();
+      await app.cleanup();
     }
   }, 240_000);
 });
 
-describe('svc migrate beside a running server (SQLite)', () => {
+describe.concurrent('svc migrate beside a running server (SQLite)', () => {
   it('says in one line that a process holds the database file, and applies once it has stopped', async () => {
-    const dir = join(work, 'busy');
-    cpSync(join(ROOT, 'test/fixtures/apps/catalog'), dir, { recursive: true });
-    expect((await runCli(['generate', dir])).code).toBe(0);
-    const server = await serve(dir);
+    const app = await prepareApp(CATALOG, 'sqlite');
+    const { dir, env } = app;
+    const server = await serve(dir, env);
     try {
       const extra = join(dir, 'migrations', 'sqlite', '29990101000000_extra');
       mkdirSync(extra);
       writeFileSync(join(extra, 'migration.sql'), 'CREATE TABLE "Extra" ("id" TEXT);\n');
-      const busy = await runCli(['migrate', dir]);
+      const busy = await runCli(['migrate', dir], env);
       expect(busy.code).toBe(1);
       expect(busy.stderr.trim().split('\n')).toHaveLength(1);
       expect(busy.stderr).toMatch(/database file .* is locked by another process \(a running svc serve\?\): stop it, then run svc migrate again/);
     } finally {
       await server.close();
     }
-    const after = await runCli(['migrate', dir]);
-    expect(after.code, after.stderr).toBe(0);
-    expect(after.stdout).toContain('applied 29990101000000_extra');
+    try {
+      const after = await runCli(['migrate', dir], env);
+      expect(after.code, after.stderr).toBe(0);
+      expect(after.stdout).toContain('applied 29990101000000_extra');
+    } finally {
+      await app.cleanup();
+    }
   }, 240_000);
 });
 
-describe('instances starting together (PostgreSQL)', () => {
+describe.concurrent('instances starting together (PostgreSQL)', () => {
   it('three overlapping svc migrate runs on a fresh database apply each migration once and none is left failed', async () => {
-    const dir = join(work, 'together');
-    cpSync(join(ROOT, 'test/fixtures/apps/catalog'), dir, { recursive: true });
-    const pgdb = await createPgDatabase();
+    const app = await prepareApp(CATALOG, 'postgresql');
     try {
-      const env = { DATABASE_URL: pgdb.url };
+      const { dir, env } = app;
       // A second migration, so that a run arriving late has something to find applied.
-      expect((await runCli(['generate', dir], env)).code).toBe(0);
       const second = join(dir, 'migrations', 'postgresql', '29990101000000_more');
       mkdirSync(second);
       // It takes a while, so the runs that start later find it in progress (started, not finished).
@@ -153,7 +150,7 @@ describe('instances starting together (PostgreSQL)', () => {
       expect(status).toMatchObject({ pending: [], failed: [] });
       expect(status.applied).toHaveLength(2);
     } finally {
-      await pgdb.drop();
+      await app.cleanup();
     }
   });
 });

@@ -3,14 +3,16 @@
  * issue 22 item 4), on both databases, as a real process against the app's real database: the
  * refusal names the collection, the property, the repeated values with their counts and row ids, and
  * writes nothing (no migration, `.svc/` as it was, the rows and indexes unchanged); once the rows are
- * fixed, generate succeeds and the migrated index refuses a repeat with 409.
+ * fixed, generate succeeds and the migrated index refuses a repeat with 409. The backends' suites run
+ * side by side (`describeBeside`), each on its own app copy and database.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { backends, type Backend } from '../support/backends.js';
+import { describeBeside } from '../support/beside.js';
 import { prepareApp, runCli, type PreparedApp } from '../support/cli.js';
 import { call } from '../support/scenario.js';
 import { selectRows } from '../support/system-tables.js';
@@ -31,7 +33,7 @@ writeFileSync(join(source, 'collections', 'Person.json'), JSON.stringify(person(
 afterAll(() => rmSync(source, { recursive: true, force: true }));
 
 function clashSuite(backend: Backend): void {
-  describe(`unique over clashing rows on ${backend}`, () => {
+  describeBeside(`unique over clashing rows on ${backend}`, () => {
     let app: PreparedApp;
     const ids: Record<string, string[]> = {};
     const migrations = () => readdirSync(join(app.dir, 'migrations', backend)).filter((n) => !n.endsWith('.toml'));

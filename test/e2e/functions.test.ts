@@ -3,7 +3,9 @@
  * (SPEC §4.8, §7; DESIGN §3, §4 "Function details"): both forms, addressing per type, disabled → 404,
  * 405, 401, declared inputs, validationErrors, the context, get/post/patch, fetch, throws, time limits
  * and isolation of concurrent script-form calls. Then, once: fetch allowed against a loopback server,
- * and the mixed-forms warning of `svc generate`.
+ * and the mixed-forms warning of `svc generate`. The suites run side by side (`describeBeside`), each
+ * on its own app copy and server: most of their time is spent waiting on servers and time limits.
+ * The memory-limit suite runs after them, alone.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
@@ -12,6 +14,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { backends, type Backend } from '../support/backends.js';
+import { describeBeside } from '../support/beside.js';
 import { prepareApp, ROOT, runCli, serve, type PreparedApp, type TestServer } from '../support/cli.js';
 import { call, runScenario, type Scenario } from '../support/scenario.js';
 import { waitFor } from '../support/wait.js';
@@ -34,7 +37,7 @@ function logLines(server: TestServer): Record<string, any>[] {
 }
 
 function functionSuite(backend: Backend): void {
-  describe(`functions on ${backend}`, () => {
+  describeBeside(`functions on ${backend}`, () => {
     let app: PreparedApp;
     let server: TestServer;
     let base: string;
@@ -395,7 +398,7 @@ function functionSuite(backend: Backend): void {
 
 for (const backend of backends()) functionSuite(backend);
 
-describe('functions with fetch allowed', () => {
+describeBeside('functions with fetch allowed', () => {
   let outside: Server;
   let outsideUrl: string;
   let app: PreparedApp;
@@ -440,88 +443,7 @@ describe('functions with fetch allowed', () => {
   });
 });
 
-describe('function limits and isolation (functions.maxMemoryMb 128)', () => {
-  let app: PreparedApp;
-  let server: TestServer;
-  let base: string;
-
-  beforeAll(async () => {
-    app = await prepareApp(FIXTURE, 'sqlite');
-    server = await serve(app.dir, app.env);
-    base = server.url;
-  });
-  afterAll(async () => {
-    await server?.close();
-    await app?.cleanup();
-  });
-
-  /** Peak resident memory of the server process so far, in MiB (Linux). */
-  const peakRssMb = (): number => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.child.pid}/status`, 'utf8'))![1]) / 1024;
-
-  it('reuses a warm thread: the module is imported once and serves call after call', async () => {
-    const counts: number[] = [];
-    for (let i = 0; i < 6; i++) counts.push((await call(base, 'GET', '/warm')).json.calls);
-    // Sequential calls land on idle threads that already imported the module: some count above 1.
-    expect(Math.max(...counts)).toBeGreaterThan(1);
-  });
-
-  it('stops a call holding 2 GB of Buffers (synchronously, or yielding) with a logged reason; the server stays bounded and serving', async () => {
-    const before = peakRssMb();
-    for (const [name, url] of [
-      ['sync', '/hog?mb=2048'],
-      ['yielding', '/hog?mb=2048&yield=1'],
-    ]) {
-      const reqId = `hog-${name}`;
-      await runScenario(base, { name, url, headers: { 'x-request-id': reqId }, status: 500, json: { code: 'INTERNAL' } });
-      const logged = await waitFor(() => logLines(server).find((l) => l.reqId === reqId && l.level === 50));
-      expect(logged.err.message).toMatch(
-        name === 'sync'
-          ? /^function hog threw FunctionLimitError: function hog stopped reporting its memory while the server's memory \(\d+ MiB\) passed the bound for functions\.maxMemoryMb \(128 MiB\) per call; its thread was stopped$/
-          : /^function hog threw FunctionLimitError: function hog used \d+ MiB of memory, over functions\.maxMemoryMb \(128 MiB\); its thread was stopped$/,
-      );
-      await runScenario(base, { name: 'still serving', url: '/echo?tag=after-hog', status: 200, json: { tag: 'after-hog' } });
-    }
-    // Far below the 2 GB the calls asked for: the bound is 128 MiB per call plus slack and one sampling period.
-    expect(peakRssMb() - before).toBeLessThan(1024);
-  });
-
-  it('turns process.kill, process.exit and process.abort into errors of the call; the server keeps serving', async () => {
-    for (const how of ['kill', 'exit', 'abort']) {
-      const reqId = `exits-${how}`;
-      await runScenario(base, { name: how, url: `/exits?how=${how}`, headers: { 'x-request-id': reqId }, status: 500, json: { code: 'INTERNAL' } });
-      const logged = await waitFor(() => logLines(server).find((l) => l.reqId === reqId && l.level === 50));
-      expect(logged.err.message).toBe(
-        `function exits threw FunctionUsageError: process.${how} is not available to functions: return a response or throw an error instead`,
-      );
-      expect(logged.err.stack).toMatch(/functions\/exits\.ts:\d+/);
-    }
-    expect(server.child.exitCode).toBeNull();
-    await runScenario(base, { name: 'still serving', url: '/Note?count=only', status: 200 });
-  });
-
-  it('streams function output to the log with the request id and function name, capped at 2 MiB per call with a note', async () => {
-    // 1500 lines of 1000 bytes: 1.5 MB, all of it logged.
-    await runScenario(base, { name: 'chatty', url: '/chatty?lines=1500', headers: { 'x-request-id': 'chatty-1' }, status: 200, json: { printed: 1500 } });
-    const lines = await waitFor(() => {
-      const mine = logLines(server).filter((l) => l.reqId === 'chatty-1' && l.function === 'chatty');
-      return mine.length >= 1501 && mine;
-    });
-    const stdout = lines.filter((l) => l.stream === 'stdout').map((l) => String(l.msg));
-    expect(stdout).toHaveLength(1500);
-    stdout.forEach((text, i) => expect(text).toBe(`line ${i} ${'x'.repeat(990)}`));
-    expect(lines.filter((l) => l.stream === 'stderr').map((l) => l.msg)).toEqual(['a line on stderr']);
-    // 3000 lines: 3 MB, of which the first 2 MiB are logged, then one note.
-    await runScenario(base, { name: 'too chatty', url: '/chatty?lines=3000', headers: { 'x-request-id': 'chatty-2' }, status: 200 });
-    const note = await waitFor(() => logLines(server).find((l) => l.reqId === 'chatty-2' && l.level === 40));
-    expect(note).toMatchObject({ function: 'chatty', msg: 'function output passed 2097152 bytes in this call; the rest of it is dropped' });
-    const logged = logLines(server).filter((l) => l.reqId === 'chatty-2' && l.level === 30 && l.function === 'chatty');
-    const bytes = logged.reduce((n, l) => n + Buffer.byteLength(String(l.msg)) + 1, 0);
-    expect(bytes).toBeGreaterThan(2_000_000);
-    expect(bytes).toBeLessThanOrEqual(2 * 1024 * 1024 + 1);
-  });
-});
-
-describe('svc generate on function code', () => {
+describeBeside('svc generate on function code', () => {
   it('warns about a bare global res beside a default export, with file and line, and still generates', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'svc-warn-'));
     try {
@@ -552,7 +474,7 @@ describe('svc generate on function code', () => {
   });
 });
 
-describe('the functions of examples/shop', () => {
+describeBeside('the functions of examples/shop', () => {
   let source: string;
   let app: PreparedApp;
   let server: TestServer;
@@ -648,5 +570,88 @@ describe('the functions of examples/shop', () => {
       status: 400,
       json: { details: [{ path: '/query/below', message: 'below must not be negative' }] },
     });
+  });
+});
+
+// Not beside the other suites, and last: its memory limit must trip before the time limit (a 2 GB hog
+// against 1.5 s), which a CPU busy with the other suites' generate runs can delay past it.
+describe('function limits and isolation (functions.maxMemoryMb 128)', () => {
+  let app: PreparedApp;
+  let server: TestServer;
+  let base: string;
+
+  beforeAll(async () => {
+    app = await prepareApp(FIXTURE, 'sqlite');
+    server = await serve(app.dir, app.env);
+    base = server.url;
+  });
+  afterAll(async () => {
+    await server?.close();
+    await app?.cleanup();
+  });
+
+  /** Peak resident memory of the server process so far, in MiB (Linux). */
+  const peakRssMb = (): number => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.child.pid}/status`, 'utf8'))![1]) / 1024;
+
+  it('reuses a warm thread: the module is imported once and serves call after call', async () => {
+    const counts: number[] = [];
+    for (let i = 0; i < 6; i++) counts.push((await call(base, 'GET', '/warm')).json.calls);
+    // Sequential calls land on idle threads that already imported the module: some count above 1.
+    expect(Math.max(...counts)).toBeGreaterThan(1);
+  });
+
+  it('stops a call holding 2 GB of Buffers (synchronously, or yielding) with a logged reason; the server stays bounded and serving', async () => {
+    const before = peakRssMb();
+    for (const [name, url] of [
+      ['sync', '/hog?mb=2048'],
+      ['yielding', '/hog?mb=2048&yield=1'],
+    ]) {
+      const reqId = `hog-${name}`;
+      await runScenario(base, { name, url, headers: { 'x-request-id': reqId }, status: 500, json: { code: 'INTERNAL' } });
+      const logged = await waitFor(() => logLines(server).find((l) => l.reqId === reqId && l.level === 50));
+      expect(logged.err.message).toMatch(
+        name === 'sync'
+          ? /^function hog threw FunctionLimitError: function hog stopped reporting its memory while the server's memory \(\d+ MiB\) passed the bound for functions\.maxMemoryMb \(128 MiB\) per call; its thread was stopped$/
+          : /^function hog threw FunctionLimitError: function hog used \d+ MiB of memory, over functions\.maxMemoryMb \(128 MiB\); its thread was stopped$/,
+      );
+      await runScenario(base, { name: 'still serving', url: '/echo?tag=after-hog', status: 200, json: { tag: 'after-hog' } });
+    }
+    // Far below the 2 GB the calls asked for: the bound is 128 MiB per call plus slack and one sampling period.
+    expect(peakRssMb() - before).toBeLessThan(1024);
+  });
+
+  it('turns process.kill, process.exit and process.abort into errors of the call; the server keeps serving', async () => {
+    for (const how of ['kill', 'exit', 'abort']) {
+      const reqId = `exits-${how}`;
+      await runScenario(base, { name: how, url: `/exits?how=${how}`, headers: { 'x-request-id': reqId }, status: 500, json: { code: 'INTERNAL' } });
+      const logged = await waitFor(() => logLines(server).find((l) => l.reqId === reqId && l.level === 50));
+      expect(logged.err.message).toBe(
+        `function exits threw FunctionUsageError: process.${how} is not available to functions: return a response or throw an error instead`,
+      );
+      expect(logged.err.stack).toMatch(/functions\/exits\.ts:\d+/);
+    }
+    expect(server.child.exitCode).toBeNull();
+    await runScenario(base, { name: 'still serving', url: '/Note?count=only', status: 200 });
+  });
+
+  it('streams function output to the log with the request id and function name, capped at 2 MiB per call with a note', async () => {
+    // 1500 lines of 1000 bytes: 1.5 MB, all of it logged.
+    await runScenario(base, { name: 'chatty', url: '/chatty?lines=1500', headers: { 'x-request-id': 'chatty-1' }, status: 200, json: { printed: 1500 } });
+    const lines = await waitFor(() => {
+      const mine = logLines(server).filter((l) => l.reqId === 'chatty-1' && l.function === 'chatty');
+      return mine.length >= 1501 && mine;
+    });
+    const stdout = lines.filter((l) => l.stream === 'stdout').map((l) => String(l.msg));
+    expect(stdout).toHaveLength(1500);
+    stdout.forEach((text, i) => expect(text).toBe(`line ${i} ${'x'.repeat(990)}`));
+    expect(lines.filter((l) => l.stream === 'stderr').map((l) => l.msg)).toEqual(['a line on stderr']);
+    // 3000 lines: 3 MB, of which the first 2 MiB are logged, then one note.
+    await runScenario(base, { name: 'too chatty', url: '/chatty?lines=3000', headers: { 'x-request-id': 'chatty-2' }, status: 200 });
+    const note = await waitFor(() => logLines(server).find((l) => l.reqId === 'chatty-2' && l.level === 40));
+    expect(note).toMatchObject({ function: 'chatty', msg: 'function output passed 2097152 bytes in this call; the rest of it is dropped' });
+    const logged = logLines(server).filter((l) => l.reqId === 'chatty-2' && l.level === 30 && l.function === 'chatty');
+    const bytes = logged.reduce((n, l) => n + Buffer.byteLength(String(l.msg)) + 1, 0);
+    expect(bytes).toBeGreaterThan(2_000_000);
+    expect(bytes).toBeLessThanOrEqual(2 * 1024 * 1024 + 1);
   });
 });

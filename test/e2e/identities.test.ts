@@ -4,12 +4,17 @@
  * the app's database, and the running server applies them to access tokens it already issued within
  * 5 seconds (polled, never slept): new roles change what a token may do, a disabled or deleted
  * identity's token is 401, and it can neither refresh nor sign in again.
+ *
+ * Each test uses identities of its own, so the tests (and both backends' suites) run concurrently:
+ * the file's time goes to waiting out the server's identity cache (up to 4 s per change), and the
+ * waits overlap instead of adding up. Identities a test only needs are made in-process (what
+ * `svc user create` runs, see auth.ts); the commands under test run as real processes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { backends, type Backend } from '../support/backends.js';
 import { prepareApp, ROOT, runCli, serve, type PreparedApp, type TestServer } from '../support/cli.js';
-import { createServiceAccountWithCli, createUserWithCli, serviceAccountToken, userToken } from '../support/auth.js';
+import { createServiceAccount, createUser, createUserWithCli, serviceAccountToken, userToken } from '../support/auth.js';
 import { call } from '../support/scenario.js';
 import { waitFor } from '../support/wait.js';
 
@@ -17,7 +22,7 @@ import { waitFor } from '../support/wait.js';
 const WITHIN_MS = 5000;
 
 function identitySuite(backend: Backend): void {
-  describe(`identity commands on ${backend}`, () => {
+  describe(`identity commands on ${backend}`, { concurrent: true }, () => {
     let app: PreparedApp;
     let server: TestServer;
     let base: string;
@@ -45,7 +50,7 @@ function identitySuite(backend: Backend): void {
     });
 
     it('set-roles changes what an existing token may do, within 5 s', async () => {
-      const id = await createUserWithCli(app, 'rosa', 'rosa-password-1');
+      const id = await createUser(app, 'rosa', 'rosa-password-1');
       const rosa = await userToken(base, 'rosa', 'rosa-password-1');
       expect(await statusOf('/Attachment', rosa.token)).toBe(403); // auditors only
       expect(await cli(['user', 'set-roles', app.dir, '--username', 'rosa', '--roles', 'auditor,editor,auditor'])).toEqual({
@@ -65,8 +70,8 @@ function identitySuite(backend: Backend): void {
     });
 
     it('disable: the token is refused within 5 s, refresh and sign-in fail; other users are unaffected', async () => {
-      await createUserWithCli(app, 'dora', 'dora-password-1', ['editor']);
-      await createUserWithCli(app, 'other', 'other-password-1');
+      await createUser(app, 'dora', 'dora-password-1', ['editor']);
+      await createUser(app, 'other', 'other-password-1');
       const dora = await userToken(base, 'dora', 'dora-password-1');
       const other = await userToken(base, 'other', 'other-password-1');
       expect(await statusOf('/_me', dora.token)).toBe(200);
@@ -86,7 +91,7 @@ function identitySuite(backend: Backend): void {
     });
 
     it('delete: the user is gone, its token is refused within 5 s, its name is free again', async () => {
-      await createUserWithCli(app, 'dean', 'dean-password-1');
+      await createUser(app, 'dean', 'dean-password-1');
       const dean = await userToken(base, 'dean', 'dean-password-1');
       expect(await cli(['user', 'delete', app.dir, '--username', 'dean'])).toEqual({ id: dean.id, deleted: true });
       await becomes('/_me', dean.token, 401);
@@ -97,8 +102,8 @@ function identitySuite(backend: Backend): void {
     });
 
     it('service-account disable and delete, by client id', async () => {
-      const a = await createServiceAccountWithCli(app, 'robot-a', { roles: ['auditor'] });
-      const b = await createServiceAccountWithCli(app, 'robot-b');
+      const a = await createServiceAccount(app, 'robot-a', { roles: ['auditor'] });
+      const b = await createServiceAccount(app, 'robot-b');
       const ta = await serviceAccountToken(base, a.clientId, a.clientSecret);
       const tb = await serviceAccountToken(base, b.clientId, b.clientSecret);
       expect(await statusOf('/Attachment', ta.token)).toBe(200);
@@ -112,13 +117,14 @@ function identitySuite(backend: Backend): void {
     });
 
     it('refuses unknown identities and bad roles with a one-line reason and a non-zero exit', async () => {
+      await createUser(app, 'ruth', 'ruth-password-1');
       const cases: [string[], RegExp][] = [
         [['user', 'disable', app.dir, '--username', 'nobody'], /no user is named "nobody"/],
         [['user', 'delete', app.dir, '--username', 'nobody'], /no user is named "nobody"/],
-        [['user', 'set-roles', app.dir, '--username', 'rosa', '--roles', '_ADMIN'], /role names must start with a letter/],
+        [['user', 'set-roles', app.dir, '--username', 'ruth', '--roles', '_ADMIN'], /role names must start with a letter/],
         [['service-account', 'disable', app.dir, '--client-id', 'sa_nope'], /no service account has the client id "sa_nope"/],
         [['service-account', 'delete', app.dir, '--client-id', 'sa_nope'], /no service account has the client id "sa_nope"/],
-        [['user', 'create', app.dir, '--username', 'rosa', '--password', 'another-password'], /a user named "rosa" exists/],
+        [['user', 'create', app.dir, '--username', 'ruth', '--password', 'another-password'], /a user named "ruth" exists/],
       ];
       for (const [args, reason] of cases) {
         const r = await runCli(args, app.env);
@@ -126,7 +132,7 @@ function identitySuite(backend: Backend): void {
         expect(r.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1);
         expect(r.stderr, args.join(' ')).toMatch(reason);
       }
-      const noRoles = await runCli(['user', 'set-roles', app.dir, '--username', 'rosa'], app.env);
+      const noRoles = await runCli(['user', 'set-roles', app.dir, '--username', 'ruth'], app.env);
       expect(noRoles.code).not.toBe(0);
       expect(noRoles.stderr).toMatch(/required option '--roles/);
     });

@@ -101,32 +101,49 @@ function sourceDigest(source: string): string {
   return hash.digest('hex').slice(0, 24);
 }
 
+/** Generations of this process under way, by cache folder: a second request for the same one waits for it. */
+const generating = new Map<string, Promise<void>>();
+
+/** Copies the generated output (`.svc/`, `migrations/`) of app folder `from` to `to`. */
+function copyGenerated(from: string, to: string): void {
+  for (const part of ['.svc', 'migrations'])
+    if (existsSync(join(from, part))) cpSync(join(from, part), join(to, part), { recursive: true, verbatimSymlinks: true });
+}
+
 /**
  * Runs `svc generate` in `dir`, or copies its output (`.svc/`, `migrations/`) from the run's cache
  * (`SVC_TEST_GENERATE_CACHE`, a folder `global-setup.ts` makes for one `npm test`) when the same
  * app folder was generated for the same backend before in this run. The generated output holds no
  * absolute path of its app folder nor any database URL, so a copy is what `svc generate` would write;
- * `svc serve` then applies the migrations to the copy's own fresh database.
+ * `svc serve` then applies the migrations to the copy's own fresh database. Concurrent tests of one
+ * file that prepare the same app wait for one generation instead of each running their own.
  */
 async function generateCached(dir: string, backend: Backend, env: NodeJS.ProcessEnv): Promise<void> {
   const cacheRoot = process.env.SVC_TEST_GENERATE_CACHE;
   const cached = cacheRoot ? join(cacheRoot, `${backend}-${sourceDigest(dir)}`) : undefined;
-  if (cached && existsSync(cached)) {
-    for (const part of ['.svc', 'migrations'])
-      if (existsSync(join(cached, part))) cpSync(join(cached, part), join(dir, part), { recursive: true, verbatimSymlinks: true });
-    return;
-  }
-  const result = await runCli(['generate', dir], env);
-  if (result.code !== 0) throw new Error(`svc generate failed: ${result.stderr}`);
-  if (!cached) return;
-  // Written aside, then renamed: a worker that generates the same source at the same time keeps its own.
-  const staging = `${cached}.${randomBytes(4).toString('hex')}`;
-  for (const part of ['.svc', 'migrations'])
-    if (existsSync(join(dir, part))) cpSync(join(dir, part), join(staging, part), { recursive: true, verbatimSymlinks: true });
+  // No await between this look-up and `generating.set` below unless one is under way: the check and the claim are one step.
+  const pending = cached ? generating.get(cached) : undefined;
+  if (pending) await pending.catch(() => undefined);
+  if (cached && existsSync(cached)) return copyGenerated(cached, dir);
+  const run = (async () => {
+    const result = await runCli(['generate', dir], env);
+    if (result.code !== 0) throw new Error(`svc generate failed: ${result.stderr}`);
+    if (!cached) return;
+    // Written aside, then renamed: a worker that generates the same source at the same time keeps its own.
+    const staging = `${cached}.${randomBytes(4).toString('hex')}`;
+    copyGenerated(dir, staging);
+    try {
+      renameSync(staging, cached);
+    } catch {
+      rmSync(staging, { recursive: true, force: true }); // another worker's copy won the rename
+    }
+  })();
+  if (!cached) return run;
+  generating.set(cached, run);
   try {
-    renameSync(staging, cached);
-  } catch {
-    rmSync(staging, { recursive: true, force: true }); // another worker's copy won the rename
+    await run;
+  } finally {
+    if (generating.get(cached) === run) generating.delete(cached);
   }
 }
 
