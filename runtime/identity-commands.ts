@@ -11,19 +11,20 @@
 import { join, resolve } from 'node:path';
 import { openDatabase, type Database } from './data/database.js';
 import { loadManifest } from './load-manifest.js';
-import { databaseUrlFor, migrateApp } from './server.js';
+import type { AppManifest } from './manifest.js';
+import { databaseUrlFor, migrateApp, redisUrlFor } from './server.js';
 import { announceIdentityChange } from './realtime/index.js';
 import { createServiceAccount, createUser, deleteIdentity, disableIdentity, setIdentityAdmin, setIdentityRoles, type IdentityRef } from './auth/identities.js';
 
-/** Applies pending migrations, opens the app's database for `fn`, closes it. */
-export async function withAppDatabase<T>(appDir: string, env: NodeJS.ProcessEnv, fn: (db: Database) => Promise<T>): Promise<T> {
+/** Applies pending migrations, opens the app's database for `fn` (given the app's manifest too), closes it. */
+export async function withAppDatabase<T>(appDir: string, env: NodeJS.ProcessEnv, fn: (db: Database, manifest: AppManifest) => Promise<T>): Promise<T> {
   const dir = resolve(appDir);
   const manifest = loadManifest(join(dir, '.svc'));
   const url = databaseUrlFor(dir, manifest, env);
   await migrateApp(dir, env);
   const db = await openDatabase(manifest.provider, url);
   try {
-    return await fn(db);
+    return await fn(db, manifest);
   } finally {
     await db.close();
   }
@@ -39,10 +40,11 @@ async function changeIdentity<T extends { id: string }>(
   kind: IdentityRef['kind'],
   change: (db: Database) => Promise<T>,
 ): Promise<T> {
-  const result = await withAppDatabase(appDir, env, change);
-  const manifest = loadManifest(join(resolve(appDir), '.svc'));
-  await announceIdentityChange(manifest.name, env.REDIS_URL || manifest.settings.realtime.redis || undefined, kind, result.id);
-  return result;
+  return withAppDatabase(appDir, env, async (db, manifest) => {
+    const result = await change(db);
+    await announceIdentityChange(manifest.name, redisUrlFor(manifest, env), kind, result.id);
+    return result;
+  });
 }
 
 /**

@@ -76,6 +76,11 @@ export interface RunningServer {
   close(graceMs?: number, drainMs?: number): Promise<void>;
 }
 
+/** The Redis URL in force for an app (the bus between instances): env `REDIS_URL`, else svc.json `realtime.redis`; none without either. */
+export function redisUrlFor(manifest: AppManifest, env: NodeJS.ProcessEnv): string | undefined {
+  return env.REDIS_URL || manifest.settings.realtime.redis || undefined;
+}
+
 /**
  * The database URL in force for an app: env `DATABASE_URL`, else the manifest's, made absolute.
  * @throws StartupError when the URL names no supported database, or another provider than `.svc/` was generated for
@@ -170,7 +175,7 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   const metricsSettings = manifest.settings.metrics ?? {};
   const metrics = metricsSettings === false ? undefined : new Metrics();
   const db: Database = await openDatabase(manifest.provider, url, { statementTimeoutMs, observe: metrics?.statement });
-  const redisUrl = env.REDIS_URL || manifest.settings.realtime.redis || undefined;
+  const redisUrl = redisUrlFor(manifest, env);
   const backplane = await realtimeBackplane(manifest.name, logger, redisUrl);
   const mail = { mailer, origin: () => manifest.settings.mail?.baseUrl ?? baseUrl };
   const auth = await createAuthService(

@@ -3,8 +3,6 @@
  * the agent credit state in the app's database and prints it, the same object as
  * `GET /api/_agent/credits`. Running servers read the new state at their next turn.
  */
-import { join, resolve } from 'node:path';
-import { loadManifest } from '../load-manifest.js';
 import { withAppDatabase } from '../identity-commands.js';
 import { CreditLedger, type CreditChange, type CreditState } from './credits.js';
 
@@ -13,8 +11,7 @@ import { CreditLedger, type CreditChange, type CreditState } from './credits.js'
  * @throws HttpError INVALID_PARAMETER (400) for a bad value; StartupError (no `.svc/`, wrong database URL)
  */
 export async function creditsInApp(appDir: string, change: CreditChange, env: NodeJS.ProcessEnv = process.env): Promise<CreditState> {
-  const manifest = loadManifest(join(resolve(appDir), '.svc'));
-  return withAppDatabase(appDir, env, async (db) => {
+  return withAppDatabase(appDir, env, async (db, manifest) => {
     const ledger = new CreditLedger(db, manifest.settings.credits);
     return Object.keys(change).length > 0 ? ledger.change(change) : ledger.state();
   });

@@ -5,9 +5,9 @@
  * (`GET /api/_admin/agent/usage`) sums those buckets per step.
  *
  * Two bucket sizes, written by one statement (a two-row upsert) per charge:
- * - minute buckets (`spanSeconds` 60), kept {@link MINUTE_KEEP_DAYS} days: they answer any step that is
+ * - minute buckets (`spanSeconds` 60), kept {@link AGENT_USAGE_MINUTE_KEEP_DAYS} days: they answer any step that is
  *   a whole number of minutes (the endpoint's smallest step is 60 s) over the recent past;
- * - hour buckets (`spanSeconds` 3600), kept {@link HOUR_KEEP_DAYS} days: they answer steps of whole
+ * - hour buckets (`spanSeconds` 3600), kept {@link AGENT_USAGE_HOUR_KEEP_DAYS} days: they answer steps of whole
  *   hours (the console's per-day chart) with at most 24 rows per source and day.
  * So the table holds at most 3 sources × (35 × 1440 + 400 × 24) ≈ 180k rows, however busy the app.
  * Buckets are UTC, aligned to the epoch like the endpoint's steps; `startMs` is epoch milliseconds so
@@ -28,11 +28,6 @@ export type CreditSource = 'turn' | 'ask' | 'compact';
 
 /** The sources, in the order the endpoint and the chart list them. */
 export const CREDIT_SOURCES: readonly CreditSource[] = ['turn', 'ask', 'compact'];
-
-/** Minute buckets are kept this long (days): enough for the default 30-day range at any step. */
-export const MINUTE_KEEP_DAYS = AGENT_USAGE_MINUTE_KEEP_DAYS;
-/** Hour buckets are kept this long (days). */
-export const HOUR_KEEP_DAYS = AGENT_USAGE_HOUR_KEEP_DAYS;
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 3_600_000;
@@ -75,8 +70,8 @@ export class CreditUsage {
     if (hour !== this.prunedHour) {
       this.prunedHour = hour;
       await this.db.query(
-        sql`DELETE FROM ${USAGE} WHERE ("spanSeconds" = ${60} AND "startMs" < ${minute - MINUTE_KEEP_DAYS * DAY_MS})
-            OR ("spanSeconds" = ${3600} AND "startMs" < ${hour - HOUR_KEEP_DAYS * DAY_MS})`,
+        sql`DELETE FROM ${USAGE} WHERE ("spanSeconds" = ${60} AND "startMs" < ${minute - AGENT_USAGE_MINUTE_KEEP_DAYS * DAY_MS})
+            OR ("spanSeconds" = ${3600} AND "startMs" < ${hour - AGENT_USAGE_HOUR_KEEP_DAYS * DAY_MS})`,
       );
     }
   }
@@ -86,7 +81,7 @@ export class CreditUsage {
    * `floor(t / step) * step`) is before `to`, the first holding `from`. An entry sums the buckets that
    * start in its step and before `to`: the first step is whole (it may begin before `from`) and `to`
    * is taken to the bucket. Whole-hour steps read hour buckets; other steps (whole minutes) read
-   * minute buckets, which reach back {@link MINUTE_KEEP_DAYS} days.
+   * minute buckets, which reach back {@link AGENT_USAGE_MINUTE_KEEP_DAYS} days.
    * @param stepSeconds - a multiple of 60 (the caller checks it)
    */
   async perStep(from: Date, to: Date, stepSeconds: number): Promise<UsageStep[]> {

@@ -55,7 +55,7 @@ export interface RedisLockerOptions {
 }
 
 /** A tus error answer (what `@tus/server` sends for a thrown `{ status_code, body }`), DESIGN §4 body. */
-function tusAnswer(err: HttpError): { status_code: number; body: string } {
+export function tusError(err: unknown): { status_code: number; body: string } {
   const { status, body } = answerError(err);
   return { status_code: status, body: JSON.stringify(body) };
 }
@@ -154,20 +154,20 @@ export class RedisLocker implements Locker {
     const deadline = Date.now() + this.acquireTimeoutMs;
     let askedAt = 0;
     for (;;) {
-      if (signal.aborted) throw tusAnswer(new HttpError('CONFLICT', 'the request ended while it waited for the upload'));
+      if (signal.aborted) throw tusError(new HttpError('CONFLICT', 'the request ended while it waited for the upload'));
       let taken: string | null;
       try {
         taken = await this.options.redis.set(key, token, 'PX', this.ttlMs, 'NX');
       } catch (err) {
         this.options.logger.warn({ err: (err as Error).message, upload: id }, 'tus lock: redis unavailable');
-        throw tusAnswer(new HttpError('SERVICE_UNAVAILABLE', 'uploads are unavailable for a moment (the lock service does not answer); retry'));
+        throw tusError(new HttpError('SERVICE_UNAVAILABLE', 'uploads are unavailable for a moment (the lock service does not answer); retry'));
       }
       if (taken === 'OK') {
         this.hold(id, key, token, requestRelease);
         return token;
       }
       const now = Date.now();
-      if (now >= deadline) throw tusAnswer(new HttpError('CONFLICT', 'another request is writing this upload; ask for its offset (HEAD) and resume'));
+      if (now >= deadline) throw tusError(new HttpError('CONFLICT', 'another request is writing this upload; ask for its offset (HEAD) and resume'));
       if (now - askedAt >= ASK_AGAIN_MS) {
         askedAt = now;
         this.publish('release', id);

@@ -19,8 +19,9 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream';
 import type { Redis } from 'ioredis';
-import type { DataStore, KvStore, Locker, Server, Upload } from '@tus/server';
-import { answerError, HttpError } from '../errors.js';
+import type { DataStore, KvStore, Server, Upload } from '@tus/server';
+import { HttpError } from '../errors.js';
+import { RedisLocker, tusError } from './tus-lock.js';
 import type { Logger } from '../log.js';
 import type { RequestContext } from '../core/context.js';
 import { admitUpload, commitBlob, newBlobPrefix, type BlobTarget } from '../core/blob-operations.js';
@@ -37,12 +38,6 @@ interface Pending {
   target: BlobTarget;
   /** The path of the upload collection: `/api/{collection}/{id}/{field}/tus`. */
   base: string;
-}
-
-/** The tus error form: a status and a body (ours: the DESIGN §4 error body). */
-function tusError(err: unknown): { status_code: number; body: string } {
-  const { status, body } = answerError(err);
-  return { status_code: status, body: JSON.stringify(body) };
 }
 
 /** Creates `dir` when missing; returns it. */
@@ -124,7 +119,7 @@ export class TusUploads {
   private readonly sweeper: NodeJS.Timeout;
   private readonly firstSweep: NodeJS.Timeout;
 
-  private locker?: Locker & { close(): void };
+  private locker?: RedisLocker;
 
   /** @param shared - Redis when the app has it (`REDIS_URL` or svc.json `realtime.redis`): the lock is then shared */
   constructor(
@@ -156,7 +151,10 @@ export class TusUploads {
         ...(this.shared && { cache: NO_CACHE }),
       });
     }
-    if (this.shared) this.locker = await this.sharedLocker(this.shared);
+    if (this.shared) {
+      const { redis, newSubscriber, apiName } = this.shared;
+      this.locker = new RedisLocker({ redis, subscriber: () => newSubscriber('tus lock subscriber'), apiName, logger: this.logger });
+    }
     const of = (req: Request) => this.pending.get((req as unknown as { runtime: { node: { req: IncomingMessage } } }).runtime.node.req)!;
     const server = new Server({
       path: '/api',
@@ -185,12 +183,6 @@ export class TusUploads {
       },
     });
     return { server, datastore };
-  }
-
-  /** The Redis lock of uploads (`tus-lock.ts`); its subscriber connects on the first lock. */
-  private async sharedLocker({ redis, newSubscriber, apiName }: SharedUploads): Promise<Locker & { close(): void }> {
-    const { RedisLocker } = await import('./tus-lock.js');
-    return new RedisLocker({ redis, subscriber: () => newSubscriber('tus lock subscriber'), apiName, logger: this.logger });
   }
 
   /** Deletes expired unfinished uploads (a minute after start, then every hour). */

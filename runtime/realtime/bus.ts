@@ -10,6 +10,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Change } from '../data/changes.js';
+import type { IdentityKind } from '../auth/identity-cache.js';
 import type { ErrorCode } from '../contract/errors.js';
 import type { GroupMessage } from './broker.js';
 
@@ -36,7 +37,7 @@ export type BusMessage =
   | { t: 'group'; message: GroupMessage }
   | { t: 'change'; change: Change }
   /** An identity was deleted, disabled or given new grants: forget it, re-check its sockets (identity-watch.ts). */
-  | { t: 'identity'; kind: 'user' | 'serviceAccount'; id: string }
+  | { t: 'identity'; kind: IdentityKind; id: string }
   /** A call to the instance that holds what it asks for: `topic` `connection` (a `ConnectionOp`), `agent`, … */
   | { t: 'call'; callId: string; from: string; topic: string; payload: unknown }
   | { t: 'reply'; callId: string; payload: unknown };

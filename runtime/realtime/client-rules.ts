@@ -102,3 +102,18 @@ export function authorizeListen(service: RealtimeService, caller: Caller, collec
   }
   authorize(caller, service.manifest, collection, 'LISTEN', collection.access, { what: `LISTEN on ${collection.name}` });
 }
+
+/**
+ * True when `caller` may keep (or regain) a change feed of the app's collection `name`: the check of
+ * `authorizeListen`, as a yes or no; false for a name that is no collection of the app (any more).
+ */
+export function mayListen(service: RealtimeService, caller: Caller, name: string): boolean {
+  const collection = service.manifest.collections.find((c) => c.name === name);
+  if (!collection) return false;
+  try {
+    authorizeListen(service, caller, collection);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -20,7 +20,7 @@
  * (`{ t: 'identity' }`): every instance drops it from its cache and looks its sockets up at once.
  */
 import type { Caller } from '../auth/caller.js';
-import { authorizeListen } from './client-rules.js';
+import { mayListen } from './client-rules.js';
 import { loadCallers } from '../auth/identities.js';
 import type { Connection } from './broker.js';
 import type { RealtimeService } from './service.js';
@@ -119,13 +119,7 @@ function revoke(service: RealtimeService, connection: Connection): void {
 function regrant(service: RealtimeService, connection: Connection, caller: Caller): void {
   connection.caller = caller;
   for (const name of [...connection.listening]) {
-    const collection = service.manifest.collections.find((c) => c.name === name);
-    try {
-      if (!collection) throw new Error(`${name} is no longer a collection`);
-      authorizeListen(service, caller, collection); // the same check as a new _listen: every LISTEN rule
-    } catch {
-      service.broker.unlisten(connection, name);
-    }
+    if (!mayListen(service, caller, name)) service.broker.unlisten(connection, name); // the check of a new _listen
   }
   service.logger.info({ connectionId: connection.id, identity: caller.id, roles: caller.roles }, 'connection follows its identity’s new roles');
 }

@@ -5,6 +5,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { AuthService } from '../auth/auth-service.js';
+import type { IdentityKind } from '../auth/identity-cache.js';
 import type { Logger } from '../log.js';
 import type { AppManifest } from '../manifest.js';
 import { LocalBus, type RealtimeBus } from './bus.js';
@@ -60,7 +61,7 @@ export async function realtimeBackplane(apiName: string, logger: Logger, redisUr
  * within the identity cache's TTL (what `svc user …` commands run after their write). Never throws.
  * @returns true when the message reached Redis; false without Redis or when Redis did not answer
  */
-export async function announceIdentityChange(apiName: string, redisUrl: string | undefined, kind: 'user' | 'serviceAccount', id: string): Promise<boolean> {
+export async function announceIdentityChange(apiName: string, redisUrl: string | undefined, kind: IdentityKind, id: string): Promise<boolean> {
   if (!redisUrl) return false;
   const { publishOnce } = await import('./redis-bus.js');
   return publishOnce(redisUrl, apiName, { t: 'identity', kind, id });

@@ -43,6 +43,9 @@ export function redisClient(url: string, logger: Logger, role: string, options: 
   return client;
 }
 
+/** The Redis channel every instance of app `apiName` listens on (a broadcast). */
+export const busChannel = (apiName: string): string => `svc:${apiName}:rt:all`;
+
 /**
  * Publishes one message to every instance of app `apiName` on the Redis at `url`, from a process that
  * is not an instance (a `svc user …` command), then disconnects. Never throws.
@@ -54,7 +57,7 @@ export async function publishOnce(url: string, apiName: string, message: BusMess
   client.on('error', () => undefined);
   let timer: NodeJS.Timeout | undefined;
   try {
-    const sent = client.connect().then(() => client.publish(`svc:${apiName}:rt:all`, JSON.stringify({ from: 'command', message })));
+    const sent = client.connect().then(() => client.publish(busChannel(apiName), JSON.stringify({ from: 'command', message })));
     return await Promise.race([sent.then(() => true), new Promise<false>((ok) => (timer = setTimeout(() => ok(false), timeoutMs)))]);
   } catch {
     return false;
@@ -80,7 +83,7 @@ export class RedisBus implements RealtimeBus {
     private readonly logger: Logger,
   ) {
     this.prefix = `svc:${apiName}:rt`;
-    this.all = `${this.prefix}:all`;
+    this.all = busChannel(apiName);
     this.pub = redisClient(url, logger, 'realtime publisher');
     // The subscriber keeps its subscriptions across reconnects (ioredis re-subscribes).
     this.sub = redisClient(url, logger, 'realtime subscriber', { offlineQueue: true });

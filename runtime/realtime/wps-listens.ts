@@ -13,7 +13,7 @@
 import { ANONYMOUS, type Caller } from '../auth/caller.js';
 import type { Logger } from '../log.js';
 import type { Connection } from './broker.js';
-import { authorizeListen } from './client-rules.js';
+import { mayListen } from './client-rules.js';
 import type { RealtimeService } from './service.js';
 import type { ReplayStore, StoredListen } from './wps-store.js';
 
@@ -64,16 +64,4 @@ export function restoreListens(
     );
   }
   return { restored, dropped };
-}
-
-/** True when `caller` passes the LISTEN rules of the app's collection `name` (false for any other name). */
-function mayListen(service: RealtimeService, caller: Caller, name: string): boolean {
-  const collection = service.manifest.collections.find((c) => c.name === name);
-  if (!collection) return false;
-  try {
-    authorizeListen(service, caller, collection);
-    return true;
-  } catch {
-    return false;
-  }
 }

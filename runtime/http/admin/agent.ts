@@ -14,7 +14,8 @@ import { ident, sql } from '../../query/sql.js';
 import { toDate, type Raw } from '../../auth/store.js';
 import { invalidParameter } from '../../query/list-params.js';
 import { mcpTransport, type McpServerConfig } from '../../agent/mcp.js';
-import { CreditUsage, MINUTE_KEEP_DAYS } from '../../agent/credit-usage.js';
+import { CreditUsage } from '../../agent/credit-usage.js';
+import { AGENT_USAGE_MINUTE_KEEP_DAYS as MINUTE_KEEP_DAYS } from '../../contract/limits.js';
 import { idParam, intParam, isOffset, pageOf, pageParams, requireAdmin, textParam, timeParam } from './params.js';
 
 const THREADS = ident('_svc_agent_threads');
