@@ -1,7 +1,8 @@
 /** Hash routing under `/_/`: `#/data/Product/<id>` → `['data', 'Product', '<id>']`. */
 import { useEffect, useState } from 'preact/hooks';
 
-function parts(): string[] {
+/** The segments of the route in the address bar now (not as of the last render). */
+export function currentRoute(): string[] {
   return location.hash
     .replace(/^#\/?/, '')
     .split('/')
@@ -17,9 +18,9 @@ function parts(): string[] {
 
 /** The current route's segments; re-renders on every hash change. */
 export function useRoute(): string[] {
-  const [route, setRoute] = useState(parts);
+  const [route, setRoute] = useState(currentRoute);
   useEffect(() => {
-    const on = () => setRoute(parts());
+    const on = () => setRoute(currentRoute());
     addEventListener('hashchange', on);
     return () => removeEventListener('hashchange', on);
   }, []);

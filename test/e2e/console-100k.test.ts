@@ -47,6 +47,7 @@ describe('the data grid on 100,000 rows (sqlite)', () => {
     await page.fill('#signin-second', sa.clientSecret);
     await page.click('button[type=submit]');
     await page.waitForSelector('#who');
+    await page.waitForSelector('#sidebar'); // the model is loaded: the data page has picked its first resource
   }, 120_000);
 
   afterAll(async () => {

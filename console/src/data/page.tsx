@@ -6,7 +6,7 @@
 import { useEffect, useMemo, useReducer, useState } from 'preact/hooks';
 import { api, messageOf } from '../api';
 import type { Model, Resource } from '../model';
-import { go, href } from '../router';
+import { currentRoute, go, href } from '../router';
 import { Grid } from './grid';
 import { RowLoader, type ListQuery } from './loader';
 import { RowPanel } from './row-panel';
@@ -43,7 +43,10 @@ export function DataPage({ model, route }: { model: Model; route: string[] }) {
   const [name, rowId] = route;
   const resource = model.resources.find((r) => r.name === name) ?? (name ? undefined : model.resources[0]);
   useEffect(() => {
-    if (!name && resource) go('data', resource.name);
+    // The address may have moved on since this render (a link followed, a URL typed): only a route
+    // that still names no resource goes to the first one.
+    const now = currentRoute();
+    if (!name && resource && (now[0] ?? 'data') === 'data' && !now[1]) go('data', resource.name);
   }, [name, resource]);
   return (
     <div class="split">
