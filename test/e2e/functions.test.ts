@@ -573,15 +573,19 @@ describeBeside('the functions of examples/shop', () => {
   });
 });
 
-// Not beside the other suites, and last: its memory limit must trip before the time limit (a 2 GB hog
-// against 1.5 s), which a CPU busy with the other suites' generate runs can delay past it.
+// Not beside the other suites, and last: its memory limit must trip before the time limit. The time
+// limit is 15 s here (1.5 s in the fixture): a CPU busy with the other files can take more than 1.5 s to
+// boot a thread and reach the memory bound, and a hog the guard misses still fails the test (it would
+// hold its 2 GB and answer 200, or time out with 504, never the 500 expected).
 describe('function limits and isolation (functions.maxMemoryMb 128)', () => {
   let app: PreparedApp;
   let server: TestServer;
   let base: string;
 
   beforeAll(async () => {
-    app = await prepareApp(FIXTURE, 'sqlite');
+    app = await prepareApp(FIXTURE, 'sqlite', (dir) =>
+      writeFileSync(join(dir, 'svc.json'), JSON.stringify({ name: 'fnapp', functions: { allowFetch: false, timeoutMs: 15_000, maxMemoryMb: 128 } })),
+    );
     server = await serve(app.dir, app.env);
     base = server.url;
   });
