@@ -8,12 +8,15 @@
  * - PostgreSQL: each migration script runs in one implicit transaction, so a failed one changed nothing;
  *   its failed record is marked rolled back, as `prisma migrate resolve --rolled-back` would.
  * Either way the failed migration is pending again once its cause is fixed, and the error says so in
- * one line. `migrationStatus` and `resolveFailedMigration` serve `svc migrate --status|--resolve`.
+ * one line. Instances that start together migrate one after the other: a PostgreSQL advisory lock, or on
+ * SQLite a lock directory beside the file (`<file>.migrate.lock`, `proper-lockfile`: a holder that died
+ * leaves it stale after 10 s). `migrationStatus` and `resolveFailedMigration` serve `svc migrate --status|--resolve`.
  */
-import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import Sqlite from 'better-sqlite3';
+import { lock } from 'proper-lockfile';
 import type { DatabaseProvider } from '../manifest.js';
 import { appliedAt, migrationRows, pendingMigrations, type AppliedRow } from './migration-state.js';
 import { applyMigrations } from './schema-engine-calls.js';
@@ -86,7 +89,7 @@ const BUSY = /SocketTimeout|database is locked|SQLITE_BUSY/;
  *   holds (`… a running svc serve? …`); or the engine's own reason
  */
 export async function applyMigrationsSafely(opts: { provider: DatabaseProvider; url: string; migrationsDir: string }): Promise<{ applied: string[] }> {
-  if (opts.provider !== 'postgresql') return applyUnlocked(opts);
+  if (opts.provider === 'sqlite') return withSqliteLock(sqliteFile(opts.url), () => applyUnlocked(opts));
   // Instances starting together: one applies, the others wait and then find nothing pending. Without
   // the lock, a run reading `_prisma_migrations` while another is mid-migration took the started,
   // unfinished row for a failed one and refused to start.
@@ -101,6 +104,35 @@ export async function applyMigrationsSafely(opts: { provider: DatabaseProvider; 
     // Ending the session releases the lock too, should the unlock fail.
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATE_LOCK]).catch(() => undefined);
     await client.end().catch(() => undefined);
+  }
+}
+
+/**
+ * Runs `work` while holding `<file>.migrate.lock`, waiting up to about 60 s for another process's run.
+ * Without it, two `svc serve` started together on a new file both ran the engine and the later one
+ * failed with the file locked. The lock is kept fresh every 5 s while held, so one left by a killed
+ * process is taken over after 10 s.
+ * @throws Error naming the lock when it stays held
+ */
+async function withSqliteLock<T>(file: string, work: () => Promise<T>): Promise<T> {
+  mkdirSync(dirname(file), { recursive: true });
+  const lockfile = `${file}.migrate.lock`;
+  const release = await lock(file, {
+    realpath: false,
+    lockfilePath: lockfile,
+    stale: 10_000,
+    retries: { retries: 120, minTimeout: 100, maxTimeout: 500 },
+    // Taken over as stale (this process stalled 10 s): the run goes on; the engine's own file lock is the last guard.
+    onCompromised: () => undefined,
+  }).catch((err: Error) => {
+    throw new Error(`another process has been migrating ${file} for over a minute (lock ${lockfile}); wait for it, or remove the lock if no svc runs`, {
+      cause: err,
+    });
+  });
+  try {
+    return await work();
+  } finally {
+    await release().catch(() => undefined); // compromised (taken over as stale): nothing left to release
   }
 }
 
