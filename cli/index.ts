@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import type { CreditChange } from '../runtime/index.js';
 import { exitOnStop } from './stop.js';
 
-// The generator (TypeScript's compiler, ts-morph) and the runtime are loaded by the commands that
+// The generator (TypeScript's compiler) and the runtime are loaded by the commands that
 // use them: `svc serve` and `svc user …` never pay for the compiler, `--help` for neither.
 const generator = () => import('../generator/index.js');
 const runtime = () => import('../runtime/index.js');

@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import ts from 'typescript';
+import { ts } from './typescript.js';
 
 const require = createRequire(import.meta.url);
 const run = promisify(execFile);

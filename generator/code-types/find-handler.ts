@@ -1,9 +1,10 @@
 /**
- * @module Finds the default-export handler of a function file with ts-morph (SPEC §4.8 rules 4 and 7):
- * whether the file is in default-export form at all (script form has no default export), and whether
- * the handler assigns `ctx.res` (then its return type is ignored). Syntax only; types are read elsewhere.
+ * @module Finds the default-export handler of a function file (SPEC §4.8 rules 4 and 7): whether the
+ * file is in default-export form at all (script form has no default export), and whether the handler
+ * assigns `ctx.res` (then its return type is ignored). Syntax, and the checker only to follow names.
  */
-import { Node, SyntaxKind, type ParameterDeclaration, type SourceFile } from 'ts-morph';
+import type * as TS from 'typescript';
+import { ts } from '../typescript.js';
 
 /** What the type reader needs to know about a default-export function file. */
 export interface HandlerInfo {
@@ -14,65 +15,77 @@ export interface HandlerInfo {
   exportsOutput: boolean;
 }
 
-type FunctionLike = Node & { getParameters(): ParameterDeclaration[] };
+type FunctionLike = TS.ArrowFunction | TS.FunctionExpression | TS.FunctionDeclaration;
 
 /** Unwraps `(x)`, `x as T`, `x satisfies T` and follows an identifier to its function or initializer. */
-function resolveFunction(node: Node | undefined, depth = 0): FunctionLike | undefined {
+function resolveFunction(checker: TS.TypeChecker, node: TS.Node | undefined, depth = 0): FunctionLike | undefined {
   if (!node || depth > 5) return undefined;
-  if (Node.isArrowFunction(node) || Node.isFunctionExpression(node) || Node.isFunctionDeclaration(node)) return node;
-  if (Node.isParenthesizedExpression(node) || Node.isAsExpression(node) || Node.isSatisfiesExpression(node)) {
-    return resolveFunction(node.getExpression(), depth + 1);
+  if (ts.isArrowFunction(node) || ts.isFunctionExpression(node) || ts.isFunctionDeclaration(node)) return node;
+  if (ts.isParenthesizedExpression(node) || ts.isAsExpression(node) || ts.isSatisfiesExpression(node) || ts.isExportAssignment(node)) {
+    return resolveFunction(checker, node.expression, depth + 1);
   }
-  if (Node.isExportAssignment(node)) return resolveFunction(node.getExpression(), depth + 1);
-  if (Node.isVariableDeclaration(node)) return resolveFunction(node.getInitializer(), depth + 1);
-  if (Node.isIdentifier(node)) {
-    const decl = node.getSymbol()?.getDeclarations()[0];
-    return resolveFunction(decl, depth + 1);
-  }
+  if (ts.isVariableDeclaration(node)) return resolveFunction(checker, node.initializer, depth + 1);
+  if (ts.isIdentifier(node)) return resolveFunction(checker, checker.getSymbolAtLocation(node)?.getDeclarations()?.[0], depth + 1);
   return undefined;
+}
+
+/** Every node under `node`, depth first. */
+function* descendants(node: TS.Node): Generator<TS.Node> {
+  const children: TS.Node[] = [];
+  node.forEachChild((c) => void children.push(c));
+  for (const c of children) {
+    yield c;
+    yield* descendants(c);
+  }
 }
 
 /** Names through which the handler reaches its response: `ctx.res` (ctx param) or a destructured `res`. */
 function assignsResponse(fn: FunctionLike): boolean {
-  const param = fn.getParameters()[0];
+  const param = fn.parameters[0];
   if (!param) return false;
-  const nameNode = param.getNameNode();
-  let isRes: (target: Node) => boolean;
-  if (Node.isIdentifier(nameNode)) {
-    const ctx = nameNode.getText();
-    isRes = (t) => Node.isPropertyAccessExpression(t) && t.getName() === 'res' && t.getExpression().getText() === ctx;
-  } else if (Node.isObjectBindingPattern(nameNode)) {
-    const el = nameNode.getElements().find((e) => (e.getPropertyNameNode()?.getText() ?? e.getName()) === 'res');
-    if (!el) return false;
-    const local = el.getName();
-    isRes = (t) => Node.isIdentifier(t) && t.getText() === local;
+  const nameNode = param.name;
+  let isRes: (target: TS.Node) => boolean;
+  if (ts.isIdentifier(nameNode)) {
+    const ctx = nameNode.text;
+    isRes = (t) => ts.isPropertyAccessExpression(t) && t.name.text === 'res' && ts.isIdentifier(t.expression) && t.expression.text === ctx;
+  } else if (ts.isObjectBindingPattern(nameNode)) {
+    const el = nameNode.elements.find((e) => (e.propertyName ?? e.name).getText() === 'res');
+    if (!el || !ts.isIdentifier(el.name)) return false;
+    const local = el.name.text;
+    isRes = (t) => ts.isIdentifier(t) && t.text === local;
   } else {
     return false;
   }
-  return fn.getDescendantsOfKind(SyntaxKind.BinaryExpression).some((b) => {
-    if (b.getOperatorToken().getKind() !== SyntaxKind.EqualsToken) return false;
+  for (const b of descendants(fn)) {
+    if (!ts.isBinaryExpression(b) || b.operatorToken.kind !== ts.SyntaxKind.EqualsToken) continue;
     // ctx.res = ..., or ctx.res.<field> = ... / ctx.res['field'] = ...
-    let target: Node = b.getLeft();
+    let target: TS.Node = b.left;
     for (;;) {
       if (isRes(target)) return true;
-      if (Node.isPropertyAccessExpression(target) || Node.isElementAccessExpression(target)) target = target.getExpression();
-      else return false;
+      if (ts.isPropertyAccessExpression(target) || ts.isElementAccessExpression(target)) target = target.expression;
+      else break;
     }
-  });
+  }
+  return false;
 }
 
 /**
- * Inspects a function file.
+ * Inspects a function file of `checker`'s program.
  * @returns null for script form (no default export) or when the default export is not a function
  *   whose code can be found (e.g. a re-export); otherwise what the type reader needs
  * Source: SPEC §4.8 rules 4 (two forms) and 7 (types read from code).
  */
-export function findHandler(file: SourceFile): HandlerInfo | null {
-  const symbol = file.getDefaultExportSymbol();
-  if (!symbol) return null;
-  const fn = resolveFunction(symbol.getDeclarations()[0]);
+export function findHandler(checker: TS.TypeChecker, file: TS.SourceFile): HandlerInfo | null {
+  const module = checker.getSymbolAtLocation(file);
+  const symbol = module?.exports?.get(ts.escapeLeadingUnderscores('default'));
+  if (!module || !symbol) return null;
+  const fn = resolveFunction(checker, symbol.getDeclarations()?.[0]);
   if (!fn) return null;
-  const exported = file.getExportedDeclarations();
-  const isType = (name: string) => (exported.get(name) ?? []).some((d) => Node.isTypeAliasDeclaration(d) || Node.isInterfaceDeclaration(d));
+  const exports = checker.getExportsOfModule(module);
+  const isType = (name: string) => {
+    const found = exports.find((e) => e.getName() === name);
+    const target = found && found.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(found) : found;
+    return (target?.getDeclarations() ?? []).some((d) => ts.isTypeAliasDeclaration(d) || ts.isInterfaceDeclaration(d));
+  };
   return { assignsRes: assignsResponse(fn), exportsInput: isType('Input'), exportsOutput: isType('Output') };
 }

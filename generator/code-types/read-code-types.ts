@@ -1,7 +1,8 @@
 /**
- * @module Reads advisory request/response/query types from function code (SPEC §4.8 rule 7) with
- * ts-morph (which file is in default-export form, which type answers which side) and
- * typescript-json-schema (the JSON Schema of that type), in one TypeScript program for the whole app.
+ * @module Reads advisory request/response/query types from function code (SPEC §4.8 rule 7) with the
+ * TypeScript compiler API (which file is in default-export form, which type answers which side) and
+ * typescript-json-schema (the JSON Schema of that type), in one TypeScript program for the whole app:
+ * the code files and a synthetic file of type aliases, one per candidate type of each side.
  *
  * Order per side: body = the context's `TBody`, else `export type Input`; response = `TRes`, else the
  * handler's (awaited) return type unless the code assigns `ctx.res`, else `export type Output`;
@@ -11,8 +12,9 @@
  */
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { Project, ts, type SourceFile, type Type } from 'ts-morph';
+import type * as TS from 'typescript';
 import { buildGenerator } from 'typescript-json-schema';
+import { ts } from '../typescript.js';
 import type { FunctionCodeTypes, JsonSchema } from '../../runtime/index.js';
 import { cleanSchema } from './clean-schema.js';
 import { isJsonConvertible } from './convertible.js';
@@ -33,27 +35,68 @@ const SYNTHETIC = 'functions/__svc_code_types__.ts';
 /** `.d.ts`, `*.test.*`, `*.spec.*` are never function code (SPEC §4.8 rule 7). */
 const isSkippedFile = (file: string) => /\.d\.[cm]?ts$|\.(test|spec)\.[cm]?[jt]sx?$/.test(file);
 
-/** One function's candidate type expressions per side, in SPEC order (first usable wins). */
-function candidates(fnIndex: number, info: HandlerInfo): Record<Side, string[]> {
+/** A candidate type of one side: its expression, and whether the handler's shape lets it count. */
+interface Candidate {
+  expr: string;
+  counts: (info: HandlerInfo) => boolean;
+}
+
+/**
+ * One function's candidate type expressions per side, in SPEC order (first usable wins). All of them go
+ * into the synthetic file before the handler is inspected (one program); `counts` drops the ones its
+ * shape rules out (an `Input` it does not export, a return type when it assigns `ctx.res`).
+ */
+function candidates(fnIndex: number): Record<Side, Candidate[]> {
   const m = `M${fnIndex}`;
   const ctx = `Parameters<typeof ${m}.default>[0]`;
+  const always = () => true;
   return {
-    body: [`Exclude<${ctx}['req']['bodyJson'], null>`, ...(info.exportsInput ? [`${m}.Input`] : [])],
-    response: [
-      `Exclude<${ctx}['res']['bodyJson'], undefined>`,
-      ...(info.assignsRes ? [] : [`Awaited<ReturnType<typeof ${m}.default>>`]),
-      ...(info.exportsOutput ? [`${m}.Output`] : []),
+    body: [
+      { expr: `Exclude<${ctx}['req']['bodyJson'], null>`, counts: always },
+      { expr: `${m}.Input`, counts: (i) => i.exportsInput },
     ],
-    query: [`${ctx}['req']['query']`],
+    response: [
+      { expr: `Exclude<${ctx}['res']['bodyJson'], undefined>`, counts: always },
+      { expr: `Awaited<ReturnType<typeof ${m}.default>>`, counts: (i) => !i.assignsRes },
+      { expr: `${m}.Output`, counts: (i) => i.exportsOutput },
+    ],
+    query: [{ expr: `${ctx}['req']['query']`, counts: always }],
   };
 }
 
 /** true when a candidate type says something: not any/unknown/never/void/undefined, nor the default query. */
-function isUsable(side: Side, t: Type): boolean {
-  if (t.isAny() || t.isUnknown() || t.isUndefined() || t.isNever() || t.isVoid()) return false;
-  if (t.getText() === 'never' || t.getText() === 'void') return false;
+function isUsable(checker: TS.TypeChecker, side: Side, t: TS.Type): boolean {
+  const { Any, Unknown, Undefined, Never, Void } = ts.TypeFlags;
+  if ([Any, Unknown, Undefined, Never, Void].some((flag) => (t.flags & flag) === flag)) return false;
+  const text = checker.typeToString(t);
+  if (text === 'never' || text === 'void') return false;
   if (side === 'query' && t.getSymbol()?.getName() === 'FunctionQuery') return false;
   return true;
+}
+
+const COMPILER_OPTIONS: TS.CompilerOptions = {
+  allowJs: true,
+  strict: true,
+  noEmit: true,
+  skipLibCheck: true,
+  allowImportingTsExtensions: true,
+  target: ts.ScriptTarget.ES2022,
+  module: ts.ModuleKind.ESNext,
+  moduleResolution: ts.ModuleResolutionKind.Bundler,
+  jsx: ts.JsxEmit.Preserve,
+  types: [],
+  paths: { 'svc/runtime': [RUNTIME_TYPES] },
+};
+
+/** A program of the code files and the synthetic file `syntheticPath` (not on disk) holding `text`. */
+function createProgram(codeFiles: string[], syntheticPath: string, text: string): TS.Program {
+  const host = ts.createCompilerHost(COMPILER_OPTIONS, true);
+  const { getSourceFile, fileExists, readFile } = host;
+  host.getSourceFile = (name, language, ...rest) =>
+    name === syntheticPath ? ts.createSourceFile(name, text, language, true, ts.ScriptKind.TS) : getSourceFile.call(host, name, language, ...rest);
+  host.fileExists = (name) => name === syntheticPath || fileExists.call(host, name);
+  host.readFile = (name) => (name === syntheticPath ? text : readFile.call(host, name));
+  return ts.createProgram({ rootNames: [...codeFiles, syntheticPath], options: COMPILER_OPTIONS, host });
 }
 
 /** typescript-json-schema warns on stdout about initializers it cannot evaluate; generate output stays clean. */
@@ -82,64 +125,46 @@ export function readCodeTypes(appDir: string, functions: CodeFileRef[]): Map<str
   const result = new Map<string, FunctionCodeTypes>();
   const files = functions.filter((f): f is CodeFileRef & { codeFile: string } => f.codeFile !== null && !isSkippedFile(f.codeFile));
   if (files.length === 0) return result;
-  const project = new Project({
-    skipAddingFilesFromTsConfig: true,
-    compilerOptions: {
-      allowJs: true,
-      strict: true,
-      noEmit: true,
-      skipLibCheck: true,
-      allowImportingTsExtensions: true,
-      target: ts.ScriptTarget.ES2022,
-      module: ts.ModuleKind.ESNext,
-      moduleResolution: ts.ModuleResolutionKind.Bundler,
-      jsx: ts.JsxEmit.Preserve,
-      types: [],
-      paths: { 'svc/runtime': [RUNTIME_TYPES] },
-    },
-  });
-  const handlers: { name: string; index: number; info: HandlerInfo }[] = [];
-  files.forEach((f, index) => {
-    const source = project.addSourceFileAtPath(join(appDir, f.codeFile));
-    const info = findHandler(source);
-    if (info) handlers.push({ name: f.name, index, info });
-  });
-  if (handlers.length === 0) return result;
+  const paths = files.map((f) => join(appDir, f.codeFile));
+  const syntheticPath = join(appDir, SYNTHETIC);
   const lines: string[] = [];
-  const aliasesOf = new Map<string, Record<Side, string[]>>();
-  for (const h of handlers) {
-    lines.push(`import type * as M${h.index} from './${files[h.index].codeFile.slice('functions/'.length)}';`);
-    const bySide = candidates(h.index, h.info);
-    const names = {} as Record<Side, string[]>;
+  const aliasesOf = files.map((f, index) => {
+    lines.push(`import type * as M${index} from './${f.codeFile.slice('functions/'.length)}';`);
+    const bySide = candidates(index);
+    const names = {} as Record<Side, { alias: string; counts: Candidate['counts'] }[]>;
     for (const side of SIDES) {
-      names[side] = bySide[side].map((expr, i) => {
-        const alias = `SvcCodeType${h.index}_${side}_${i}`;
+      names[side] = bySide[side].map(({ expr, counts }, i) => {
+        const alias = `SvcCodeType${index}_${side}_${i}`;
         lines.push(`export type ${alias} = ${expr};`);
-        return alias;
+        return { alias, counts };
       });
     }
-    aliasesOf.set(h.name, names);
-  }
-  const synthetic: SourceFile = project.createSourceFile(join(appDir, SYNTHETIC), `${lines.join('\n')}\n`, { overwrite: true });
+    return names;
+  });
+  const program = createProgram(paths, syntheticPath, `${lines.join('\n')}\n`);
+  const checker = program.getTypeChecker();
+  const synthetic = program.getSourceFile(syntheticPath)!;
+  const aliases = new Map<string, TS.TypeAliasDeclaration>();
+  for (const statement of synthetic.statements) if (ts.isTypeAliasDeclaration(statement)) aliases.set(statement.name.text, statement);
   const chosen = new Map<string, Partial<Record<Side, { alias: string; convertible: boolean }>>>();
-  for (const [name, names] of aliasesOf) {
+  files.forEach((f, index) => {
+    const source = program.getSourceFile(paths[index]);
+    const info = source && findHandler(checker, source);
+    if (!info) return;
     const sides: Partial<Record<Side, { alias: string; convertible: boolean }>> = {};
     for (const side of SIDES) {
-      for (const alias of names[side]) {
-        const type = synthetic.getTypeAliasOrThrow(alias).getType();
-        if (!isUsable(side, type)) continue;
-        sides[side] = { alias, convertible: isJsonConvertible(type, synthetic) };
+      for (const { alias, counts } of aliasesOf[index][side]) {
+        if (!counts(info)) continue;
+        const type = checker.getTypeAtLocation(aliases.get(alias)!);
+        if (!isUsable(checker, side, type)) continue;
+        sides[side] = { alias, convertible: isJsonConvertible(checker, type, synthetic) };
         break;
       }
     }
-    if (Object.keys(sides).length > 0) chosen.set(name, sides);
-  }
+    if (Object.keys(sides).length > 0) chosen.set(f.name, sides);
+  });
   if (chosen.size === 0) return result;
-  const generator = quietly(() =>
-    buildGenerator(project.getProgram().compilerObject as never, { required: true, ignoreErrors: true, ref: false, aliasRef: false, topRef: false }, [
-      synthetic.getFilePath(),
-    ]),
-  );
+  const generator = quietly(() => buildGenerator(program, { required: true, ignoreErrors: true, ref: false, aliasRef: false, topRef: false }, [syntheticPath]));
   for (const [name, sides] of chosen) {
     const types: FunctionCodeTypes = {};
     for (const side of SIDES) {

@@ -16,7 +16,7 @@
  * The body runs in an inner arrow function, so its own `var`/`let`/`function` declarations stay its own
  * (as at a module's top level) while bare assignments such as `res = …` reach the wrapper's bindings.
  */
-import ts from 'typescript';
+import { ts } from '../typescript.js';
 
 /** Name of the export the runtime calls for a script-form module (runtime/functions/worker.ts reads it). */
 export const SCRIPT_EXPORT = '__svc_script';
