@@ -14,6 +14,7 @@ export default defineConfig({
     hookTimeout: 300_000, // ms: `svc generate` + migrations per backend
     globalSetup: ['test/support/global-setup.ts'],
     pool: 'forks',
+    server: { deps: { external: [/\/dist\//] } },
     projects: [
       {
         extends: true,

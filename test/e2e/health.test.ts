@@ -14,7 +14,7 @@ import { backends, type Backend } from '../support/backends.js';
 import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
 import { freePort } from '../support/pg-cluster.js';
 import { call } from '../support/scenario.js';
-import { pingRedis, readiness } from '../../runtime/http/health.js';
+import { pingRedis, readiness } from '../../dist/runtime/http/health.js';
 
 const REDIS = 'redis://127.0.0.1:6379';
 

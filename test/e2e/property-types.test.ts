@@ -16,7 +16,14 @@ import { backends, type Backend } from '../support/backends.js';
 import { prepareApp, type PreparedApp } from '../support/cli.js';
 import { call } from '../support/scenario.js';
 import { bytesOf, sha256, uploadFile } from '../support/blobs.js';
-import { collectionInputSchema, propertyJsonSchema, PROPERTY_TYPES, typeBehaviour, type AppManifest, type PropertyType } from '../../runtime/contract/index.js';
+import {
+  collectionInputSchema,
+  propertyJsonSchema,
+  PROPERTY_TYPES,
+  typeBehaviour,
+  type AppManifest,
+  type PropertyType,
+} from '../../dist/runtime/contract/index.js';
 import { startServer, type RunningServer } from '../../dist/runtime/index.js';
 
 /**

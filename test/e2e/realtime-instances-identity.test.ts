@@ -13,7 +13,7 @@ import { Redis } from 'ioredis';
 import { HubConnectionBuilder, HttpTransportType, LogLevel, type HubConnection } from '@microsoft/signalr';
 import { prepareApp, ROOT, runCli, serve, type PreparedApp, type TestServer } from '../support/cli.js';
 import { adminIdentity, userIdentity, type Identity } from '../support/auth.js';
-import { IDENTITY_CACHE_TTL_MS } from '../../runtime/auth/identity-cache.js';
+import { IDENTITY_CACHE_TTL_MS } from '../../dist/runtime/auth/identity-cache.js';
 import { PrivateRedis } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
 import { deletedAndDisabledIdentitiesLoseTheirSockets, prepareForRevocation, roleChangesReachOpenConnections } from '../support/identity-revocation.js';

@@ -28,7 +28,7 @@ import { waitFor } from '../support/wait.js';
 import { fuzzSeed, Prng } from '../support/hostile.js';
 import { prepareForRevocation } from '../support/identity-revocation.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
-import { MAX_LISTEN_IDS } from '../../runtime/realtime/listen-filter.js';
+import { MAX_LISTEN_IDS } from '../../dist/runtime/realtime/listen-filter.js';
 
 const SHOP = join(ROOT, 'examples/shop');
 const RELIABLE = 'json.reliable.webpubsub.azure.v1';

@@ -12,9 +12,9 @@ import Database from 'better-sqlite3';
 import { backends, type Backend } from '../support/backends.js';
 import { prepareApp, ROOT, runCli, serve, type PreparedApp, type TestServer } from '../support/cli.js';
 import { call } from '../support/scenario.js';
-import { searchCondition } from '../../runtime/data/search.js';
-import { renderSql, sql, ident } from '../../runtime/query/sql.js';
-import type { Collection } from '../../runtime/manifest.js';
+import { searchCondition } from '../../dist/runtime/data/search.js';
+import { renderSql, sql, ident } from '../../dist/runtime/query/sql.js';
+import type { Collection } from '../../dist/runtime/manifest.js';
 
 const CATALOG = join(ROOT, 'test/fixtures/apps/catalog');
 

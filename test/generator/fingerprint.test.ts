@@ -8,9 +8,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { cpSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generate, type GenerateOptions } from '../../generator/index.js';
-import { diffDatamodels } from '../../runtime/data/schema-engine.js';
-import { filterProblems } from '../../runtime/query/check-filters.js';
+import { generate, type GenerateOptions } from '../../dist/generator/index.js';
+import { diffDatamodels } from '../../dist/runtime/data/schema-engine.js';
+import { filterProblems } from '../../dist/runtime/query/check-filters.js';
 import { ROOT } from '../support/cli.js';
 
 const work = mkdtempSync(join(tmpdir(), 'svc-fingerprint-'));

@@ -4,7 +4,7 @@
  * could not be given a value for.
  */
 import { describe, expect, it } from 'vitest';
-import { columnsOf, migrationRisks, newUniqueColumns } from '../../generator/migrate/migration-risks.js';
+import { columnsOf, migrationRisks, newUniqueColumns } from '../../dist/generator/migrate/migration-risks.js';
 
 const schema = (models: string) => `datasource db {\n  provider = "sqlite"\n}\n${models}`;
 const folder = (extra = '') =>

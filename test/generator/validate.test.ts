@@ -6,10 +6,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { loadApp } from '../../generator/load/load-app.js';
-import { DefinitionError, formatDiagnostic } from '../../generator/validate/diagnostics.js';
-import { loadAndValidate, validateApp } from '../../generator/validate/index.js';
-import { filterProblems } from '../../runtime/query/check-filters.js';
+import { loadApp } from '../../dist/generator/load/load-app.js';
+import { DefinitionError, formatDiagnostic } from '../../dist/generator/validate/diagnostics.js';
+import { loadAndValidate, validateApp } from '../../dist/generator/validate/index.js';
+import { filterProblems } from '../../dist/runtime/query/check-filters.js';
 
 type Files = Record<string, unknown>;
 const root = mkdtempSync(join(tmpdir(), 'svc-validate-'));

@@ -4,8 +4,8 @@
  * but keeps `${secrets.NAME}` references, and drops passwords and query strings from URLs.
  */
 import { describe, expect, it } from 'vitest';
-import { redactPath } from '../../runtime/logs/redact.js';
-import { hideSecrets } from '../../runtime/http/admin/system.js';
+import { redactPath } from '../../dist/runtime/logs/redact.js';
+import { hideSecrets } from '../../dist/runtime/http/admin/system.js';
 
 describe('redactPath', () => {
   it('replaces the values of parameters named like credentials, whatever their case or encoding', () => {

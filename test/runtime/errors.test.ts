@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ERROR_STATUS, HttpError, toErrorBody } from '../../runtime/errors.js';
+import { ERROR_STATUS, HttpError, toErrorBody } from '../../dist/runtime/errors.js';
 import { ROOT } from '../support/cli.js';
 
 const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { applyMigrations, diffDatamodels, migrationLockToml, type DatabaseProvider } from '../../runtime/data/schema-engine.js';
+import { applyMigrations, diffDatamodels, migrationLockToml, type DatabaseProvider } from '../../dist/runtime/data/schema-engine.js';
 
 const PG_ADMIN = 'postgres://root@127.0.0.1:5432/postgres';
 

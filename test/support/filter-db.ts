@@ -8,11 +8,11 @@
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import type { AppManifest, Collection, Property } from '../../runtime/manifest.js';
-import { registerSqliteFunctions } from '../../runtime/data/sqlite-functions.js';
-import { compileFilter, type FilterScope } from '../../runtime/query/filter-compile.js';
-import { parseFilter } from '../../runtime/query/filter-parser.js';
-import { ident, renderSql, sql } from '../../runtime/query/sql.js';
+import type { AppManifest, Collection, Property } from '../../dist/runtime/manifest.js';
+import { registerSqliteFunctions } from '../../dist/runtime/data/sqlite-functions.js';
+import { compileFilter, type FilterScope } from '../../dist/runtime/query/filter-compile.js';
+import { parseFilter } from '../../dist/runtime/query/filter-parser.js';
+import { ident, renderSql, sql } from '../../dist/runtime/query/sql.js';
 import { PG_ADMIN_URL } from './backends.js';
 
 const prop = (name: string, type: Property['type'], collection?: string): Property => ({ name, type, required: false, ...(collection ? { collection } : {}) });

@@ -10,9 +10,9 @@
  * `exp()` values are evaluated with the runtime's `evaluateExpression` (one constant per filter).
  * Only well-typed filters are supported (the compiler rejects the others).
  */
-import type { AppManifest, Collection, PropertyType } from '../../runtime/manifest.js';
-import type { FilterNode, Literal } from '../../runtime/query/filter-ast.js';
-import { evaluateExpression, type ExpContext } from '../../runtime/query/exp-eval.js';
+import type { AppManifest, Collection, PropertyType } from '../../dist/runtime/manifest.js';
+import type { FilterNode, Literal } from '../../dist/runtime/query/filter-ast.js';
+import { evaluateExpression, type ExpContext } from '../../dist/runtime/query/exp-eval.js';
 import { uid, type Row } from './filter-db.js';
 
 const SYSTEM_TYPES: Record<string, PropertyType> = { id: 'guid', createdAt: 'date-time', updatedAt: 'date-time', createdBy: 'string' };

@@ -7,8 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadAndValidate } from '../../../generator/validate/index.js';
-import { readCodeTypes } from '../../../generator/code-types/read-code-types.js';
+import { loadAndValidate } from '../../../dist/generator/validate/index.js';
+import { readCodeTypes } from '../../../dist/generator/code-types/read-code-types.js';
 import { ROOT } from '../../support/cli.js';
 
 const TYPED = join(ROOT, 'test/fixtures/apps/typed');

@@ -10,9 +10,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { compileFunctions, compiledPathOf } from '../../../generator/compile/compile-functions.js';
-import type { RawApp } from '../../../generator/load/load-app.js';
-import { formatDiagnostic } from '../../../generator/validate/diagnostics.js';
+import { compileFunctions, compiledPathOf } from '../../../dist/generator/compile/compile-functions.js';
+import type { RawApp } from '../../../dist/generator/load/load-app.js';
+import { formatDiagnostic } from '../../../dist/generator/validate/diagnostics.js';
 
 /** An app whose top-level code files each have a definition, plus any shared modules given. */
 function app(code: Record<string, string>, definitions?: string[]): RawApp {

@@ -6,9 +6,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { buildFiles } from '../../../generator/build-files.js';
-import { loadAndValidate } from '../../../generator/validate/index.js';
-import { toolName, type AgentToolsFile } from '../../../generator/emit/agent-tools.js';
+import { buildFiles } from '../../../dist/generator/build-files.js';
+import { loadAndValidate } from '../../../dist/generator/validate/index.js';
+import { toolName, type AgentToolsFile } from '../../../dist/generator/emit/agent-tools.js';
 import { ROOT } from '../../support/cli.js';
 
 const LONG = 'reindex_every_note_in_the_archive_and_report_progress_to_the_use';

@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { buildFiles } from '../../../generator/build-files.js';
-import { loadAndValidate } from '../../../generator/validate/index.js';
+import { buildFiles } from '../../../dist/generator/build-files.js';
+import { loadAndValidate } from '../../../dist/generator/validate/index.js';
 import { compileClient } from '../../support/client-check.js';
 import { ROOT } from '../../support/cli.js';
 

@@ -7,8 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import SwaggerParser from '@apidevtools/swagger-parser';
-import { buildFiles } from '../../../generator/build-files.js';
-import { loadAndValidate } from '../../../generator/validate/index.js';
+import { buildFiles } from '../../../dist/generator/build-files.js';
+import { loadAndValidate } from '../../../dist/generator/validate/index.js';
 import { ROOT } from '../../support/cli.js';
 
 type Op = {

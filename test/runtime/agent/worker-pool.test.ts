@@ -6,7 +6,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AgentWorkerPool, type TurnListener } from '../../../dist/runtime/agent/worker-pool.js';
-import type { FromSessionWorker, TurnRequest } from '../../../runtime/agent/worker-protocol.js';
+import type { FromSessionWorker, TurnRequest } from '../../../dist/runtime/agent/worker-protocol.js';
 import { startModelServer, type ModelServer } from '../../support/model-server.js';
 
 let model: ModelServer;

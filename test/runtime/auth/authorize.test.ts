@@ -3,11 +3,11 @@
  * what `_CREATOR` narrows, which policies apply, and the 401/403 split.
  */
 import { describe, expect, test } from 'vitest';
-import type { AccessRule, AppManifest, Collection } from '../../../runtime/manifest.js';
-import { authorize, authorizeRead, checkPolicies, policyConditions } from '../../../runtime/auth/authorize.js';
-import { ANONYMOUS, type Caller } from '../../../runtime/auth/caller.js';
-import { HttpError } from '../../../runtime/errors.js';
-import { renderSql } from '../../../runtime/query/sql.js';
+import type { AccessRule, AppManifest, Collection } from '../../../dist/runtime/manifest.js';
+import { authorize, authorizeRead, checkPolicies, policyConditions } from '../../../dist/runtime/auth/authorize.js';
+import { ANONYMOUS, type Caller } from '../../../dist/runtime/auth/caller.js';
+import { HttpError } from '../../../dist/runtime/errors.js';
+import { renderSql } from '../../../dist/runtime/query/sql.js';
 
 const note: Collection = {
   name: 'Note',

@@ -4,7 +4,7 @@
  * hops, stopping at anything that is not an address.
  */
 import { describe, expect, it } from 'vitest';
-import { clientAddressOf, parseProxyEntry, type AddressedRequest } from '../../../runtime/auth/client-address.js';
+import { clientAddressOf, parseProxyEntry, type AddressedRequest } from '../../../dist/runtime/auth/client-address.js';
 
 /** What the resolver reads of a request: its peer and its headers (node joins repeated X-Forwarded-For lines with ", "). */
 const request = (peer: string | undefined, forwardedFor?: string | string[]) =>

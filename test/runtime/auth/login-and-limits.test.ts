@@ -3,8 +3,8 @@
  * limiter's window (time is passed in, never waited for).
  */
 import { describe, expect, test } from 'vitest';
-import { safeReturnUrl } from '../../../runtime/auth/login-page.js';
-import { FailureLimiter } from '../../../runtime/auth/rate-limit.js';
+import { safeReturnUrl } from '../../../dist/runtime/auth/login-page.js';
+import { FailureLimiter } from '../../../dist/runtime/auth/rate-limit.js';
 
 describe('safeReturnUrl', () => {
   test.each([

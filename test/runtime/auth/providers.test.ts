@@ -4,11 +4,11 @@
  * from what a provider says, and GitHub's `/user` and `/user/emails` answers read defensively.
  */
 import { describe, expect, it } from 'vitest';
-import { createProviders } from '../../../runtime/auth/providers/registry.js';
-import { githubIdentity } from '../../../runtime/auth/providers/github.js';
-import { usernameBase } from '../../../runtime/auth/providers/link.js';
-import { ProviderError } from '../../../runtime/auth/providers/types.js';
-import type { ProviderSettings } from '../../../runtime/contract/settings.js';
+import { createProviders } from '../../../dist/runtime/auth/providers/registry.js';
+import { githubIdentity } from '../../../dist/runtime/auth/providers/github.js';
+import { usernameBase } from '../../../dist/runtime/auth/providers/link.js';
+import { ProviderError } from '../../../dist/runtime/auth/providers/types.js';
+import type { ProviderSettings } from '../../../dist/runtime/contract/settings.js';
 
 const oidc: ProviderSettings = { type: 'oidc', issuer: '${env.ISSUER}', clientId: 'app', clientSecret: '${secrets.IDP}' };
 const github: ProviderSettings = { type: 'oauth2', preset: 'github', clientId: 'gh', clientSecret: '${secrets.GH}', displayName: 'GitHub' };

@@ -3,8 +3,8 @@
  * `Origin` (or `Referer`) against the server's own `scheme://Host`.
  */
 import { describe, expect, test } from 'vitest';
-import { isSameOrigin, requireSameOrigin, type CredentialInput } from '../../../runtime/auth/authenticate.js';
-import { HttpError } from '../../../runtime/errors.js';
+import { isSameOrigin, requireSameOrigin, type CredentialInput } from '../../../dist/runtime/auth/authenticate.js';
+import { HttpError } from '../../../dist/runtime/errors.js';
 
 const server = { host: 'app.example:8080', scheme: 'http' as const };
 

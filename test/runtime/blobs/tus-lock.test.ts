@@ -9,8 +9,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { RedisLocker } from '../../../runtime/blobs/tus-lock.js';
-import type { Logger } from '../../../runtime/log.js';
+import { RedisLocker } from '../../../dist/runtime/blobs/tus-lock.js';
+import type { Logger } from '../../../dist/runtime/log.js';
 import { waitFor } from '../../support/wait.js';
 
 const URL = 'redis://127.0.0.1:6379';

@@ -7,8 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import { compileInputChecker } from '../../../runtime/data/input.js';
-import { collectionInputSchema, propertyJsonSchema, propertyValueProblem, type Collection, type Property } from '../../../runtime/contract/index.js';
+import { compileInputChecker } from '../../../dist/runtime/data/input.js';
+import { collectionInputSchema, propertyJsonSchema, propertyValueProblem, type Collection, type Property } from '../../../dist/runtime/contract/index.js';
 
 const props: Property[] = [
   { name: 'title', type: 'string', required: true, maxLength: 10, minLength: 2 },

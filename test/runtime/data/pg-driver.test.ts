@@ -4,8 +4,8 @@
  * in flight reject as unavailable, and service resumes within a second of the server being back.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPgDriver } from '../../../runtime/data/pg-driver.js';
-import type { SqlDriver } from '../../../runtime/data/driver.js';
+import { createPgDriver } from '../../../dist/runtime/data/pg-driver.js';
+import type { SqlDriver } from '../../../dist/runtime/data/driver.js';
 import { startPgCluster, type PgCluster } from '../../support/pg-cluster.js';
 
 let cluster: PgCluster;

@@ -4,8 +4,8 @@
  * a row in place into the item `decodeRow` builds.
  */
 import { describe, expect, it } from 'vitest';
-import { decodeRow, decodeValue, rowDecoder } from '../../../runtime/data/row-codec.js';
-import type { Collection } from '../../../runtime/manifest.js';
+import { decodeRow, decodeValue, rowDecoder } from '../../../dist/runtime/data/row-codec.js';
+import type { Collection } from '../../../dist/runtime/manifest.js';
 
 describe('row codec', () => {
   it('reads every UTC date-time text the databases give as the ISO form Date gives', () => {

@@ -10,7 +10,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSqliteDriver } from '../../../dist/runtime/data/sqlite-driver.js';
-import type { SqlDriver } from '../../../runtime/data/driver.js';
+import type { SqlDriver } from '../../../dist/runtime/data/driver.js';
 
 let dir: string;
 let file: string;

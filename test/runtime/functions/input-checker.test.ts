@@ -3,8 +3,8 @@
  * type, enums, required fields, body fields for POST/PUT, details pointing at `/query/<name>` and `/body/<name>`.
  */
 import { describe, expect, test } from 'vitest';
-import { compileFunctionInputs } from '../../../runtime/functions/input-checker.js';
-import type { FunctionDefinition, TypedField } from '../../../runtime/manifest.js';
+import { compileFunctionInputs } from '../../../dist/runtime/functions/input-checker.js';
+import type { FunctionDefinition, TypedField } from '../../../dist/runtime/manifest.js';
 
 const fn = (queryParams: TypedField[], requestBody: TypedField[] = []): FunctionDefinition => ({
   name: 'f',

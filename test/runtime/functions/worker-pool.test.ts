@@ -10,11 +10,11 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { compileFunctions } from '../../../generator/compile/compile-functions.js';
-import type { RawApp } from '../../../generator/load/load-app.js';
+import { compileFunctions } from '../../../dist/generator/compile/compile-functions.js';
+import type { RawApp } from '../../../dist/generator/load/load-app.js';
 import { WorkerPool, type InvocationOptions } from '../../../dist/runtime/functions/worker-pool.js';
-import type { FunctionJob, FunctionOutcome } from '../../../runtime/functions/protocol.js';
-import type { ApiReply, ApiRequest } from '../../../runtime/functions/call-api.js';
+import type { FunctionJob, FunctionOutcome } from '../../../dist/runtime/functions/protocol.js';
+import type { ApiReply, ApiRequest } from '../../../dist/runtime/functions/call-api.js';
 
 const CODE: Record<string, string> = {
   'functions/api.ts': `

@@ -5,10 +5,10 @@
  * Over HTTP every caller is anonymous until authentication lands; the e2e suite covers the 401 path.
  */
 import { describe, expect, test } from 'vitest';
-import { ANONYMOUS, type Caller } from '../../../runtime/auth/caller.js';
-import { HttpError } from '../../../runtime/errors.js';
-import { checkFunctionAccess, secretsFromEnv } from '../../../runtime/http/function-routes.js';
-import type { FunctionDefinition } from '../../../runtime/manifest.js';
+import { ANONYMOUS, type Caller } from '../../../dist/runtime/auth/caller.js';
+import { HttpError } from '../../../dist/runtime/errors.js';
+import { checkFunctionAccess, secretsFromEnv } from '../../../dist/runtime/http/function-routes.js';
+import type { FunctionDefinition } from '../../../dist/runtime/manifest.js';
 
 const fn = (functionTypeId: 1 | 2, access: Record<string, string[]>): FunctionDefinition => ({
   name: 'f',

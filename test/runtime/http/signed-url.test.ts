@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parse } from 'node:querystring';
-import { BlobUrlSigner } from '../../../runtime/blobs/signed-url.js';
-import { HttpError } from '../../../runtime/errors.js';
+import { BlobUrlSigner } from '../../../dist/runtime/blobs/signed-url.js';
+import { HttpError } from '../../../dist/runtime/errors.js';
 
 const KEY = Buffer.alloc(32, 7);
 const STORED = '/api/Product/0190c0de-0000-7000-8000-000000000001/image?v=0190c0de-0000-7000-8000-0000000000aa';

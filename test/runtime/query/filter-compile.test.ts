@@ -1,8 +1,8 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { HttpError } from '../../../runtime/errors.js';
-import type { Collection } from '../../../runtime/manifest.js';
-import { compileFilter, resolvePath } from '../../../runtime/query/filter-compile.js';
-import { parseFilter } from '../../../runtime/query/filter-parser.js';
+import { HttpError } from '../../../dist/runtime/errors.js';
+import type { Collection } from '../../../dist/runtime/manifest.js';
+import { compileFilter, resolvePath } from '../../../dist/runtime/query/filter-compile.js';
+import { parseFilter } from '../../../dist/runtime/query/filter-parser.js';
 import { customer, openFilterDatabases, order, scope, uid, type FilterDatabases, type Row } from '../../support/filter-db.js';
 
 const INJECTION = "x' OR 1=1 --";

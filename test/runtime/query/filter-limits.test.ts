@@ -5,10 +5,10 @@
  * (400 INVALID_FILTER naming the limit).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HttpError } from '../../../runtime/errors.js';
-import { compileFilter } from '../../../runtime/query/filter-compile.js';
-import { parseFilter } from '../../../runtime/query/filter-parser.js';
-import { MAX_FILTER_PREDICATES, MAX_LOOKUP_HOPS } from '../../../runtime/contract/limits.js';
+import { HttpError } from '../../../dist/runtime/errors.js';
+import { compileFilter } from '../../../dist/runtime/query/filter-compile.js';
+import { parseFilter } from '../../../dist/runtime/query/filter-parser.js';
+import { MAX_FILTER_PREDICATES, MAX_LOOKUP_HOPS } from '../../../dist/runtime/contract/limits.js';
 import { customer, openFilterDatabases, order, scope, type FilterDatabases } from '../../support/filter-db.js';
 
 /** The 400 INVALID_FILTER error thrown by `fn`. */

@@ -1,9 +1,9 @@
 import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
-import { HttpError } from '../../../runtime/errors.js';
-import type { Comparison, ExpNode, FilterNode, Literal } from '../../../runtime/query/filter-ast.js';
-import { tokenizeFilter } from '../../../runtime/query/filter-lexer.js';
-import { parseFilter } from '../../../runtime/query/filter-parser.js';
+import { HttpError } from '../../../dist/runtime/errors.js';
+import type { Comparison, ExpNode, FilterNode, Literal } from '../../../dist/runtime/query/filter-ast.js';
+import { tokenizeFilter } from '../../../dist/runtime/query/filter-lexer.js';
+import { parseFilter } from '../../../dist/runtime/query/filter-parser.js';
 
 /** A comparison node; `position` defaults to 0. */
 function cmp(path: string, op: Comparison['op'], value: Literal, position = 0, caseInsensitive = false): Comparison {

@@ -7,8 +7,8 @@
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import fc from 'fast-check';
-import { HttpError } from '../../../runtime/errors.js';
-import { parseFilter } from '../../../runtime/query/filter-parser.js';
+import { HttpError } from '../../../dist/runtime/errors.js';
+import { parseFilter } from '../../../dist/runtime/query/filter-parser.js';
 import { manifest, openFilterDatabases, order, uid, type FilterDatabases, type Row } from '../../support/filter-db.js';
 import { referenceNames } from '../../support/filter-reference.js';
 

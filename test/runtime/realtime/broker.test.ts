@@ -6,10 +6,10 @@
  * bound. Transports are recording objects: the wire formats are proven by the e2e suites.
  */
 import { describe, expect, it } from 'vitest';
-import { ANONYMOUS } from '../../../runtime/auth/caller.js';
-import { HttpError } from '../../../runtime/errors.js';
-import { Broker, Connection, MAX_GROUPS_PER_CONNECTION, type ConnectionTransport, type GroupMessage } from '../../../runtime/realtime/broker.js';
-import { MAX_LISTEN_IDS } from '../../../runtime/realtime/listen-filter.js';
+import { ANONYMOUS } from '../../../dist/runtime/auth/caller.js';
+import { HttpError } from '../../../dist/runtime/errors.js';
+import { Broker, Connection, MAX_GROUPS_PER_CONNECTION, type ConnectionTransport, type GroupMessage } from '../../../dist/runtime/realtime/broker.js';
+import { MAX_LISTEN_IDS } from '../../../dist/runtime/realtime/listen-filter.js';
 
 function recording(buffered = 0) {
   const got: unknown[] = [];

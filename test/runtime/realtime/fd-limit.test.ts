@@ -3,8 +3,8 @@
  * parsed, and a limit below 65,536 is logged once with the connections it allows.
  */
 import { describe, expect, it } from 'vitest';
-import { openFilesLimit, parseOpenFilesLimit, reportOpenFilesLimit } from '../../../runtime/realtime/fd-limit.js';
-import type { Logger } from '../../../runtime/log.js';
+import { openFilesLimit, parseOpenFilesLimit, reportOpenFilesLimit } from '../../../dist/runtime/realtime/fd-limit.js';
+import type { Logger } from '../../../dist/runtime/log.js';
 
 const LIMITS = `Limit                     Soft Limit           Hard Limit           Units
 Max cpu time              unlimited            unlimited            seconds

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { IncomingMessage } from 'node:http';
-import { closeReason, contain, describe as quote, upgradeUrl, MAX_CLOSE_REASON_BYTES } from '../../../runtime/realtime/guard.js';
+import { closeReason, contain, describe as quote, upgradeUrl, MAX_CLOSE_REASON_BYTES } from '../../../dist/runtime/realtime/guard.js';
 
 describe('closeReason', () => {
   it('keeps a short reason and cuts a long one to 123 bytes without splitting a character', () => {

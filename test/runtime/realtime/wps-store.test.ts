@@ -9,11 +9,11 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { parseListen, ReplayStore, tokenHash } from '../../../runtime/realtime/wps-store.js';
-import { MAX_LISTEN_IDS } from '../../../runtime/realtime/listen-filter.js';
-import type { GroupMessage } from '../../../runtime/realtime/broker.js';
-import type { Logger } from '../../../runtime/log.js';
-import type { Caller } from '../../../runtime/auth/caller.js';
+import { parseListen, ReplayStore, tokenHash } from '../../../dist/runtime/realtime/wps-store.js';
+import { MAX_LISTEN_IDS } from '../../../dist/runtime/realtime/listen-filter.js';
+import type { GroupMessage } from '../../../dist/runtime/realtime/broker.js';
+import type { Logger } from '../../../dist/runtime/log.js';
+import type { Caller } from '../../../dist/runtime/auth/caller.js';
 
 const redis = new Redis('redis://127.0.0.1:6379', { lazyConnect: false });
 const api = `unit-${randomBytes(6).toString('hex')}`;
