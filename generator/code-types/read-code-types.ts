@@ -10,10 +10,11 @@
  * convert fully becomes `{ "type": "object" }`. Script-form files, `.d.ts` and test files are skipped.
  * `svc/runtime` resolves to this package's runtime types wherever the app folder is.
  */
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import type * as TS from 'typescript';
-import { buildGenerator } from 'typescript-json-schema';
+import type * as Tjs from 'typescript-json-schema';
 import { ts } from '../typescript.js';
 import type { FunctionCodeTypes, JsonSchema } from '../../runtime/index.js';
 import { cleanSchema } from './clean-schema.js';
@@ -74,7 +75,8 @@ function isUsable(checker: TS.TypeChecker, side: Side, t: TS.Type): boolean {
   return true;
 }
 
-const COMPILER_OPTIONS: TS.CompilerOptions = {
+/** Built on first use: reading `ts` loads TypeScript (see generator/typescript.ts). */
+const compilerOptions = (): TS.CompilerOptions => ({
   allowJs: true,
   strict: true,
   noEmit: true,
@@ -86,17 +88,18 @@ const COMPILER_OPTIONS: TS.CompilerOptions = {
   jsx: ts.JsxEmit.Preserve,
   types: [],
   paths: { 'svc/runtime': [RUNTIME_TYPES] },
-};
+});
 
 /** A program of the code files and the synthetic file `syntheticPath` (not on disk) holding `text`. */
 function createProgram(codeFiles: string[], syntheticPath: string, text: string): TS.Program {
-  const host = ts.createCompilerHost(COMPILER_OPTIONS, true);
+  const options = compilerOptions();
+  const host = ts.createCompilerHost(options, true);
   const { getSourceFile, fileExists, readFile } = host;
   host.getSourceFile = (name, language, ...rest) =>
     name === syntheticPath ? ts.createSourceFile(name, text, language, true, ts.ScriptKind.TS) : getSourceFile.call(host, name, language, ...rest);
   host.fileExists = (name) => name === syntheticPath || fileExists.call(host, name);
   host.readFile = (name) => (name === syntheticPath ? text : readFile.call(host, name));
-  return ts.createProgram({ rootNames: [...codeFiles, syntheticPath], options: COMPILER_OPTIONS, host });
+  return ts.createProgram({ rootNames: [...codeFiles, syntheticPath], options, host });
 }
 
 /** typescript-json-schema warns on stdout about initializers it cannot evaluate; generate output stays clean. */
@@ -164,6 +167,8 @@ export function readCodeTypes(appDir: string, functions: CodeFileRef[]): Map<str
     if (Object.keys(sides).length > 0) chosen.set(f.name, sides);
   });
   if (chosen.size === 0) return result;
+  // Loaded here, not imported: it loads TypeScript, which an app without function code never needs.
+  const { buildGenerator } = createRequire(import.meta.url)('typescript-json-schema') as typeof Tjs;
   const generator = quietly(() => buildGenerator(program, { required: true, ignoreErrors: true, ref: false, aliasRef: false, topRef: false }, [syntheticPath]));
   for (const [name, sides] of chosen) {
     const types: FunctionCodeTypes = {};
