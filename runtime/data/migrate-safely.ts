@@ -112,7 +112,7 @@ export async function applyMigrationsSafely(opts: { provider: DatabaseProvider; 
  * Without it, two `svc serve` started together on a new file both ran the engine and the later one
  * failed with the file locked. The lock is kept fresh every 5 s while held, so one left by a killed
  * process is taken over after 10 s.
- * @throws Error naming the lock when it stays held
+ * @throws Error naming the lock when it stays held, or when it cannot be made (a folder svc may not write)
  */
 async function withSqliteLock<T>(file: string, work: () => Promise<T>): Promise<T> {
   mkdirSync(dirname(file), { recursive: true });
@@ -124,7 +124,8 @@ async function withSqliteLock<T>(file: string, work: () => Promise<T>): Promise<
     retries: { retries: 120, minTimeout: 100, maxTimeout: 500 },
     // Taken over as stale (this process stalled 10 s): the run goes on; the engine's own file lock is the last guard.
     onCompromised: () => undefined,
-  }).catch((err: Error) => {
+  }).catch((err: Error & { code?: string }) => {
+    if (err.code !== 'ELOCKED') throw new Error(`cannot take the migration lock ${lockfile}: ${err.message}`, { cause: err });
     throw new Error(`another process has been migrating ${file} for over a minute (lock ${lockfile}); wait for it, or remove the lock if no svc runs`, {
       cause: err,
     });

@@ -8,7 +8,7 @@
  * processes it starts and, in the last one, on `pg_sleep`).
  */
 import { describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Sqlite from 'better-sqlite3';
 import pg from 'pg';
@@ -175,6 +175,22 @@ describe.concurrent('instances starting together (SQLite)', () => {
         await Promise.all(servers.map((s) => s.close()));
         await app.cleanup();
       }
+    }
+  });
+
+  it('takes over a lock left by a process that died (older than 10 s) and applies', async () => {
+    const app = await prepareApp(CATALOG, 'sqlite');
+    try {
+      const file = String(app.env.DATABASE_URL).replace(/^file:/, '');
+      mkdirSync(`${file}.migrate.lock`, { recursive: true });
+      const past = new Date(Date.now() - 30_000);
+      utimesSync(`${file}.migrate.lock`, past, past);
+      const run = await runCli(['migrate', app.dir], app.env);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout + run.stderr).toMatch(/applied \S+_init/);
+      expect(existsSync(`${file}.migrate.lock`)).toBe(false);
+    } finally {
+      await app.cleanup();
     }
   });
 });
