@@ -37,12 +37,12 @@ export async function withAppDatabase<T>(appDir: string, env: NodeJS.ProcessEnv,
 async function changeIdentity<T extends { id: string }>(
   appDir: string,
   env: NodeJS.ProcessEnv,
-  kind: IdentityRef['kind'],
+  ref: IdentityRef,
   change: (db: Database) => Promise<T>,
 ): Promise<T> {
   return withAppDatabase(appDir, env, async (db, manifest) => {
     const result = await change(db);
-    await announceIdentityChange(manifest.name, redisUrlFor(manifest, env), kind, result.id);
+    await announceIdentityChange(manifest.name, redisUrlFor(manifest, env), ref.kind, result.id);
     return result;
   });
 }
@@ -83,7 +83,7 @@ export async function createServiceAccountInApp(
  * @throws HttpError NOT_FOUND when no user has that username (no service account that client id)
  */
 export async function deleteIdentityInApp(appDir: string, ref: IdentityRef, env: NodeJS.ProcessEnv = process.env): Promise<{ id: string; deleted: true }> {
-  return changeIdentity(appDir, env, ref.kind, async (db) => ({ id: await deleteIdentity(db, ref), deleted: true as const }));
+  return changeIdentity(appDir, env, ref, async (db) => ({ id: await deleteIdentity(db, ref), deleted: true as const }));
 }
 
 /**
@@ -93,7 +93,7 @@ export async function deleteIdentityInApp(appDir: string, ref: IdentityRef, env:
  * @throws HttpError NOT_FOUND when no such identity exists
  */
 export async function disableIdentityInApp(appDir: string, ref: IdentityRef, env: NodeJS.ProcessEnv = process.env): Promise<{ id: string; disabled: true }> {
-  return changeIdentity(appDir, env, ref.kind, async (db) => ({ id: await disableIdentity(db, ref), disabled: true as const }));
+  return changeIdentity(appDir, env, ref, async (db) => ({ id: await disableIdentity(db, ref), disabled: true as const }));
 }
 
 /**
@@ -107,7 +107,7 @@ export async function setIdentityRolesInApp(
   roles: string[],
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<{ id: string; roles: string[] }> {
-  return changeIdentity(appDir, env, ref.kind, (db) => setIdentityRoles(db, ref, roles));
+  return changeIdentity(appDir, env, ref, (db) => setIdentityRoles(db, ref, roles));
 }
 
 /**
@@ -122,5 +122,5 @@ export async function setIdentityAdminInApp(
   admin: boolean,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<{ id: string; admin: boolean }> {
-  return changeIdentity(appDir, env, ref.kind, (db) => setIdentityAdmin(db, ref, admin));
+  return changeIdentity(appDir, env, ref, (db) => setIdentityAdmin(db, ref, admin));
 }

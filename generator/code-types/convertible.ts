@@ -23,15 +23,8 @@ const has = (t: TS.Type, flag: TS.TypeFlags) => (t.flags & flag) === flag;
 /** An enum type, or a union of an enum's members (ts-morph's `Type.isEnum`, which this module used before). */
 function isEnum(t: TS.Type): boolean {
   if (has(t, ts.TypeFlags.Enum)) return true;
-  if (has(t, ts.TypeFlags.EnumLiteral) && !t.isUnion()) return false;
   const declaration = t.getSymbol()?.valueDeclaration;
   return declaration !== undefined && ts.isEnumDeclaration(declaration);
-}
-
-/** `T[]` or `readonly T[]`. */
-function isArray(checker: TS.TypeChecker, t: TS.Type): boolean {
-  const name = t.getSymbol()?.getName();
-  return (name === 'Array' || name === 'ReadonlyArray') && checker.getTypeArguments(t as TS.TypeReference).length === 1;
 }
 
 function check(checker: TS.TypeChecker, t: TS.Type, at: TS.Node, stack: Set<TS.Type>): boolean {
@@ -41,9 +34,8 @@ function check(checker: TS.TypeChecker, t: TS.Type, at: TS.Node, stack: Set<TS.T
   if ((has(t, ts.TypeFlags.EnumLiteral) && !t.isUnion()) || isEnum(t)) return true;
   if (t.isUnion()) return t.types.every((u) => check(checker, u, at, stack));
   if (t.isIntersection()) return t.types.every((u) => check(checker, u, at, stack));
-  const target = (t as TS.TypeReference).target;
-  if (target && (target.objectFlags & ts.ObjectFlags.Tuple) !== 0) return false;
-  if (isArray(checker, t)) return check(checker, checker.getTypeArguments(t as TS.TypeReference)[0], at, stack);
+  if (checker.isTupleType(t)) return false;
+  if (checker.isArrayType(t)) return check(checker, checker.getTypeArguments(t as TS.TypeReference)[0], at, stack);
   if (!has(t, ts.TypeFlags.Object)) return false;
   if (t.getSymbol()?.getName() === 'Date') return true;
   if (stack.has(t)) return false; // recursive: not expressible without $ref

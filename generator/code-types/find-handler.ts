@@ -29,16 +29,6 @@ function resolveFunction(checker: TS.TypeChecker, node: TS.Node | undefined, dep
   return undefined;
 }
 
-/** Every node under `node`, depth first. */
-function* descendants(node: TS.Node): Generator<TS.Node> {
-  const children: TS.Node[] = [];
-  node.forEachChild((c) => void children.push(c));
-  for (const c of children) {
-    yield c;
-    yield* descendants(c);
-  }
-}
-
 /** Names through which the handler reaches its response: `ctx.res` (ctx param) or a destructured `res`. */
 function assignsResponse(fn: FunctionLike): boolean {
   const param = fn.parameters[0];
@@ -56,17 +46,16 @@ function assignsResponse(fn: FunctionLike): boolean {
   } else {
     return false;
   }
-  for (const b of descendants(fn)) {
-    if (!ts.isBinaryExpression(b) || b.operatorToken.kind !== ts.SyntaxKind.EqualsToken) continue;
-    // ctx.res = ..., or ctx.res.<field> = ... / ctx.res['field'] = ...
-    let target: TS.Node = b.left;
-    for (;;) {
+  // ctx.res = ..., or ctx.res.<field> = ... / ctx.res['field'] = ...
+  const assigns = (b: TS.Node): boolean => {
+    if (!ts.isBinaryExpression(b) || b.operatorToken.kind !== ts.SyntaxKind.EqualsToken) return false;
+    for (let target: TS.Node = b.left; ; target = target.expression) {
       if (isRes(target)) return true;
-      if (ts.isPropertyAccessExpression(target) || ts.isElementAccessExpression(target)) target = target.expression;
-      else break;
+      if (!ts.isPropertyAccessExpression(target) && !ts.isElementAccessExpression(target)) return false;
     }
-  }
-  return false;
+  };
+  const visit = (n: TS.Node): boolean | undefined => assigns(n) || ts.forEachChild(n, visit);
+  return ts.forEachChild(fn, visit) === true;
 }
 
 /**
@@ -77,11 +66,10 @@ function assignsResponse(fn: FunctionLike): boolean {
  */
 export function findHandler(checker: TS.TypeChecker, file: TS.SourceFile): HandlerInfo | null {
   const module = checker.getSymbolAtLocation(file);
-  const symbol = module?.exports?.get(ts.escapeLeadingUnderscores('default'));
-  if (!module || !symbol) return null;
-  const fn = resolveFunction(checker, symbol.getDeclarations()?.[0]);
+  const exports = module ? checker.getExportsOfModule(module) : [];
+  const symbol = exports.find((e) => e.getName() === 'default');
+  const fn = resolveFunction(checker, symbol?.getDeclarations()?.[0]);
   if (!fn) return null;
-  const exports = checker.getExportsOfModule(module);
   const isType = (name: string) => {
     const found = exports.find((e) => e.getName() === name);
     const target = found && found.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(found) : found;

@@ -66,11 +66,9 @@ function candidates(fnIndex: number): Record<Side, Candidate[]> {
 }
 
 /** true when a candidate type says something: not any/unknown/never/void/undefined, nor the default query. */
-function isUsable(checker: TS.TypeChecker, side: Side, t: TS.Type): boolean {
+function isUsable(side: Side, t: TS.Type): boolean {
   const { Any, Unknown, Undefined, Never, Void } = ts.TypeFlags;
   if ([Any, Unknown, Undefined, Never, Void].some((flag) => (t.flags & flag) === flag)) return false;
-  const text = checker.typeToString(t);
-  if (text === 'never' || text === 'void') return false;
   if (side === 'query' && t.getSymbol()?.getName() === 'FunctionQuery') return false;
   return true;
 }
@@ -159,7 +157,7 @@ export function readCodeTypes(appDir: string, functions: CodeFileRef[]): Map<str
       for (const { alias, counts } of aliasesOf[index][side]) {
         if (!counts(info)) continue;
         const type = checker.getTypeAtLocation(aliases.get(alias)!);
-        if (!isUsable(checker, side, type)) continue;
+        if (!isUsable(side, type)) continue;
         sides[side] = { alias, convertible: isJsonConvertible(checker, type, synthetic) };
         break;
       }

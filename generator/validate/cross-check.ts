@@ -23,7 +23,7 @@ import { checkProviders } from './check-providers.js';
 import { RESERVED_COLLECTION_NAMES } from '../emit/system-models.js';
 import { pointer, type Diagnostic } from './diagnostics.js';
 import { buildModelIndex, collectionRefProblem, type ModelIndex } from './model-index.js';
-import { behaviourOf, FUNCTION_INPUT_TYPES } from '../../runtime/contract/index.js';
+import { behaviourOf, FUNCTION_INPUT_TYPES, parseProxyEntry } from '../../runtime/contract/index.js';
 import { isIP } from 'node:net';
 
 /** Types a function may take as input (SPEC §2 "Function definition"): property types with a `functionInput`. */
@@ -144,20 +144,12 @@ function checkMail(raw: RawApp): Diagnostic[] {
   ];
 }
 
-/** True for an IP address or a CIDR range, as the runtime reads them (`runtime/auth/client-address.ts`). */
-function isProxyEntry(entry: string): boolean {
-  const [address, bits, extra] = entry.trim().split('/');
-  const version = isIP(address ?? '');
-  const max = version === 4 ? 32 : 128;
-  return version !== 0 && extra === undefined && (bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= max));
-}
-
 /** Each `trustedProxies` entry must be an IP address or a CIDR range (`DEF_TRUSTED_PROXY`). */
 function checkTrustedProxies(raw: RawApp): Diagnostic[] {
   const entries = (raw.svc?.data as Partial<RawSvcDefinition> | undefined)?.trustedProxies;
   if (!Array.isArray(entries)) return [];
   return entries.flatMap((entry, i) =>
-    typeof entry === 'string' && entry !== '' && !isProxyEntry(entry) // '' is the schema's
+    typeof entry === 'string' && entry !== '' && parseProxyEntry(entry, isIP) === null // '' is the schema's
       ? [
           {
             code: 'DEF_TRUSTED_PROXY',

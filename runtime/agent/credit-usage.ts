@@ -26,9 +26,6 @@ const USAGE = ident('_svc_agent_credit_usage');
 /** What spent credits: a thread turn, a `compact` summary, or a `ctx.agent.ask` completion. */
 export type CreditSource = 'turn' | 'ask' | 'compact';
 
-/** The sources, in the order the endpoint and the chart list them. */
-export const CREDIT_SOURCES: readonly CreditSource[] = ['turn', 'ask', 'compact'];
-
 const MINUTE_MS = 60_000;
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
@@ -93,17 +90,14 @@ export class CreditUsage {
       sql`SELECT ("startMs" / ${step}) * ${step} AS "t", "source", SUM("credits") AS "credits", SUM("calls") AS "calls" FROM ${USAGE}
           WHERE "spanSeconds" = ${span} AND "startMs" >= ${first} AND "startMs" < ${to.getTime()} GROUP BY 1, 2`,
     );
-    const steps = new Map<number, UsageStep>();
     const data: UsageStep[] = [];
     for (let t = first; t < to.getTime(); t += stepMs) {
-      const entry: UsageStep = { time: new Date(t).toISOString(), credits: 0, turns: 0, bySource: { turn: 0, ask: 0, compact: 0 } };
-      steps.set(t, entry);
-      data.push(entry);
+      data.push({ time: new Date(t).toISOString(), credits: 0, turns: 0, bySource: { turn: 0, ask: 0, compact: 0 } });
     }
     for (const r of rows) {
-      const entry = steps.get(Number(r.t));
+      const entry = data[(Number(r.t) - first) / stepMs]; // rows start at multiples of stepMs from `first`
       const source = String(r.source) as CreditSource;
-      if (!entry || !CREDIT_SOURCES.includes(source)) continue;
+      if (!entry || !Object.hasOwn(entry.bySource, source)) continue;
       entry.credits += Number(r.credits);
       entry.bySource[source] += Number(r.credits);
       if (source === 'turn') entry.turns += Number(r.calls);

@@ -10,6 +10,7 @@
  * itself (its value is to the left of what the trusted proxy appended). docs/deploy.md.
  */
 import { BlockList, isIP } from 'node:net';
+import { parseProxyEntry } from '../contract/settings.js';
 
 /** What the address is read from: a node `IncomingMessage` (HTTP request or WebSocket upgrade) has both. */
 export interface AddressedRequest {
@@ -26,20 +27,6 @@ function plain(address: string): string {
 }
 
 /**
- * Parses one `trustedProxies` entry: an IPv4 or IPv6 address, or a CIDR range (`10.0.0.0/8`, `fd00::/8`).
- * @returns null when it is neither (the generator refuses such an entry as `DEF_TRUSTED_PROXY`)
- */
-export function parseProxyEntry(entry: string): { address: string; prefix: number; family: 'ipv4' | 'ipv6' } | null {
-  const [address, bits, extra] = entry.trim().split('/');
-  const version = isIP(address ?? '');
-  if (version === 0 || extra !== undefined) return null;
-  const max = version === 4 ? 32 : 128;
-  const prefix = bits === undefined ? max : /^\d{1,3}$/.test(bits) ? Number(bits) : NaN;
-  if (!(prefix >= 0 && prefix <= max)) return null;
-  return { address, prefix, family: version === 4 ? 'ipv4' : 'ipv6' };
-}
-
-/**
  * The resolver of client addresses for `trustedProxies` (svc.json; none: the TCP peer always).
  * @throws Error naming an entry that is not an address or CIDR range (the generator refuses these first)
  */
@@ -47,7 +34,7 @@ export function clientAddressOf(trustedProxies: readonly string[] = []): ClientA
   if (trustedProxies.length === 0) return (req) => (req.socket.remoteAddress === undefined ? undefined : plain(req.socket.remoteAddress));
   const trusted = new BlockList();
   for (const entry of trustedProxies) {
-    const parsed = parseProxyEntry(entry);
+    const parsed = parseProxyEntry(entry, isIP);
     if (!parsed) throw new Error(`trustedProxies: ${JSON.stringify(entry)} is not an IP address or a CIDR range`);
     trusted.addSubnet(parsed.address, parsed.prefix, parsed.family);
   }

@@ -143,7 +143,7 @@ export class OrphanSweep {
       if (this.closed) break;
       const fields = collection.properties.filter((p) => p.type === 'blob').map((p) => p.name);
       if (fields.length === 0) continue;
-      const r = await this.sweepCollection(collection, new Set(fields));
+      const r = await this.sweepCollection(collection, fields);
       total.scanned += r.scanned;
       total.deleted += r.deleted;
     }
@@ -151,7 +151,7 @@ export class OrphanSweep {
   }
 
   /** Lists `<collection>/`, groups by version prefix, and checks old ones in batches. */
-  private async sweepCollection(collection: Collection, fields: Set<string>): Promise<SweepResult> {
+  private async sweepCollection(collection: Collection, fields: string[]): Promise<SweepResult> {
     const result: SweepResult = { scanned: 0, deleted: 0 };
     const cutoff = this.now() - this.graceMs;
     let batch: Candidate[] = [];
@@ -162,7 +162,7 @@ export class OrphanSweep {
       if (current.newestMs <= cutoff) batch.push(current);
       current = undefined;
       if (batch.length >= BATCH) {
-        result.deleted += await this.deleteUnreferenced(collection, [...fields], batch);
+        result.deleted += await this.deleteUnreferenced(collection, fields, batch);
         batch = [];
       }
     };
@@ -171,7 +171,7 @@ export class OrphanSweep {
       // <collection>/<row id>/<field>/<version>/<file>
       const parts = object.key.split('/');
       // Row ids are GUIDs (lower case in keys); anything else was not written by an upload.
-      if (parts.length !== 5 || !fields.has(parts[2]) || !UUID.test(parts[1]) || !parts[3]) continue;
+      if (parts.length !== 5 || !fields.includes(parts[2]) || !UUID.test(parts[1]) || !parts[3]) continue;
       const prefix = `${parts.slice(0, 4).join('/')}/`;
       if (current?.prefix !== prefix) {
         await close();
@@ -179,7 +179,7 @@ export class OrphanSweep {
       } else current.newestMs = Math.max(current.newestMs, object.modifiedMs);
     }
     await close();
-    if (batch.length > 0) result.deleted += await this.deleteUnreferenced(collection, [...fields], batch);
+    if (batch.length > 0) result.deleted += await this.deleteUnreferenced(collection, fields, batch);
     return result;
   }
 

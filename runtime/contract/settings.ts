@@ -283,3 +283,20 @@ export interface AppSettings {
    */
   trustedProxies?: string[];
 }
+
+/**
+ * Parses one `trustedProxies` entry (svc.json): an IPv4 or IPv6 address, or a CIDR range (`10.0.0.0/8`,
+ * `fd00::/8`). The generator refuses what this refuses (`DEF_TRUSTED_PROXY`); the runtime builds its
+ * block list from what it answers.
+ * @param isIP - `node:net`'s `isIP` (the contract imports nothing)
+ * @returns null when the entry is neither
+ */
+export function parseProxyEntry(entry: string, isIP: (input: string) => number): { address: string; prefix: number; family: 'ipv4' | 'ipv6' } | null {
+  const [address, bits, extra] = entry.trim().split('/');
+  const version = isIP(address ?? '');
+  if (version === 0 || extra !== undefined) return null;
+  const max = version === 4 ? 32 : 128;
+  const prefix = bits === undefined ? max : /^\d{1,3}$/.test(bits) ? Number(bits) : NaN;
+  if (!(prefix >= 0 && prefix <= max)) return null;
+  return { address, prefix, family: version === 4 ? 'ipv4' : 'ipv6' };
+}

@@ -16,7 +16,6 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import Sqlite from 'better-sqlite3';
-import { lock } from 'proper-lockfile';
 import type { DatabaseProvider } from '../manifest.js';
 import { appliedAt, migrationRows, pendingMigrations, type AppliedRow } from './migration-state.js';
 import { applyMigrations } from './schema-engine-calls.js';
@@ -115,6 +114,8 @@ export async function applyMigrationsSafely(opts: { provider: DatabaseProvider; 
  * @throws Error naming the lock when it stays held, or when it cannot be made (a folder svc may not write)
  */
 async function withSqliteLock<T>(file: string, work: () => Promise<T>): Promise<T> {
+  // Loaded here: PostgreSQL apps and `svc migrate --status` never need it.
+  const { lock } = await import('proper-lockfile');
   mkdirSync(dirname(file), { recursive: true });
   const lockfile = `${file}.migrate.lock`;
   const release = await lock(file, {

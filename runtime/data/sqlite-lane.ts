@@ -55,7 +55,7 @@ function restoreBuffers(rows: SqlRow[]): void {
 export class SqliteLane {
   private worker: Worker | undefined;
   /** The current thread's stop flag (`SqliteWorkerData.stop`). */
-  private stop = new Int32Array(new SharedArrayBuffer(4));
+  private stop!: Int32Array;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private closed = false;
@@ -67,7 +67,7 @@ export class SqliteLane {
   isReady = false;
 
   constructor(
-    private readonly data: SqliteWorkerData,
+    private readonly data: Omit<SqliteWorkerData, 'stop'>,
     private readonly timeoutMs: number,
     /** Called after each statement settles (the driver hands out queued reads). */
     private readonly onSettled: () => void = () => {},

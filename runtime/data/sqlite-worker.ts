@@ -26,7 +26,7 @@ export interface SqliteWorkerData {
    * svc's SQL functions then throw, ending a statement that calls them, and statements still queued
    * are refused unrun. The thread itself ends when the close request (`null`) that follows is read.
    */
-  stop?: SharedArrayBuffer;
+  stop: SharedArrayBuffer;
 }
 
 /** A message from the main thread: a statement, or null to close. */
@@ -64,8 +64,8 @@ function bindable(values: readonly unknown[]): unknown[] {
 function main(): void {
   const port = parentPort!;
   const data = workerData as SqliteWorkerData;
-  const flag = data.stop ? new Int32Array(data.stop) : undefined;
-  const stopped = () => flag !== undefined && Atomics.load(flag, 0) === 1;
+  const flag = new Int32Array(data.stop);
+  const stopped = () => Atomics.load(flag, 0) === 1;
   let db: Database.Database;
   try {
     db = open(data, stopped);

@@ -20,6 +20,7 @@
  * (`{ t: 'identity' }`): every instance drops it from its cache and looks its sockets up at once.
  */
 import type { Caller } from '../auth/caller.js';
+import type { IdentityKind } from '../auth/identity-cache.js';
 import { mayListen } from './client-rules.js';
 import { loadCallers } from '../auth/identities.js';
 import type { Connection } from './broker.js';
@@ -42,28 +43,32 @@ function sameGrants(a: Caller, b: Caller): boolean {
  */
 export function watchIdentities(service: RealtimeService, periodMs = IDENTITY_WATCH_MS): void {
   let running = false;
-  let again = false;
-  const round = (): void => {
-    if (running) {
-      again = true; // a change announced during a round is looked up by one more round
-      return;
+  // What the next round looks up: every identity, or only those announced as changed ("kind:id" keys).
+  let pending: 'all' | Map<string, IdentityKey> | undefined;
+  const round = (want: 'all' | IdentityKey): void => {
+    if (want === 'all') pending = 'all';
+    else if (pending !== 'all') {
+      pending ??= new Map();
+      pending.set(`${want.kind}:${want.id}`, want);
     }
+    if (running) return; // looked up by the next round, after this one (never with stale grants in between)
     running = true;
-    void checkIdentities(service).finally(() => {
-      running = false;
-      if (again) {
-        again = false;
-        round();
+    void (async () => {
+      while (pending) {
+        const next = pending;
+        pending = undefined;
+        await checkIdentities(service, next === 'all' ? undefined : [...next.values()]);
       }
-    });
+    })().finally(() => (running = false));
   };
-  const timer = setInterval(round, periodMs);
+  const timer = setInterval(() => round('all'), periodMs);
   timer.unref();
   // A change made on this instance (the admin endpoints, `DELETE /api/_me`) goes to the other instances
-  // at once; one announced on the bus (another instance, `svc user …` with Redis) is checked here at once.
+  // at once; one announced on the bus (another instance, `svc user …` with Redis) is checked here at
+  // once, for the sockets of that identity only.
   const stop = service.auth.identities.onChange((kind, id, origin) => {
     if (origin === 'here') service.bus.broadcast({ t: 'identity', kind, id });
-    round();
+    round({ kind, id });
   });
   service.onClose(() => {
     clearInterval(timer);
@@ -71,13 +76,24 @@ export function watchIdentities(service: RealtimeService, periodMs = IDENTITY_WA
   });
 }
 
-/** One round: every signed-in identity with a connection here, looked up in batches. Never throws. */
-export async function checkIdentities(service: RealtimeService): Promise<void> {
+/** One identity that can hold connections. */
+interface IdentityKey {
+  kind: IdentityKind;
+  id: string;
+}
+
+/**
+ * One round: every signed-in identity with a connection here (or only those of `only`), looked up in
+ * batches; none with a connection here, no query. Never throws.
+ */
+async function checkIdentities(service: RealtimeService, only?: IdentityKey[]): Promise<void> {
+  const wanted = only && new Set(only.map((o) => `${o.kind}:${o.id}`));
   const byIdentity = new Map<string, Connection[]>();
   for (const connection of service.broker.all()) {
     const { kind, id } = connection.caller;
     if (kind === 'anonymous' || id === null) continue;
     const key = `${kind}:${id}`;
+    if (wanted && !wanted.has(key)) continue;
     const list = byIdentity.get(key);
     if (list) list.push(connection);
     else byIdentity.set(key, [connection]);

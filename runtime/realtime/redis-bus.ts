@@ -43,8 +43,11 @@ export function redisClient(url: string, logger: Logger, role: string, options: 
   return client;
 }
 
+/** The prefix of app `apiName`'s real-time keys and channels in Redis. */
+export const realtimePrefix = (apiName: string): string => `svc:${apiName}:rt`;
+
 /** The Redis channel every instance of app `apiName` listens on (a broadcast). */
-export const busChannel = (apiName: string): string => `svc:${apiName}:rt:all`;
+export const busChannel = (apiName: string): string => `${realtimePrefix(apiName)}:all`;
 
 /**
  * Publishes one message to every instance of app `apiName` on the Redis at `url`, from a process that
@@ -82,7 +85,7 @@ export class RedisBus implements RealtimeBus {
     apiName: string,
     private readonly logger: Logger,
   ) {
-    this.prefix = `svc:${apiName}:rt`;
+    this.prefix = realtimePrefix(apiName);
     this.all = busChannel(apiName);
     this.pub = redisClient(url, logger, 'realtime publisher');
     // The subscriber keeps its subscriptions across reconnects (ioredis re-subscribes).

@@ -39,21 +39,13 @@ export async function identityNow(service: RealtimeService, stored: Caller, logg
 
 /**
  * Re-creates on `connection` (just taken over, its caller the identity as it is now) the change-feed
- * subscriptions stored for it, dropping those it may no longer have (module notes).
- * @returns the collections restored and those dropped
+ * subscriptions stored for it, dropping (and logging) those it may no longer have (module notes).
  */
-export function restoreListens(
-  service: RealtimeService,
-  connection: Connection,
-  listens: ReadonlyMap<string, StoredListen | null>,
-  store: ReplayStore,
-): { restored: string[]; dropped: string[] } {
-  const restored: string[] = [];
+export function restoreListens(service: RealtimeService, connection: Connection, listens: ReadonlyMap<string, StoredListen | null>, store: ReplayStore): void {
   const dropped: string[] = [];
   for (const [name, stored] of listens) {
     if (stored && stored.t === connection.kind && mayListen(service, connection.caller, name)) {
       service.broker.restoreListen(connection, name, { all: stored.a, ids: new Set(stored.i), lookupIds: new Set(stored.k) });
-      restored.push(name);
     } else dropped.push(name);
   }
   if (dropped.length > 0) {
@@ -63,5 +55,4 @@ export function restoreListens(
       'change feeds not carried over by the recovery: invalid, or no longer allowed',
     );
   }
-  return { restored, dropped };
 }

@@ -28,6 +28,7 @@ import type { Logger } from '../log.js';
 import { GUID_PATTERN } from '../contract/property-values.js';
 import type { GroupMessage } from './broker.js';
 import { MAX_LISTEN_IDS, type ListenFilter } from './listen-filter.js';
+import { realtimePrefix } from './redis-bus.js';
 
 /** Most unacknowledged frames kept per connection (MAXLEN ~). */
 export const MAX_QUEUED = 4096;
@@ -87,7 +88,7 @@ export class ReplayStore {
     /** How long the state outlives its last refresh: the recovery window plus a refresh interval, ms. */
     readonly ttlMs: number,
   ) {
-    this.prefix = `svc:${apiName}:rt`;
+    this.prefix = realtimePrefix(apiName);
   }
 
   /** Records a new reliable connection held by `holder`. */

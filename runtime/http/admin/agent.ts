@@ -34,7 +34,7 @@ const iso = (v: unknown): string | null => (v === null || v === undefined ? null
 
 /** A lease row's `mcp` column as `[{ name, status }]` (empty when unset or not such a list). */
 function mcpOf(text: unknown): { name: string; status: string }[] {
-  const list = text === null || text === undefined ? null : parseJson(text);
+  const list = parseJson(text);
   if (!Array.isArray(list)) return [];
   return list
     .filter((e): e is { name: unknown; status: unknown } => typeof e === 'object' && e !== null && 'name' in e && 'status' in e)

@@ -4,7 +4,9 @@
  * hops, stopping at anything that is not an address.
  */
 import { describe, expect, it } from 'vitest';
-import { clientAddressOf, parseProxyEntry, type AddressedRequest } from '../../../dist/runtime/auth/client-address.js';
+import { isIP } from 'node:net';
+import { clientAddressOf, type AddressedRequest } from '../../../dist/runtime/auth/client-address.js';
+import { parseProxyEntry } from '../../../dist/runtime/contract/settings.js';
 
 /** What the resolver reads of a request: its peer and its headers (node joins repeated X-Forwarded-For lines with ", "). */
 const request = (peer: string | undefined, forwardedFor?: string | string[]) =>
@@ -46,11 +48,11 @@ describe('clientAddressOf', () => {
 
 describe('parseProxyEntry', () => {
   it('reads addresses and CIDR ranges of both families, and nothing else', () => {
-    expect(parseProxyEntry('10.0.0.0/8')).toEqual({ address: '10.0.0.0', prefix: 8, family: 'ipv4' });
-    expect(parseProxyEntry('127.0.0.1')).toEqual({ address: '127.0.0.1', prefix: 32, family: 'ipv4' });
-    expect(parseProxyEntry('fd00::/8')).toEqual({ address: 'fd00::', prefix: 8, family: 'ipv6' });
-    expect(parseProxyEntry('::1')).toEqual({ address: '::1', prefix: 128, family: 'ipv6' });
+    expect(parseProxyEntry('10.0.0.0/8', isIP)).toEqual({ address: '10.0.0.0', prefix: 8, family: 'ipv4' });
+    expect(parseProxyEntry('127.0.0.1', isIP)).toEqual({ address: '127.0.0.1', prefix: 32, family: 'ipv4' });
+    expect(parseProxyEntry('fd00::/8', isIP)).toEqual({ address: 'fd00::', prefix: 8, family: 'ipv6' });
+    expect(parseProxyEntry('::1', isIP)).toEqual({ address: '::1', prefix: 128, family: 'ipv6' });
     for (const bad of ['', 'proxy', '10.0.0.0/33', '::/129', '10.0.0.0/', '10.0.0.0/-1', '10.0.0.0/8/8', '10.0.0.0/1e1', '300.0.0.1'])
-      expect(parseProxyEntry(bad), bad).toBeNull();
+      expect(parseProxyEntry(bad, isIP), bad).toBeNull();
   });
 });
