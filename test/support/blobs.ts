@@ -4,7 +4,7 @@
  * s3rver itself started on a free loopback port.
  */
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, type Dirent } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import sharp from 'sharp';
@@ -49,15 +49,17 @@ export async function uploadFile(
 export function localFiles(root: string, options: { all?: boolean } = {}): string[] {
   const out: string[] = [];
   const walk = (dir: string) => {
-    let names: string[];
+    // The server may be deleting files while this walks: an entry listed a moment ago can be gone, so
+    // the entries' kinds come with the listing (no stat after it) and a folder that vanished is empty.
+    let entries: Dirent[];
     try {
-      names = readdirSync(dir);
+      entries = readdirSync(dir, { withFileTypes: true });
     } catch {
       return;
     }
-    for (const n of names) {
-      const p = join(dir, n);
-      if (statSync(p).isDirectory()) walk(p);
+    for (const e of entries) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) walk(p);
       else out.push(relative(root, p));
     }
   };
