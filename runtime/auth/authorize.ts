@@ -83,15 +83,49 @@ export function authorize(
   if (caller.admin) return { visibility: [], owner: null };
   const allowed = rules.filter((r) => r.method === method).flatMap((r) => r.roleNames);
   let owner: Sql | null = null;
-  const roles = rolesOf(caller);
-  const full = allowed.includes(ANONYMOUS_ROLE) || (caller.kind !== 'anonymous' && roles.some((r) => allowed.includes(r)));
-  if (!full) {
-    if (caller.kind === 'anonymous' || !allowed.includes(CREATOR_ROLE)) {
-      requireRole(caller, allowed, options.what ?? `${method} on ${collection.name}`);
-    }
-    if (method !== 'POST') owner = sql`${ident(alias, 'createdBy')} = ${caller.id}`;
-  }
+  const admitted = admission(caller, allowed);
+  if (admitted === 'refused') requireRole(caller, allowed, options.what ?? `${method} on ${collection.name}`);
+  if (admitted === 'creator' && method !== 'POST') owner = ownerCondition(caller, alias);
   return { visibility: method === 'POST' ? [] : policyConditions(caller, manifest, collection, alias), owner };
+}
+
+/**
+ * How the role names of one method's rules admit `caller`: `full` (a role it holds, or
+ * `_ANONYMOUS_USER`), `creator` (an authenticated caller admitted only through `_CREATOR`: its own
+ * rows), or `refused`. Admins are `full`. The one place `_CREATOR` admission is decided: `authorize`
+ * and `fromRowConditions` both ask it, so a collection's list and a query over it cannot drift.
+ */
+function admission(caller: Caller, allowed: readonly string[]): 'full' | 'creator' | 'refused' {
+  if (caller.admin || allowed.includes(ANONYMOUS_ROLE)) return 'full';
+  if (caller.kind === 'anonymous') return 'refused';
+  if (rolesOf(caller).some((r) => allowed.includes(r))) return 'full';
+  return allowed.includes(CREATOR_ROLE) ? 'creator' : 'refused';
+}
+
+/** `createdBy` = the caller, on `alias`. */
+function ownerCondition(caller: Caller, alias: string): Sql {
+  return sql`${ident(alias, 'createdBy')} = ${caller.id}`;
+}
+
+/**
+ * The row-level restrictions of `collection` for `caller` as a query's `from` rows (DESIGN §4
+ * "Queries gate access…"), on `alias`: its policies, and `_CREATOR` in its own GET rule exactly as
+ * its list endpoint applies it — a caller holding one of the rule's other roles (or an admin, or a
+ * rule with `_ANONYMOUS_USER`) sees every row; an authenticated caller admitted only through
+ * `_CREATOR` sees the rows it created; an anonymous caller sees none (`1=0`, where the list endpoint
+ * answers 401). A GET rule without `_CREATOR` restricts no row here: who may call the query is the
+ * query's own `access`, already decided by the caller of this function (its refusal is not repeated).
+ * @returns conditions to AND (empty: every row)
+ * @throws HttpError INVALID_FILTER (400) only for a policy that no longer compiles
+ */
+export function fromRowConditions(caller: Caller, manifest: AppManifest, collection: Collection, alias = 't0'): Sql[] {
+  if (caller.admin) return [];
+  const allowed = collection.access.filter((r) => r.method === 'GET').flatMap((r) => r.roleNames);
+  const policies = policyConditions(caller, manifest, collection, alias);
+  if (!allowed.includes(CREATOR_ROLE)) return policies;
+  const admitted = admission(caller, allowed);
+  if (admitted === 'full') return policies;
+  return [...policies, admitted === 'creator' ? ownerCondition(caller, alias) : raw('1=0')];
 }
 
 /**

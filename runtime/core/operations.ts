@@ -7,7 +7,7 @@
  */
 import { HttpError } from '../errors.js';
 import type { AccessMethod } from '../manifest.js';
-import { authorize, readableConditions, writeAccessFor, type Grant } from '../auth/authorize.js';
+import { authorize, fromRowConditions, readableConditions, writeAccessFor, type Grant } from '../auth/authorize.js';
 import { getItem, listItems, notFound, type ReadScope } from '../data/read.js';
 import { createItems, deleteItem, deleteItems, updateItem, type WriteScope } from '../data/write.js';
 import { querySource } from '../data/query-source.js';
@@ -227,8 +227,9 @@ function queryParams(query: Record<string, unknown>, r: QueryResource, ctx: Requ
 }
 
 /**
- * A query's rows (DESIGN §3 "Query"): its own rules gate access; the `from` collection's policies (and
- * a `_CREATOR` grant) narrow its rows. Read-only: other methods answer 405.
+ * A query's rows (DESIGN §3 "Query", §4 "Queries gate access…"): its own rules gate access (a
+ * `_CREATOR` in them narrows to own rows); the `from` collection's policies and the `_CREATOR` of its
+ * GET rule narrow its rows (`fromRowConditions`). Read-only: other methods answer 405.
  */
 async function queryOperation(ctx: RequestContext, r: QueryResource, request: ApiRequest): Promise<ApiResponse> {
   if (request.method !== 'GET' && request.method !== 'HEAD') {
@@ -237,7 +238,9 @@ async function queryOperation(ctx: RequestContext, r: QueryResource, request: Ap
   const { manifest, db } = ctx.app;
   const { caller } = ctx;
   const grant = authorize(caller, manifest, r.from, 'GET', r.query.access, { what: `GET on ${r.name}` });
-  const conditions = grant.owner ? [...grant.visibility, grant.owner] : grant.visibility;
+  // The query's rules admit the caller (and a `_CREATOR` in them narrows); the `from` collection's
+  // policies and the `_CREATOR` of its GET rule always filter (DESIGN §4 "Queries gate access…").
+  const conditions = [...fromRowConditions(caller, manifest, r.from), ...(grant.owner ? [grant.owner] : [])];
   const readableOf = (name: string, alias?: string) => readableConditions(caller, manifest, name, alias);
   const source = querySource(manifest, r.query, db.provider, { conditions, callerId: caller.id, readableOf });
   const scope: ReadScope = {
