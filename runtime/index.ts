@@ -16,6 +16,7 @@ export { filterProblems, type FilterProblem } from './query/check-filters.js';
 export { uniqueClashes, type UniqueColumn, type UniqueClash, type UniqueClashReport } from './data/unique-clashes.js';
 export type {
   FunctionContext,
+  FunctionApiClient,
   FunctionRequest,
   FunctionResponse,
   FunctionCaller,

@@ -22,7 +22,7 @@ import { ts } from '../typescript.js';
 export const SCRIPT_EXPORT = '__svc_script';
 
 /** The names a script sees (the fields of the function context). Keep in step with `FunctionContext`. */
-export const SCRIPT_GLOBALS = ['req', 'res', 'me', 'api', 'secrets', 'get', 'post', 'patch', 'fetch', 'validationErrors', 'rt'];
+export const SCRIPT_GLOBALS = ['req', 'res', 'me', 'api', 'secrets', 'get', 'post', 'patch', 'fetch', 'validationErrors', 'rt', 'app'];
 
 const OPEN = `async (__svc_ctx) => { let { ${SCRIPT_GLOBALS.join(', ')} } = __svc_ctx; await (async () => {`;
 const CLOSE = '})(); return { res, validationErrors }; };';

@@ -4,20 +4,23 @@
  * same access rules, policies, validation and result shapes as HTTP). Runs inside the function worker.
  */
 import type { AgentRequest, ApiReply, ApiRequest, RealtimeRequest } from './call-api.js';
-import type { FunctionAgent, FunctionContext, FunctionRealtime, GetParams } from './context.js';
+import type { FunctionAgent, FunctionApiClient, FunctionRealtime, GetParams } from './context.js';
 import type { FunctionJob } from './protocol.js';
 
 /** A non-2xx answer of the app's own API to `get`, `post` or `patch`: its status and parsed body. */
 export class FunctionApiError extends Error {
   readonly status: number;
   readonly body: unknown;
+  /** True for a call of `app.get/post/patch` (the app's rights): its refusal is the code's fault, a 500 when uncaught. */
+  readonly asApp: boolean;
 
-  constructor(method: string, path: string, status: number, body: unknown) {
+  constructor(method: string, path: string, status: number, body: unknown, asApp = false) {
     const reason = typeof body === 'object' && body !== null && 'error' in body ? `: ${String((body as { error: unknown }).error)}` : '';
-    super(`${method} /api${path} answered ${status}${reason}`);
+    super(`${asApp ? 'app: ' : ''}${method} /api${path} answered ${status}${reason}`);
     this.name = 'FunctionApiError';
     this.status = status;
     this.body = body;
+    this.asApp = asApp;
   }
 }
 
@@ -30,22 +33,25 @@ export class FunctionUsageError extends Error {
 }
 
 /**
- * Builds `get`, `post`, `patch` for one invocation.
+ * Builds `get`, `post`, `patch` for one invocation: the caller's (`ctx.get/post/patch`), or with `asApp`
+ * the app's (`ctx.app.get/post/patch`: `send` then posts the `asApp` message, DESIGN §4 "Function details").
  * @param send - answers one request (status and parsed body); a body is passed through JSON first, so it
  *   arrives exactly as an HTTP client would have sent it
+ * @param asApp - marks the errors thrown (`FunctionApiError.asApp`) as refusals of an `app` call
  * @throws (from the helpers) FunctionApiError for a non-2xx answer; FunctionUsageError for a name that is not
  *   a collection, view or query (SPEC §4.8 rule 5: a function does not call another function)
  */
 export function collectionClient(
   job: Pick<FunctionJob, 'readable' | 'writable'>,
   send: (request: ApiRequest) => Promise<ApiReply>,
-): Pick<FunctionContext, 'get' | 'post' | 'patch'> {
+  asApp = false,
+): FunctionApiClient {
   const call = async (method: ApiRequest['method'], path: string, query?: Record<string, string>, body?: unknown): Promise<unknown> => {
     const request: ApiRequest = { method, path, ...(query && { query }), ...(body !== undefined && { body: JSON.parse(JSON.stringify(body)) as unknown }) };
     const reply = await send(request);
     if (reply.status < 200 || reply.status > 299) {
       const qs = query && Object.keys(query).length > 0 ? `?${new URLSearchParams(query)}` : '';
-      throw new FunctionApiError(method, path + qs, reply.status, reply.body);
+      throw new FunctionApiError(method, path + qs, reply.status, reply.body, asApp);
     }
     return reply.body;
   };

@@ -74,6 +74,20 @@ export interface FunctionRealtime {
 }
 
 /**
+ * `get`, `post`, `patch` of function code: `ctx.get/post/patch` act as the caller, `ctx.app.get/post/patch`
+ * with the app's rights. Each throws a `FunctionApiError` (`status`, `body`: the DESIGN §4 error body)
+ * for a non-2xx answer, and a `FunctionUsageError` for a name that is not a collection, view or query.
+ */
+export interface FunctionApiClient {
+  /** GET `/api/<collection>` (collection, view or query) → `{ data: [...] }`. */
+  get<T = any>(collection: string, params?: GetParams): Promise<T>;
+  /** POST `/api/<collection>` with one object or an array → `{ data: [ids] }`. */
+  post<T = any>(collection: string, body: unknown): Promise<T>;
+  /** PATCH `/api/<collection>/<id>` → the item as it now stands. */
+  patch<T = any>(collection: string, id: string, body: unknown): Promise<T>;
+}
+
+/**
  * The context of a function call. In the default-export form it is the argument; in the script form each
  * field is a global of the same name. `get`, `post` and `patch` call the app's own API as the caller
  * (same access rules, policies and result shapes as HTTP) and throw a `FunctionApiError` for a non-2xx answer.
@@ -93,6 +107,14 @@ export interface FunctionContext<TBody = unknown, TRes = unknown, TQuery = Funct
   post<T = any>(collection: string, body: unknown): Promise<T>;
   /** PATCH `/api/<collection>/<id>` → the item as it now stands. */
   patch<T = any>(collection: string, id: string, body: unknown): Promise<T>;
+  /**
+   * The app's own API with the app's full rights (DESIGN §4 "Function details", like a service role):
+   * the same `get`/`post`/`patch` as above, but access rules, `_CREATOR` and policies do not apply.
+   * Rows it creates get `createdBy` = the function's caller (null for an anonymous call). Each call is
+   * logged with the function's name. Agent tools never reach it; use it only where the code itself
+   * decides what the caller may learn (e.g. a count over everyone's rows).
+   */
+  app: FunctionApiClient;
   /** The platform `fetch`, when `functions.allowFetch` is on in svc.json; otherwise calling it throws. */
   fetch: typeof fetch;
   /** Push entries here; when any are present after the code, the answer is 400 with them in `details`. */

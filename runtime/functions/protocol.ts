@@ -3,7 +3,7 @@
  * all structured-clone safe (DESIGN §4 "Function details"). A worker runs one invocation at a time.
  *
  * server → worker: `run` (an invocation), `api-reply` (the answer to one `api` request).
- * worker → server: `api` (get/post/patch), `rt` (rt.join/rt.send), `agent` (ctx.agent.*), `output` (console/stdout/stderr text, capped per call),
+ * worker → server: `api` (get/post/patch; `asApp` for `app.get/post/patch`, see below), `rt` (rt.join/rt.send), `agent` (ctx.agent.*), `output` (console/stdout/stderr text, capped per call),
  * `memory` (heap + external bytes, every `MEMORY_REPORT_MS` while a call runs), `done` (the outcome).
  */
 import type { ErrorDetail } from '../errors.js';
@@ -39,6 +39,11 @@ export type FunctionOutcome =
       stack?: string;
       /** Set when the code let through an infrastructure refusal of the API (503, 504 STATEMENT_TIMEOUT): its status and error body. */
       infrastructure?: { status: number; body: unknown };
+      /**
+       * Set when the code let through a refusal of one of its caller's own API calls (`get`/`post`/`patch`,
+       * never `app.*`) with status 400, 401, 403, 404 or 409: answered with that status and error body.
+       */
+      refusal?: { status: number; body: unknown };
     };
 
 /** Settings of every worker, given as `workerData`. */
@@ -60,7 +65,12 @@ export type WireJob = Omit<FunctionJob, (typeof KEPT_PARTS)[number]> & Partial<P
 export type ToWorker = { type: 'run'; id: number; job: WireJob } | ({ type: 'api-reply'; call: number } & ({ reply: ApiReply } | { error: string }));
 
 export type FromWorker =
-  | { type: 'api'; id: number; call: number; request: ApiRequest }
+  /**
+   * `asApp`: a call of `ctx.app` (the app's full rights, DESIGN §4 "Function details"). Only a worker
+   * thread can post this message: the flag exists nowhere in HTTP, and the pool honours it only for
+   * the function call (`id`) that is running on that thread.
+   */
+  | { type: 'api'; id: number; call: number; request: ApiRequest; asApp?: true }
   /** `rt.join` / `rt.send`, answered with an `api-reply`. */
   | { type: 'rt'; id: number; call: number; request: RealtimeRequest }
   /** `agent.connect` … `agent.ask`, answered with an `api-reply`. */

@@ -51,8 +51,12 @@ export interface InvocationOptions {
   name: string;
   /** Limit from the call until the outcome, waiting in line included, in ms. */
   timeoutMs: number;
-  /** Answers `get`/`post`/`patch` of the code; `signal` aborts when the call ends for any reason. */
-  callApi(request: ApiRequest, signal: AbortSignal): Promise<ApiReply>;
+  /**
+   * Answers `get`/`post`/`patch` of the code; `signal` aborts when the call ends for any reason.
+   * `asApp`: a call of `app.get/post/patch` (the app's rights): set only from the `asApp` flag of a
+   * worker thread's `api` message for the call it is running, never from anything a client sends.
+   */
+  callApi(request: ApiRequest, signal: AbortSignal, asApp: boolean): Promise<ApiReply>;
   /** Answers `rt.join`/`rt.send` of the code. */
   callRealtime(request: RealtimeRequest): Promise<ApiReply>;
   /** Answers `agent.*` of the code; absent: 503 (no agent service). */
@@ -258,7 +262,7 @@ export class WorkerPool {
           return;
         }
         (m.type === 'api'
-          ? inv.options.callApi(m.request, (inv.controller ??= new AbortController()).signal)
+          ? inv.options.callApi(m.request, (inv.controller ??= new AbortController()).signal, m.asApp === true)
           : m.type === 'rt'
             ? inv.options.callRealtime(m.request)
             : (inv.options.callAgent?.(m.request) ?? Promise.resolve(NO_AGENT))

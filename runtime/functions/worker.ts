@@ -138,12 +138,14 @@ async function invoke(id: number, job: FunctionJob): Promise<void> {
 
 async function run(id: number, job: FunctionJob): Promise<FunctionOutcome> {
   try {
-    const send = (request: ApiRequest): Promise<ApiReply> =>
-      new Promise((ok, fail) => {
-        const call = ++calls;
-        pending.set(call, { ok, fail });
-        post({ type: 'api', id, call, request });
-      });
+    const sendAs =
+      (asApp: boolean) =>
+      (request: ApiRequest): Promise<ApiReply> =>
+        new Promise((ok, fail) => {
+          const call = ++calls;
+          pending.set(call, { ok, fail });
+          post({ type: 'api', id, call, request, ...(asApp && { asApp: true as const }) });
+        });
     const sendRealtime = (request: RealtimeRequest): Promise<ApiReply> =>
       new Promise((ok, fail) => {
         const call = ++calls;
@@ -165,7 +167,8 @@ async function run(id: number, job: FunctionJob): Promise<FunctionOutcome> {
       me: job.me,
       api: job.api,
       secrets: job.secrets,
-      ...collectionClient(job, send),
+      ...collectionClient(job, sendAs(false)),
+      app: collectionClient(job, sendAs(true), true),
       fetch,
       validationErrors: [],
       rt: realtimeClient(sendRealtime),
@@ -189,13 +192,26 @@ async function run(id: number, job: FunctionJob): Promise<FunctionOutcome> {
     throw new Error(`${job.modulePath} has no default export function and no compiled script: run \`svc generate\` again`);
   } catch (err) {
     const e = err instanceof Error ? err : undefined;
-    // A database outage the code did not handle answers as it would on a data route (503/504), not 500.
+    // A database outage the code did not handle answers as it would on a data route (503/504), not 500;
+    // so does a refusal of the caller's own call (`get`/`post`/`patch`, not `app.*`): 400/401/403/404/409.
     const api = err instanceof FunctionApiError ? err : undefined;
     const code = (api?.body as { code?: unknown } | null | undefined)?.code;
-    const infrastructure = api && (code === 'SERVICE_UNAVAILABLE' || code === 'STATEMENT_TIMEOUT') ? { status: api.status, body: api.body } : undefined;
-    return { kind: 'threw', name: e?.name ?? 'Error', message: e ? e.message : String(err), stack: e?.stack, ...(infrastructure && { infrastructure }) };
+    const answer = api && { status: api.status, body: api.body };
+    const infrastructure = answer && (code === 'SERVICE_UNAVAILABLE' || code === 'STATEMENT_TIMEOUT') ? answer : undefined;
+    const refusal = answer && !api.asApp && CALLER_REFUSALS.has(api.status) ? answer : undefined;
+    return {
+      kind: 'threw',
+      name: e?.name ?? 'Error',
+      message: e ? e.message : String(err),
+      stack: e?.stack,
+      ...(infrastructure && { infrastructure }),
+      ...(refusal && { refusal }),
+    };
   }
 }
+
+/** Statuses of the caller's own API calls that an uncaught `FunctionApiError` answers as they are (DESIGN §4 "Function details"). */
+const CALLER_REFUSALS = new Set([400, 401, 403, 404, 409]);
 
 /** The response to send; throws (→ 500) when `res.status` is not a usable HTTP status or the body is not JSON. */
 function outcomeOf(res: unknown, errors: unknown): FunctionOutcome {

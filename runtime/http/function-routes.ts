@@ -14,7 +14,7 @@ import type { IncomingMessage } from 'node:http';
 import express, { Router, type Request, type RequestHandler, type Response } from 'express';
 import type { AppManifest, FunctionDefinition } from '../manifest.js';
 import { MAX_BODY_BYTES } from '../contract/limits.js';
-import { HttpError } from '../errors.js';
+import { ERROR_STATUS, HttpError, type ErrorCode, type ErrorDetail } from '../errors.js';
 import type { LogStore } from '../logs/log-store.js';
 import type { Logger } from '../log.js';
 import { callerOf, requireRole, type Caller } from '../auth/caller.js';
@@ -147,7 +147,22 @@ export function functionInvoker(options: FunctionRoutesOptions): FunctionInvoker
     const outcome = await options.pool.run(job, {
       name: f.name,
       timeoutMs: manifest.settings.functions.timeoutMs,
-      callApi: (request, signal) => options.callApi(caller, request, signal, call.reqId),
+      callApi: (request, signal, asApp) => {
+        if (!asApp) return options.callApi(caller, request, signal, call.reqId);
+        // `ctx.app` (DESIGN §4 "Function details"): the app's rights, `createdBy` still the caller; logged.
+        const line = { reqId: call.reqId, function: f.name, method: request.method, path: `/api${request.path}` };
+        options.logger.info(line, `function ${f.name} used the app's rights: ${request.method} /api${request.path}`);
+        options.logs?.record({
+          kind: 'function',
+          reqId: call.reqId,
+          identityId: caller.id,
+          identityKind: caller.kind,
+          severity: 3,
+          source: f.name,
+          message: `app rights: ${request.method} /api${request.path}`,
+        });
+        return options.callApi(appRights(caller), request, signal, call.reqId);
+      },
       callRealtime: options.callRealtime,
       callAgent: options.callAgent,
       output: (stream, text, capped) => {
@@ -165,6 +180,8 @@ export function functionInvoker(options: FunctionRoutesOptions): FunctionInvoker
       },
     });
     if (outcome.kind === 'threw') {
+      // A refusal of the caller's own `get`/`post`/`patch` that the code let through: that status and body.
+      if (outcome.refusal) throw refusalOf(outcome.refusal);
       const infra = outcome.infrastructure?.body as { code?: string; error?: string } | undefined;
       if (infra?.code === 'SERVICE_UNAVAILABLE' || infra?.code === 'STATEMENT_TIMEOUT') {
         const headers = infra.code === 'SERVICE_UNAVAILABLE' ? { 'retry-after': '1' } : undefined;
@@ -184,6 +201,27 @@ export function functionInvoker(options: FunctionRoutesOptions): FunctionInvoker
     }
     return { status: outcome.status, bodyText: outcome.bodyText };
   };
+}
+
+/**
+ * The caller with the app's full rights, for `ctx.app` (DESIGN §4 "Function details"): access rules,
+ * `_CREATOR` and policies do not apply (the admin bypass of `authorize`), while `id` stays the
+ * caller's, so rows it creates get `createdBy` = the caller (null when anonymous). Used only for calls
+ * that a function's worker thread marked `asApp`: the in-process API client runs data operations only.
+ */
+export function appRights(caller: Caller): Caller {
+  return { ...caller, admin: true };
+}
+
+/**
+ * The `HttpError` of a refusal of the caller's own API call that function code did not catch: the
+ * same status, code, message and details as the refusal (DESIGN §4 error body).
+ */
+function refusalOf(refusal: { status: number; body: unknown }): HttpError {
+  const body = (typeof refusal.body === 'object' && refusal.body !== null ? refusal.body : {}) as { error?: unknown; code?: unknown; details?: unknown };
+  const code = (typeof body.code === 'string' && body.code in ERROR_STATUS ? body.code : 'INTERNAL') as ErrorCode;
+  const details = Array.isArray(body.details) ? (body.details as ErrorDetail[]) : undefined;
+  return new HttpError(code, typeof body.error === 'string' ? body.error : `the API answered ${refusal.status}`, { status: refusal.status, details });
 }
 
 /**
