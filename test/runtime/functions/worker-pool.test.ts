@@ -30,6 +30,19 @@ const CODE: Record<string, string> = {
       }
       return out;
     };`,
+  'functions/appCalls.ts': `
+    export default async ({ get, app, req }: any) => {
+      await get('Note');
+      await app.get('Note', { count: 'only' });
+      await app.post('Note', { title: 'x' });
+      await app.patch('Note', 'n1', { title: 'y' });
+      if (req.query.refuse === 'caller') await get('Note', { filter: 'refuse' });
+      if (req.query.refuse === 'app') await app.get('Note', { filter: 'refuse' });
+      return { done: true };
+    };`,
+  'functions/appScript.ts': `
+    declare let res: any; declare const app: any;
+    res = { bodyJson: await app.get('NoteStats') };`,
   'functions/warm.ts': `
     let calls = 0;
     export default ({ req }: any) => {
@@ -146,6 +159,38 @@ describe('the worker pool', () => {
     ]);
     // Every signal handed to callApi is aborted once the call has ended.
     expect(seen.every((s) => s.signal.aborted)).toBe(true);
+  });
+
+  test('app.get/post/patch (ctx and script global) reach callApi flagged asApp, get does not; an uncaught caller refusal is kept, an app one is not', async () => {
+    const flags: [string, string, boolean][] = [];
+    const options: InvocationOptions = {
+      name: 'f',
+      timeoutMs: 3000,
+      callApi: async (request, _signal, asApp) => {
+        flags.push([request.method, request.path, asApp]);
+        if (request.query?.filter === 'refuse') return { status: 403, body: { error: 'GET on Note is not allowed for this caller', code: 'FORBIDDEN' } };
+        return { status: 200, body: { data: [], meta: { count: 2 } } };
+      },
+    };
+    expect(body(await pool.run(job('appCalls'), options))).toEqual({ done: true });
+    expect(flags).toEqual([
+      ['GET', '/Note', false],
+      ['GET', '/Note', true],
+      ['POST', '/Note', true],
+      ['PATCH', '/Note/n1', true],
+    ]);
+    flags.length = 0;
+    expect(body(await pool.run(job('appScript'), options))).toEqual({ data: [], meta: { count: 2 } });
+    expect(flags).toEqual([['GET', '/NoteStats', true]]);
+    const refused = { status: 403, body: { error: 'GET on Note is not allowed for this caller', code: 'FORBIDDEN' } };
+    expect(await pool.run(job('appCalls', { refuse: 'caller' }), options)).toMatchObject({ kind: 'threw', name: 'FunctionApiError', refusal: refused });
+    const byApp = await pool.run(job('appCalls', { refuse: 'app' }), options);
+    expect(byApp).toMatchObject({
+      kind: 'threw',
+      name: 'FunctionApiError',
+      message: expect.stringMatching(/^app: GET \/api\/Note\?filter=refuse answered 403/),
+    });
+    expect(byApp).not.toHaveProperty('refusal');
   });
 
   test('imports a module once per thread; a thread left with a running timer is retired, not reused', async () => {
