@@ -11,16 +11,19 @@ import type { FunctionJob } from './protocol.js';
 export class FunctionApiError extends Error {
   readonly status: number;
   readonly body: unknown;
-  /** True for a call of `app.get/post/patch` (the app's rights): its refusal is the code's fault, a 500 when uncaught. */
-  readonly asApp: boolean;
+  /**
+   * Whose call was refused: `caller` (`get`/`post`/`patch`: uncaught, its 400/401/403/404/409 is the
+   * answer), `app` (`app.*`) or `function` (`rt.*`, `agent.*`): uncaught, these are the code's fault (500).
+   */
+  readonly by: 'caller' | 'app' | 'function';
 
-  constructor(method: string, path: string, status: number, body: unknown, asApp = false) {
+  constructor(method: string, path: string, status: number, body: unknown, by: 'caller' | 'app' | 'function' = 'function') {
     const reason = typeof body === 'object' && body !== null && 'error' in body ? `: ${String((body as { error: unknown }).error)}` : '';
-    super(`${asApp ? 'app: ' : ''}${method} /api${path} answered ${status}${reason}`);
+    super(`${by === 'app' ? 'app: ' : ''}${method} /api${path} answered ${status}${reason}`);
     this.name = 'FunctionApiError';
     this.status = status;
     this.body = body;
-    this.asApp = asApp;
+    this.by = by;
   }
 }
 
@@ -37,7 +40,7 @@ export class FunctionUsageError extends Error {
  * the app's (`ctx.app.get/post/patch`: `send` then posts the `asApp` message, DESIGN §4 "Function details").
  * @param send - answers one request (status and parsed body); a body is passed through JSON first, so it
  *   arrives exactly as an HTTP client would have sent it
- * @param asApp - marks the errors thrown (`FunctionApiError.asApp`) as refusals of an `app` call
+ * @param asApp - marks the errors thrown (`FunctionApiError.by`) as refusals of an `app` call, not the caller's
  * @throws (from the helpers) FunctionApiError for a non-2xx answer; FunctionUsageError for a name that is not
  *   a collection, view or query (SPEC §4.8 rule 5: a function does not call another function)
  */
@@ -51,7 +54,7 @@ export function collectionClient(
     const reply = await send(request);
     if (reply.status < 200 || reply.status > 299) {
       const qs = query && Object.keys(query).length > 0 ? `?${new URLSearchParams(query)}` : '';
-      throw new FunctionApiError(method, path + qs, reply.status, reply.body, asApp);
+      throw new FunctionApiError(method, path + qs, reply.status, reply.body, asApp ? 'app' : 'caller');
     }
     return reply.body;
   };

@@ -198,7 +198,7 @@ async function run(id: number, job: FunctionJob): Promise<FunctionOutcome> {
     const code = (api?.body as { code?: unknown } | null | undefined)?.code;
     const answer = api && { status: api.status, body: api.body };
     const infrastructure = answer && (code === 'SERVICE_UNAVAILABLE' || code === 'STATEMENT_TIMEOUT') ? answer : undefined;
-    const refusal = answer && !api.asApp && CALLER_REFUSALS.has(api.status) ? answer : undefined;
+    const refusal = answer && api.by === 'caller' && CALLER_REFUSALS.has(api.status) ? answer : undefined;
     return {
       kind: 'threw',
       name: e?.name ?? 'Error',

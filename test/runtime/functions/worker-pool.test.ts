@@ -43,6 +43,7 @@ const CODE: Record<string, string> = {
   'functions/appScript.ts': `
     declare let res: any; declare const app: any;
     res = { bodyJson: await app.get('NoteStats') };`,
+  'functions/rtRefused.ts': `export default async ({ rt }: any) => rt.send({ channel: 'Note', body: 1 });`,
   'functions/warm.ts': `
     let calls = 0;
     export default ({ req }: any) => {
@@ -191,6 +192,11 @@ describe('the worker pool', () => {
       message: expect.stringMatching(/^app: GET \/api\/Note\?filter=refuse answered 403/),
     });
     expect(byApp).not.toHaveProperty('refusal');
+    // rt.* acts as the function, not the caller: its uncaught refusal is not the caller's either.
+    const channel = { status: 400, body: { error: 'a channel may not be named like a collection', code: 'INVALID_PARAMETER' } };
+    const byRt = await pool.run(job('rtRefused'), { ...options, callRealtime: async () => channel });
+    expect(byRt).toMatchObject({ kind: 'threw', name: 'FunctionApiError' });
+    expect(byRt).not.toHaveProperty('refusal');
   });
 
   test('imports a module once per thread; a thread left with a running timer is retired, not reused', async () => {
