@@ -37,7 +37,7 @@ export class FunctionUsageError extends Error {
 
 /**
  * Builds `get`, `post`, `patch` for one invocation: the caller's (`ctx.get/post/patch`), or with `asApp`
- * the app's (`ctx.app.get/post/patch`: `send` then posts the `asApp` message, DESIGN §4 "Function details").
+ * the app's (`ctx.app.get/post/patch`: `send` then posts the `asApp` message, issue 31 §2).
  * @param send - answers one request (status and parsed body); a body is passed through JSON first, so it
  *   arrives exactly as an HTTP client would have sent it
  * @param asApp - marks the errors thrown (`FunctionApiError.by`) as refusals of an `app` call, not the caller's

@@ -108,7 +108,7 @@ export interface FunctionContext<TBody = unknown, TRes = unknown, TQuery = Funct
   /** PATCH `/api/<collection>/<id>` → the item as it now stands. */
   patch<T = any>(collection: string, id: string, body: unknown): Promise<T>;
   /**
-   * The app's own API with the app's full rights (DESIGN §4 "Function details", like a service role):
+   * The app's own API with the app's full rights (issue 31 §2, docs/functions.md; like a service role):
    * the same `get`/`post`/`patch` as above, but access rules, `_CREATOR` and policies do not apply.
    * Rows it creates get `createdBy` = the function's caller (null for an anonymous call). Each call is
    * logged with the function's name. Agent tools never reach it; use it only where the code itself

@@ -66,7 +66,7 @@ export type ToWorker = { type: 'run'; id: number; job: WireJob } | ({ type: 'api
 
 export type FromWorker =
   /**
-   * `asApp`: a call of `ctx.app` (the app's full rights, DESIGN §4 "Function details"). Only a worker
+   * `asApp`: a call of `ctx.app` (the app's full rights, issue 31 §2, docs/functions.md). Only a worker
    * thread can post this message: the flag exists nowhere in HTTP, and the pool honours it only for
    * the function call (`id`) that is running on that thread.
    */

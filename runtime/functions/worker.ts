@@ -2,7 +2,7 @@
  * @module The entry of a function worker thread (DESIGN §4 "Function details"). A warm worker runs one
  * invocation at a time, many in its life: it imports each compiled module once, then per call builds
  * the context and calls the default export, or the wrapped script (`__svc_script`, see
- * generator/compile/script-form.ts) with bindings of its own. `get`/`post`/`patch` become `api` messages
+ * generator/compile/script-form.ts) with bindings of its own. `get`/`post`/`patch` (and `app.*`, flagged `asApp`) become `api` messages
  * to the main thread. `process.exit`, `process.kill` and `process.abort` throw instead of reaching the
  * server; stdout/stderr (console.*) go to the main thread as `output` messages, capped per call; heap +
  * external memory is reported while a call runs. After a call, the worker reports whether anything
@@ -210,7 +210,7 @@ async function run(id: number, job: FunctionJob): Promise<FunctionOutcome> {
   }
 }
 
-/** Statuses of the caller's own API calls that an uncaught `FunctionApiError` answers as they are (DESIGN §4 "Function details"). */
+/** Statuses of the caller's own API calls that an uncaught `FunctionApiError` answers as they are (issue 31 §2; DESIGN §4 "Auth details": 401 anonymous, 403 authenticated). */
 const CALLER_REFUSALS = new Set([400, 401, 403, 404, 409]);
 
 /** The response to send; throws (→ 500) when `res.status` is not a usable HTTP status or the body is not JSON. */

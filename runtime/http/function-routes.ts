@@ -149,7 +149,7 @@ export function functionInvoker(options: FunctionRoutesOptions): FunctionInvoker
       timeoutMs: manifest.settings.functions.timeoutMs,
       callApi: (request, signal, asApp) => {
         if (!asApp) return options.callApi(caller, request, signal, call.reqId);
-        // `ctx.app` (DESIGN §4 "Function details"): the app's rights, `createdBy` still the caller; logged.
+        // `ctx.app` (issue 31 §2, docs/functions.md): the app's rights, `createdBy` still the caller; logged.
         const line = { reqId: call.reqId, function: f.name, method: request.method, path: `/api${request.path}` };
         options.logger.info(line, `function ${f.name} used the app's rights: ${request.method} /api${request.path}`);
         options.logs?.record({
@@ -204,7 +204,7 @@ export function functionInvoker(options: FunctionRoutesOptions): FunctionInvoker
 }
 
 /**
- * The caller with the app's full rights, for `ctx.app` (DESIGN §4 "Function details"): access rules,
+ * The caller with the app's full rights, for `ctx.app` (issue 31 §2, docs/functions.md): access rules,
  * `_CREATOR` and policies do not apply (the admin bypass of `authorize`), while `id` stays the
  * caller's, so rows it creates get `createdBy` = the caller (null when anonymous). Used only for calls
  * that a function's worker thread marked `asApp`: the in-process API client runs data operations only.
