@@ -15,8 +15,9 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { backends, type Backend } from '../support/backends.js';
 import { prepareApp, ROOT, type PreparedApp } from '../support/cli.js';
-import { userIdentity, type Identity } from '../support/auth.js';
+import { adminIdentity, userIdentity, type Identity } from '../support/auth.js';
 import { call } from '../support/scenario.js';
+import { waitFor } from '../support/wait.js';
 import { startServer, type RunningServer } from '../../dist/runtime/index.js';
 
 function suite(backend: Backend): void {
@@ -127,6 +128,15 @@ function suite(backend: Backend): void {
         expect(String(line!.msg)).toContain("app's rights");
         // ctx.get of the same call is not an app-rights call.
         expect(lines.filter((l) => l.function === 'seatsLeft' && l.path === '/api/Event')).toEqual([]);
+        // The log store keeps it too, as a line of the function.
+        const reqId = `app-rights-${backend}`;
+        expect((await call(server.url, 'GET', `/seatsLeft?event=${ids.event}`, undefined, { ...bob.headers, 'x-request-id': reqId })).status).toBe(200);
+        const admin = await adminIdentity(app, server.url);
+        const stored = await waitFor(async () => {
+          const r = await call(server.url, 'GET', `/_admin/logs?reqId=${reqId}&kind=function`, undefined, admin.headers);
+          return r.json.data?.length ? r.json.data : null;
+        }, 5000);
+        expect(stored).toEqual([expect.objectContaining({ source: 'seatsLeft', message: 'app rights: GET /api/Rsvp', identityId: ids.bob })]);
       });
 
       it("creates rows whose createdBy is the function's caller, or null for an anonymous call", async () => {
