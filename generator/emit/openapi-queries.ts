@@ -6,15 +6,23 @@
  */
 import type { OpenApiBuilder, SchemaObject } from 'openapi3-ts/oas31';
 import type { AppManifest, Query, QueryField } from '../../runtime/index.js';
-import { typeBehaviour } from '../../runtime/contract/index.js';
+import { isChildAggregate, typeBehaviour } from '../../runtime/contract/index.js';
 import { errorResponses as errors, json, LIST_PARAMETERS, listResponse, ref, securityFor, type SvcOperationExtensions } from './openapi-shared.js';
 
-/** The schema of one output field (the type's `queryField`, `runtime/contract/property-types.ts`). */
+/**
+ * The schema of one output field (the type's `queryField`, `runtime/contract/property-types.ts`). A
+ * child count is never null (a row without children counts 0), so it is a plain integer.
+ */
 function fieldSchema(f: QueryField): SchemaObject {
+  if (isChildAggregate(f) && f.aggregate === 'count') return { type: 'integer' };
   return typeBehaviour(f.type).queryField('collection' in f ? f.collection : '') as SchemaObject;
 }
 
 function describeField(f: QueryField): string {
+  if (isChildAggregate(f)) {
+    const none = f.aggregate === 'count' ? '0' : 'null';
+    return `${f.aggregate}(${f.path}) of the ${f.of} rows whose ${f.via} is this row${f.filter ? ` and that match ${f.filter}` : ''} (${none} when there are none)`;
+  }
   return 'aggregate' in f ? `${f.aggregate}(${f.path})` : f.path;
 }
 

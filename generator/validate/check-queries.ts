@@ -1,10 +1,12 @@
 /**
  * @module Cross-file checks of one query (DESIGN §3 "Query"): `from` is a collection, every field and
  * `groupBy` path walks real properties (through lookups only), aggregates fit their paths, and with
- * `groupBy` every plain field is a group key or reached through one.
+ * `groupBy` every plain field is a group key or reached through one. Child aggregates (`of`/`via`) are
+ * checked by `check-child-aggregates.ts`.
  */
 import type { PropertyType } from '../../runtime/index.js';
-import { splitQueryField, type RawQueryDefinition } from '../model/definitions.js';
+import { AGGREGATE_FUNCTIONS, splitQueryField, type RawQueryDefinition } from '../model/definitions.js';
+import { checkChildAggregate } from './check-child-aggregates.js';
 import { isSystemField, PROPERTY_TYPES, SYSTEM_FIELD_TYPES, typeBehaviour } from '../../runtime/contract/index.js';
 import { pointer, type Diagnostic } from './diagnostics.js';
 import { collectionRefProblem, type ModelIndex } from './model-index.js';
@@ -45,7 +47,8 @@ function resolvePath(index: ModelIndex, from: string, path: string): PathResult 
 /**
  * Checks one schema-valid query against the model.
  * @returns diagnostics `DEF_UNKNOWN_COLLECTION`, `DEF_NOT_A_COLLECTION`, `DEF_UNKNOWN_QUERY_PATH`,
- *   `DEF_PATH_NOT_LOOKUP`, `DEF_AGGREGATE_TYPE`, `DEF_FIELD_NOT_GROUPED`, `DEF_RESERVED_FIELD_NAME`
+ *   `DEF_PATH_NOT_LOOKUP`, `DEF_AGGREGATE_TYPE`, `DEF_FIELD_NOT_GROUPED`, `DEF_RESERVED_FIELD_NAME`,
+ *   `DEF_INVALID_VALUE` (not exactly one aggregate key), and those of `checkChildAggregate`
  */
 export function checkQuery(index: ModelIndex, file: string, q: RawQueryDefinition): Diagnostic[] {
   const out: Diagnostic[] = [];
@@ -63,10 +66,23 @@ export function checkQuery(index: ModelIndex, file: string, q: RawQueryDefinitio
     if (r.problem) at(r.problem.code, r.problem.message, pointer('groupBy', i));
   });
   for (const [name, field] of Object.entries(q.fields)) {
-    const { aggregate, path } = splitQueryField(field);
+    const split = splitQueryField(field);
+    const { aggregate, path } = split;
     const where = aggregate ? pointer('fields', name, aggregate) : pointer('fields', name);
     if (name === 'id') {
       at('DEF_RESERVED_FIELD_NAME', `field "id" is reserved: every query row has an id (the row id, or the group key with groupBy)`, pointer('fields', name));
+    }
+    if (typeof field !== 'string') {
+      const keys = AGGREGATE_FUNCTIONS.filter((a) => field[a] !== undefined);
+      if (keys.length !== 1) {
+        const besides = split.child ? ' besides of, via and filter' : '';
+        at('DEF_INVALID_VALUE', `${name} must have exactly one key${besides}, one of: ${AGGREGATE_FUNCTIONS.join(', ')}`, pointer('fields', name));
+        continue;
+      }
+    }
+    if (split.child && split.aggregate) {
+      out.push(...checkChildAggregate(index, file, q, name, { ...split, aggregate: split.aggregate, child: split.child }));
+      continue;
     }
     const r = resolvePath(index, q.from, path);
     if (r.problem) {
