@@ -121,6 +121,12 @@ describe('a valid child aggregate', () => {
       'sum(guests) of the Rsvp rows whose event is this row and that match guests gt 0 (null when there are none)',
     );
     expect(row.properties.rsvps.description).toBe('count(id) of the Rsvp rows whose event is this row (0 when there are none)');
+    // The agent's query tools name the fields, child aggregates included, where it filters, sorts and selects.
+    const tools = JSON.parse(files['agent-tools.json']) as { all: { name: string; parameters: { properties: Record<string, { description: string }> } }[] };
+    const list = tools.all.find((t) => t.name === 'listAttendance')!;
+    const fields = 'Fields of Attendance: id, title, rsvps, guests, avgFee, firstNote, lastAnswer, anyGoing, backups';
+    for (const p of ['filter', 'sortBy', 'select']) expect(list.parameters.properties[p].description).toContain(fields);
+    expect(tools.all.find((t) => t.name === 'getAttendance')!.parameters.properties.select.description).toContain(fields);
     // The generated client types agree with the document.
     const client = await compileClient(files['client.ts'], doc);
     expect(client.output).toBe('');
