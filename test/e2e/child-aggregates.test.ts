@@ -176,9 +176,16 @@ function callerJoinSuite(backend: Backend): void {
       await app?.cleanup();
     });
 
-    it('counts every child row by default (joined as the query exposes them)', async () => {
-      const all = { shared: { marks: 3, flags: 2, firstFlag: 'alpha' }, empty: { marks: 0, flags: 0, firstFlag: null } };
-      for (const who of [alice, bob, carol]) expect(byTitle(await rows(who, '/NoteMarkCounts?sortBy=title-'))).toEqual(all);
+    it('counts every child row by default (joined as the query exposes them); me() in a child filter is the caller', async () => {
+      const all = (mine: number) => ({ shared: { marks: 3, flags: 2, firstFlag: 'alpha', mine }, empty: { marks: 0, flags: 0, firstFlag: null, mine: 0 } });
+      expect(byTitle(await rows(alice, '/NoteMarkCounts?sortBy=title-'))).toEqual(all(1));
+      expect(byTitle(await rows(bob, '/NoteMarkCounts?sortBy=title-'))).toEqual(all(2));
+      expect(byTitle(await rows(carol, '/NoteMarkCounts?sortBy=title-'))).toEqual(all(0));
+      const sorted = await rows(bob, '/NoteMarkCounts?sortBy=marks-&select=title,marks');
+      expect(sorted.map((r) => [r.title, r.marks])).toEqual([
+        ['shared', 3],
+        ['empty', 0],
+      ]);
     });
 
     it('with "joins": "caller" counts only the children the caller could GET (_CREATOR and policies)', async () => {
