@@ -1,15 +1,17 @@
 /**
  * @module Cross-file checks of a query's child aggregates (DESIGN §3 "Child aggregates"):
  * `{ "count": "id", "of": "Rsvp", "via": "event", "filter": "guests gt 0" }`. `of` is a collection,
- * `via` a lookup of `of` to the query's `from`, the path a property of `of` fitting its aggregate, and
+ * `via` a lookup of `of` to the query's `from`, the path one of `of` (dot paths walk its lookups) fitting
+ * its aggregate, and
  * the query has no `groupBy`. The child `filter` is compiled against `of` with the other definition
  * filters (`runtime/query/check-filters.ts`).
  */
 import type { RawQueryDefinition } from '../model/definitions.js';
 import type { SplitQueryField } from '../model/definitions.js';
-import { isSystemField, PROPERTY_TYPES, SYSTEM_FIELD_TYPES, typeBehaviour } from '../../runtime/contract/index.js';
+import { PROPERTY_TYPES, typeBehaviour } from '../../runtime/contract/index.js';
 import { pointer, type Diagnostic } from './diagnostics.js';
 import { collectionRefProblem, type ModelIndex } from './model-index.js';
+import { resolvePath } from './query-paths.js';
 
 /** Types sum and avg apply to (`integer`, `decimal`). */
 const NUMERIC_TYPES = PROPERTY_TYPES.filter((t) => typeBehaviour(t).numeric);
@@ -17,8 +19,8 @@ const NUMERIC_TYPES = PROPERTY_TYPES.filter((t) => typeBehaviour(t).numeric);
 /**
  * Checks one child aggregate field `name` of query `q` (split by `splitQueryField`, `child` set).
  * @returns diagnostics `DEF_MISSING_KEY` (`of` or `via` missing), `DEF_CHILD_AGGREGATE_GROUPED`,
- *   `DEF_UNKNOWN_COLLECTION`, `DEF_NOT_A_COLLECTION`, `DEF_CHILD_VIA`, `DEF_CHILD_AGGREGATE_PATH`,
- *   `DEF_UNKNOWN_QUERY_PATH`, `DEF_AGGREGATE_TYPE`
+ *   `DEF_UNKNOWN_COLLECTION`, `DEF_NOT_A_COLLECTION`, `DEF_CHILD_VIA`, `DEF_UNKNOWN_QUERY_PATH`,
+ *   `DEF_PATH_NOT_LOOKUP`, `DEF_AGGREGATE_TYPE`
  */
 export function checkChildAggregate(
   index: ModelIndex,
@@ -73,21 +75,12 @@ export function checkChildAggregate(
     );
   }
   const where = pointer('fields', name, aggregate);
-  if (path.includes('.')) {
-    at(
-      'DEF_CHILD_AGGREGATE_PATH',
-      `path "${path}": a child aggregate reads a property of ${child.of} itself; dot paths through its lookups are not supported`,
-      where,
-    );
-    return out;
-  }
-  const prop = Object.hasOwn(of.properties, path) ? of.properties[path] : undefined;
-  const type = prop?.type ?? (isSystemField(path) ? SYSTEM_FIELD_TYPES[path] : undefined);
-  if (!type) {
-    at('DEF_UNKNOWN_QUERY_PATH', `path "${path}": "${path}" is not a property of ${child.of}`, where);
-  } else if ((aggregate === 'sum' || aggregate === 'avg') && !typeBehaviour(type).numeric) {
-    at('DEF_AGGREGATE_TYPE', `${aggregate} needs an ${NUMERIC_TYPES.join(' or ')} property of ${child.of}; "${path}" is ${type}`, where);
-  } else if ((aggregate === 'min' || aggregate === 'max') && type === 'blob') {
+  const r = resolvePath(index, child.of, path);
+  if (r.problem) {
+    at(r.problem.code, r.problem.message, where);
+  } else if ((aggregate === 'sum' || aggregate === 'avg') && r.type && !typeBehaviour(r.type).numeric) {
+    at('DEF_AGGREGATE_TYPE', `${aggregate} needs an ${NUMERIC_TYPES.join(' or ')} path of ${child.of}; "${path}" is ${r.type}`, where);
+  } else if ((aggregate === 'min' || aggregate === 'max') && r.type === 'blob') {
     at('DEF_AGGREGATE_TYPE', `${aggregate} cannot apply to a blob; "${path}" of ${child.of} is a blob`, where);
   }
   return out;

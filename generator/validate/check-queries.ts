@@ -4,45 +4,15 @@
  * `groupBy` every plain field is a group key or reached through one. Child aggregates (`of`/`via`) are
  * checked by `check-child-aggregates.ts`.
  */
-import type { PropertyType } from '../../runtime/index.js';
 import { AGGREGATE_FUNCTIONS, splitQueryField, type RawQueryDefinition } from '../model/definitions.js';
 import { checkChildAggregate } from './check-child-aggregates.js';
-import { isSystemField, PROPERTY_TYPES, SYSTEM_FIELD_TYPES, typeBehaviour } from '../../runtime/contract/index.js';
+import { resolvePath } from './query-paths.js';
+import { PROPERTY_TYPES, typeBehaviour } from '../../runtime/contract/index.js';
 import { pointer, type Diagnostic } from './diagnostics.js';
 import { collectionRefProblem, type ModelIndex } from './model-index.js';
 
 /** Types sum and avg apply to (`integer`, `decimal`). */
 const NUMERIC_TYPES = PROPERTY_TYPES.filter((t) => typeBehaviour(t).numeric);
-
-/** Result of walking a dot path: the last segment's type (undefined when unknown), or a problem. */
-type PathResult = { type?: PropertyType; problem?: { code: string; message: string } };
-
-/** Walks `path` from collection `from`: every segment but the last must be a lookup. */
-function resolvePath(index: ModelIndex, from: string, path: string): PathResult {
-  const segments = path.split('.');
-  let current = index.collection(from);
-  let currentName = from;
-  for (let i = 0; i < segments.length; i++) {
-    if (!current) return {}; // target missing or schema-invalid: reported elsewhere
-    const seg = segments[i];
-    const isLast = i === segments.length - 1;
-    // hasOwn: a path segment such as `constructor` must not find Object.prototype members
-    const prop = Object.hasOwn(current.properties, seg) ? current.properties[seg] : undefined;
-    const type = prop?.type ?? (isSystemField(seg) ? SYSTEM_FIELD_TYPES[seg] : undefined);
-    if (!type) {
-      return { problem: { code: 'DEF_UNKNOWN_QUERY_PATH', message: `path "${path}": "${seg}" is not a property of ${currentName}` } };
-    }
-    if (isLast) return { type };
-    if (type !== 'lookup' || !prop?.collection) {
-      return {
-        problem: { code: 'DEF_PATH_NOT_LOOKUP', message: `path "${path}": "${seg}" of ${currentName} is not a lookup, so the path cannot continue past it` },
-      };
-    }
-    currentName = prop.collection;
-    current = index.collection(prop.collection);
-  }
-  return {};
-}
 
 /**
  * Checks one schema-valid query against the model.

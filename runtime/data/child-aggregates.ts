@@ -7,15 +7,18 @@
  *
  *   `(SELECT COUNT("c1"."id") FROM "Rsvp" AS "c1" WHERE "c1"."event" = "t0"."id" AND (<filter>) AND (<caller's GET conditions>))`
  *
+ * The path may walk the child's lookups (`{ "sum": "product.price", "of": "OrderLine", "via": "order" }`):
+ * one LEFT JOIN per hop inside the subquery.
+ *
  * An aggregate over no rows is the outer join DESIGN asks for, on both databases: `COUNT` gives 0,
  * `SUM AVG MIN MAX` give null. Child rows are joined rows: read as the query exposes them, or, with
  * `"joins": "caller"`, only those the caller could GET (rules incl. `_CREATOR`, and policies) — the
  * same `readableOf` conditions lookup joins use (`query-source.ts`).
  */
-import type { AppManifest, ChildAggregateField, DatabaseProvider, PropertyType } from '../manifest.js';
-import { compileFilter } from '../query/filter-compile.js';
+import type { AppManifest, ChildAggregateField, Collection, DatabaseProvider, PropertyType } from '../manifest.js';
+import { compileFilter, resolvePath } from '../query/filter-compile.js';
 import { parseFilter } from '../query/filter-parser.js';
-import { andAll, ident, raw, sql, type Sql } from '../query/sql.js';
+import { andAll, ident, join, raw, sql, type Sql } from '../query/sql.js';
 import { typeBehaviour } from '../contract/property-types.js';
 
 /** Per-request inputs of a child aggregate. */
@@ -59,7 +62,7 @@ export function childAggregateSql(
   options: ChildAggregateOptions = {},
 ): Sql {
   const child = manifest.collections.find((c) => c.name === field.of)!;
-  const type = child.properties.find((p) => p.name === field.path)?.type ?? field.type;
+  const { joins, expr, type } = childPath(manifest, child, field.path, alias, options);
   const conditions: Sql[] = [];
   if (field.filter) {
     conditions.push(
@@ -78,6 +81,31 @@ export function childAggregateSql(
     const readable = options.readableOf(child.name, alias);
     conditions.push(...(readable === null ? [raw('1=0')] : readable));
   }
-  const value = aggregateSql(provider, field.aggregate, ident(alias, field.path), type);
-  return sql`(SELECT ${value} FROM ${ident(child.name)} AS ${ident(alias)} WHERE ${ident(alias, field.via)} = ${ident(parentAlias, 'id')}${andAll(conditions)})`;
+  const value = aggregateSql(provider, field.aggregate, expr, type);
+  return sql`(SELECT ${value} FROM ${ident(child.name)} AS ${ident(alias)}${joins} WHERE ${ident(alias, field.via)} = ${ident(parentAlias, 'id')}${andAll(conditions)})`;
+}
+
+/**
+ * The column a child aggregate's path reaches from the child row at `alias`: the child's own column,
+ * or, for a dot path (`product.price`), a LEFT JOIN per lookup hop (`<alias>_j1`, …). With caller
+ * joins a looked-up row the caller could not GET joins as nulls, as in the query's own joins.
+ */
+function childPath(
+  manifest: AppManifest,
+  child: Collection,
+  path: string,
+  alias: string,
+  options: ChildAggregateOptions,
+): { joins: Sql; expr: Sql; type: PropertyType } {
+  const resolved = resolvePath({ manifest, collection: child }, path.split('.'));
+  const joins: Sql[] = [];
+  let current = alias;
+  resolved.hops.forEach((hop, i) => {
+    const next = `${alias}_j${i + 1}`;
+    const readable = options.readableOf ? options.readableOf(hop.target.name, next) : [];
+    const caller = readable === null ? raw(' AND 1=0') : andAll(readable);
+    joins.push(sql` LEFT JOIN ${ident(hop.target.name)} AS ${ident(next)} ON ${ident(next, 'id')} = ${ident(current, hop.column)}${caller}`);
+    current = next;
+  });
+  return { joins: join(joins, ''), expr: ident(current, resolved.column), type: resolved.type };
 }

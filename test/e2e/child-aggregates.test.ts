@@ -5,13 +5,13 @@
  * children, filter/sortBy/select/paging/count work on the aggregate fields, and the child rows are
  * joined rows: all of them by default, only those the caller could GET (`_CREATOR`, policies) with
  * `"joins": "caller"`. Fixtures: test/fixtures/apps/catalog (AuthorBooks), test/fixtures/apps/notebook
- * (NoteMarkCounts, MyNoteMarkCounts).
+ * (NoteMarkCounts, MyNoteMarkCounts, BinderFolders, MyBinderFolders).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { backends, type Backend } from '../support/backends.js';
 import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
-import { userIdentity, type Identity } from '../support/auth.js';
+import { adminIdentity, userIdentity, type Identity } from '../support/auth.js';
 import { call } from '../support/scenario.js';
 
 const AUTHORS = ['Ann', 'Bob', 'Cat', 'Dan', 'Eve'];
@@ -148,6 +148,8 @@ function callerJoinSuite(backend: Backend): void {
       expect(res.status, res.text).toBe(200);
       return res.json.data as Record<string, unknown>[];
     };
+    // The notes of the mark and flag cases (the binder case adds two more, without marks or flags).
+    const two = `filter=${encodeURIComponent('title eq "shared" or title eq "empty"')}`;
     const byTitle = (data: Record<string, unknown>[]) => Object.fromEntries(data.map(({ id: _id, title, ...rest }) => [title, rest]));
 
     beforeAll(async () => {
@@ -170,6 +172,14 @@ function callerJoinSuite(backend: Backend): void {
       await post(bob, '/Mark', { note: { id: notes.shared }, label: 'b2' });
       await post(alice, '/Flag', { note: { id: notes.shared }, label: 'alpha' });
       await post(bob, '/Flag', { note: { id: notes.shared }, label: 'bravo' });
+      // Alice's binder holds her note in her folder and, filed by an admin, a note in Bob's folder (_CREATOR).
+      const admin = await adminIdentity(app, base);
+      const binder = await post(alice, '/Binder', { name: 'alice binder' });
+      const aliceFolder = await post(alice, '/Folder', { name: 'alice folder' });
+      const bobFolder = await post(bob, '/Folder', { name: 'bob folder' });
+      await post(alice, '/Note', { title: 'in alice folder', binder: { id: binder }, folder: { id: aliceFolder } });
+      await post(admin, '/Note', { title: 'in bob folder', binder: { id: binder }, folder: { id: bobFolder } });
+      notes.binder = binder;
     });
     afterAll(async () => {
       await server?.close();
@@ -178,10 +188,10 @@ function callerJoinSuite(backend: Backend): void {
 
     it('counts every child row by default (joined as the query exposes them); me() in a child filter is the caller', async () => {
       const all = (mine: number) => ({ shared: { marks: 3, flags: 2, firstFlag: 'alpha', mine }, empty: { marks: 0, flags: 0, firstFlag: null, mine: 0 } });
-      expect(byTitle(await rows(alice, '/NoteMarkCounts?sortBy=title-'))).toEqual(all(1));
-      expect(byTitle(await rows(bob, '/NoteMarkCounts?sortBy=title-'))).toEqual(all(2));
-      expect(byTitle(await rows(carol, '/NoteMarkCounts?sortBy=title-'))).toEqual(all(0));
-      const sorted = await rows(bob, '/NoteMarkCounts?sortBy=marks-&select=title,marks');
+      expect(byTitle(await rows(alice, `/NoteMarkCounts?sortBy=title-&${two}`))).toEqual(all(1));
+      expect(byTitle(await rows(bob, `/NoteMarkCounts?sortBy=title-&${two}`))).toEqual(all(2));
+      expect(byTitle(await rows(carol, `/NoteMarkCounts?sortBy=title-&${two}`))).toEqual(all(0));
+      const sorted = await rows(bob, `/NoteMarkCounts?sortBy=marks-&select=title,marks&${two}`);
       expect(sorted.map((r) => [r.title, r.marks])).toEqual([
         ['shared', 3],
         ['empty', 0],
@@ -189,15 +199,15 @@ function callerJoinSuite(backend: Backend): void {
     });
 
     it('with "joins": "caller" counts only the children the caller could GET (_CREATOR and policies)', async () => {
-      expect(byTitle(await rows(bob, '/MyNoteMarkCounts'))).toEqual({
+      expect(byTitle(await rows(bob, `/MyNoteMarkCounts?${two}`))).toEqual({
         shared: { marks: 2, flags: 1, firstFlag: 'bravo' },
         empty: { marks: 0, flags: 0, firstFlag: null },
       });
-      expect(byTitle(await rows(alice, '/MyNoteMarkCounts'))).toEqual({
+      expect(byTitle(await rows(alice, `/MyNoteMarkCounts?${two}`))).toEqual({
         shared: { marks: 1, flags: 1, firstFlag: 'alpha' },
         empty: { marks: 0, flags: 0, firstFlag: null },
       });
-      expect(byTitle(await rows(carol, '/MyNoteMarkCounts'))).toEqual({
+      expect(byTitle(await rows(carol, `/MyNoteMarkCounts?${two}`))).toEqual({
         shared: { marks: 0, flags: 0, firstFlag: null },
         empty: { marks: 0, flags: 0, firstFlag: null },
       });
@@ -207,6 +217,13 @@ function callerJoinSuite(backend: Backend): void {
       expect(await rows(alice, `/MyNoteMarkCounts?filter=${f}`)).toEqual([]);
       const one = await call(base, 'GET', `/MyNoteMarkCounts/${notes.shared}?select=marks`, undefined, alice.headers);
       expect(one.json).toEqual({ id: notes.shared, marks: 1 });
+    });
+
+    it('aggregates a dot path of the child rows; with "joins": "caller" a looked-up row the caller could not GET reads null', async () => {
+      const row = { id: notes.binder, name: 'alice binder', notes: 2 };
+      expect(await rows(alice, '/BinderFolders')).toEqual([{ ...row, folders: 2, lastFolder: 'bob folder' }]);
+      expect(await rows(alice, '/MyBinderFolders')).toEqual([{ ...row, folders: 1, lastFolder: 'alice folder' }]);
+      expect(await rows(bob, '/MyBinderFolders')).toEqual([]); // the binder policy hides Alice's binder from Bob
     });
   });
 }

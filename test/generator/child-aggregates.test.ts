@@ -1,8 +1,9 @@
 /**
- * Child aggregates in `svc generate` (DESIGN §3 "Child aggregates"): a valid one reaches the manifest
- * with its output type; a bad `of`, `via`, path, aggregate type, child filter, or a child aggregate in a
- * grouped query is refused naming the file and JSON path; the OpenAPI row schema types the fields
- * (count a non-null integer, sum/avg a nullable number, min/max the property's type, nullable).
+ * Child aggregates in `svc generate` (DESIGN §3 "Child aggregates"): a valid one (dot paths through
+ * the child's lookups included) reaches the manifest with its output type; a bad `of`, `via`, path,
+ * aggregate type, child filter, or a child aggregate in a grouped query is refused naming the file and
+ * JSON path; the OpenAPI row schema types the fields (count a non-null integer, sum/avg a nullable
+ * number, min/max the property's type, nullable) and the agent's query tools list them.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -77,6 +78,7 @@ const VALID = {
   lastAnswer: { max: 'answeredAt', of: 'Rsvp', via: 'event', filter: 'note sw "x"' },
   anyGoing: { max: 'going', of: 'Rsvp', via: 'event' },
   backups: { count: 'id', of: 'Rsvp', via: 'backup' },
+  lastVenue: { max: 'event.venue.name', of: 'Rsvp', via: 'backup' },
 };
 
 describe('a valid child aggregate', () => {
@@ -93,6 +95,7 @@ describe('a valid child aggregate', () => {
       lastAnswer: { aggregate: 'max', path: 'answeredAt', type: 'date-time', of: 'Rsvp', via: 'event', filter: 'note sw "x"' },
       anyGoing: { aggregate: 'max', path: 'going', type: 'boolean', of: 'Rsvp', via: 'event' },
       backups: { aggregate: 'count', path: 'id', type: 'integer', of: 'Rsvp', via: 'backup' },
+      lastVenue: { aggregate: 'max', path: 'event.venue.name', type: 'string', of: 'Rsvp', via: 'backup' },
     });
   });
 
@@ -115,6 +118,7 @@ describe('a valid child aggregate', () => {
       lastAnswer: [['string', 'null'], 'date-time'],
       anyGoing: [['boolean', 'null'], undefined],
       backups: ['integer', undefined],
+      lastVenue: [['string', 'null'], undefined],
     });
     expect(row.required).toEqual(['id', ...Object.keys(row.properties).filter((k) => k !== 'id')]);
     expect(row.properties.guests.description).toBe(
@@ -124,7 +128,7 @@ describe('a valid child aggregate', () => {
     // The agent's query tools name the fields, child aggregates included, where it filters, sorts and selects.
     const tools = JSON.parse(files['agent-tools.json']) as { all: { name: string; parameters: { properties: Record<string, { description: string }> } }[] };
     const list = tools.all.find((t) => t.name === 'listAttendance')!;
-    const fields = 'Fields of Attendance: id, title, rsvps, guests, avgFee, firstNote, lastAnswer, anyGoing, backups';
+    const fields = 'Fields of Attendance: id, title, rsvps, guests, avgFee, firstNote, lastAnswer, anyGoing, backups, lastVenue';
     for (const p of ['filter', 'sortBy', 'select']) expect(list.parameters.properties[p].description).toContain(fields);
     expect(tools.all.find((t) => t.name === 'getAttendance')!.parameters.properties.select.description).toContain(fields);
     // The generated client types agree with the document.
@@ -182,22 +186,23 @@ describe('generate refuses', () => {
       ['queries/Attendance.json: /fields/n/sum: path "title": "title" is not a property of Rsvp'],
     ],
     [
-      'a dot path',
-      attendance({ n: { max: 'event.title', of: 'Rsvp', via: 'event' } }),
+      'a dot path through a non-lookup, or to an unknown property',
+      attendance({ n: { max: 'guests.title', of: 'Rsvp', via: 'event' }, m: { max: 'event.nope', of: 'Rsvp', via: 'event' } }),
       [
-        'queries/Attendance.json: /fields/n/max: path "event.title": a child aggregate reads a property of Rsvp itself; dot paths through its lookups are not supported',
+        'queries/Attendance.json: /fields/n/max: path "guests.title": "guests" of Rsvp is not a lookup, so the path cannot continue past it',
+        'queries/Attendance.json: /fields/m/max: path "event.nope": "nope" is not a property of Event',
       ],
     ],
     [
-      'sum and avg of a non-numeric property, max of a blob',
+      'sum and avg of a non-numeric path, max of a blob',
       attendance({
-        s: { sum: 'note', of: 'Rsvp', via: 'event' },
+        s: { sum: 'event.title', of: 'Rsvp', via: 'event' },
         a: { avg: 'answeredAt', of: 'Rsvp', via: 'event' },
         b: { max: 'ticket', of: 'Rsvp', via: 'event' },
       }),
       [
-        'queries/Attendance.json: /fields/s/sum: sum needs an integer or decimal property of Rsvp; "note" is string',
-        'queries/Attendance.json: /fields/a/avg: avg needs an integer or decimal property of Rsvp; "answeredAt" is date-time',
+        'queries/Attendance.json: /fields/s/sum: sum needs an integer or decimal path of Rsvp; "event.title" is string',
+        'queries/Attendance.json: /fields/a/avg: avg needs an integer or decimal path of Rsvp; "answeredAt" is date-time',
         'queries/Attendance.json: /fields/b/max: max cannot apply to a blob; "ticket" of Rsvp is a blob',
       ],
     ],
