@@ -15,6 +15,7 @@ import { DefinitionError, formatDiagnostic } from '../../dist/generator/validate
 import { loadAndValidate } from '../../dist/generator/validate/index.js';
 import { filterProblems } from '../../dist/runtime/query/check-filters.js';
 import { compileClient } from '../support/client-check.js';
+import { runCli } from '../support/cli.js';
 
 type Files = Record<string, unknown>;
 const root = mkdtempSync(join(tmpdir(), 'svc-child-aggregates-'));
@@ -228,6 +229,19 @@ describe('generate refuses', () => {
     ],
   ])('%s', async (_title, files, want) => {
     expect(await problems(files)).toEqual(want);
+  });
+
+  test('svc generate exits non-zero and prints each problem with its file and JSON path', async () => {
+    // Two files: filters are checked on the definitions that have no other problem.
+    const dir = writeApp({
+      ...app,
+      ...attendance({ n: { count: 'id', of: 'Rsvp', via: 'guests' } }),
+      'queries/Guests.json': { name: 'Guests', from: 'Event', fields: { m: { count: 'id', of: 'Rsvp', via: 'event', filter: 'nope eq 1' } }, access: GET },
+    });
+    const res = await runCli(['generate', dir]);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain('queries/Attendance.json: /fields/n/via: via "guests" of Rsvp is integer, not a lookup');
+    expect(res.stderr).toMatch(/queries\/Guests\.json: \/fields\/m\/filter: .*unknown property "nope" on Rsvp/);
   });
 
   test('a child filter that is not valid for of, naming the field’s filter', async () => {
