@@ -180,7 +180,7 @@ function queryOf(q: RawQueryDefinition, collections: Collection[]): Query {
   const fields: Record<string, QueryField> = {};
   for (const [name, field] of Object.entries(q.fields)) {
     const { aggregate, path, child } = splitQueryField(field);
-    // A child aggregate's path is a property of the child collection `of` (validated before normalising).
+    // A child aggregate's path is walked from the child collection `of` (validated before normalising).
     const at = propertyAt(collections, child ? child.of : q.from, path);
     if (!aggregate) fields[name] = { path, type: at.type, ...pick(at, ['collection']) };
     else {

@@ -1,13 +1,11 @@
 /**
  * @module Cross-file checks of a query's child aggregates (DESIGN §3 "Child aggregates"):
  * `{ "count": "id", "of": "Rsvp", "via": "event", "filter": "guests gt 0" }`. `of` is a collection,
- * `via` a lookup of `of` to the query's `from`, the path one of `of` (dot paths walk its lookups) fitting
- * its aggregate, and
- * the query has no `groupBy`. The child `filter` is compiled against `of` with the other definition
- * filters (`runtime/query/check-filters.ts`).
+ * `via` a lookup of `of` to the query's `from`, the path walks `of` (dot paths through its lookups)
+ * and fits its aggregate, and the query has no `groupBy`. The child `filter` is compiled against `of`
+ * with the other definition filters (`runtime/query/check-filters.ts`).
  */
-import type { RawQueryDefinition } from '../model/definitions.js';
-import type { SplitQueryField } from '../model/definitions.js';
+import type { RawQueryDefinition, SplitQueryField } from '../model/definitions.js';
 import { PROPERTY_TYPES, typeBehaviour } from '../../runtime/contract/index.js';
 import { pointer, type Diagnostic } from './diagnostics.js';
 import { collectionRefProblem, type ModelIndex } from './model-index.js';

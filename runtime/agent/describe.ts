@@ -2,8 +2,8 @@
  * @module The system message of an agent turn (DESIGN §7: "`instructions` reach the model as a system
  * message"): the app's `agent.instructions`, then a short generated description of the app — its
  * collections, views and queries with their properties (a query's fields, child aggregates
- * included, with what each reads) — and of the identity the tools act as, so
- * the model knows where it is and whom it serves.
+ * included, with what each reads) — and of the identity the tools act as, so the model knows where
+ * it is and whom it serves.
  */
 import { isChildAggregate, type AppManifest, type QueryField } from '../contract/manifest.js';
 import type { Caller } from '../auth/caller.js';

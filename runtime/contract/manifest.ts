@@ -85,7 +85,7 @@ export type AggregateFunction = 'count' | 'sum' | 'avg' | 'min' | 'max';
 /**
  * A child aggregate of a query (DESIGN §3 "Child aggregates"): one aggregate over the rows of `of`
  * whose lookup `via` points at the query's `from` row, optionally narrowed by `filter` (on `of`).
- * `path` is a property of `of`. A `from` row without children gives 0 for `count`, null otherwise.
+ * `path` is a dot path from `of`. A `from` row without children gives 0 for `count`, null otherwise.
  */
 export interface ChildAggregateField {
   aggregate: AggregateFunction;
