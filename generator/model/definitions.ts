@@ -74,8 +74,11 @@ export interface RawViewDefinition {
   access?: RawAccessRule[];
 }
 
-/** A query field as written: a dot path, or `{ "<aggregate>": "<path>" }` with exactly one key. */
-export type RawQueryField = string | Partial<Record<AggregateFunction, string>>;
+/**
+ * A query field as written: a dot path, or `{ "<aggregate>": "<path>" }` with one aggregate key; a
+ * child aggregate adds `of` (the child collection), `via` (its lookup to `from`) and maybe `filter`.
+ */
+export type RawQueryField = string | (Partial<Record<AggregateFunction, string>> & { of?: string; via?: string; filter?: string });
 
 export interface RawQueryDefinition {
   name: string;
@@ -112,9 +115,23 @@ export interface RawExternalDefinition {
 /** Aggregate functions of query fields, in the order they are documented (DESIGN §3). */
 export const AGGREGATE_FUNCTIONS: readonly AggregateFunction[] = ['count', 'sum', 'avg', 'min', 'max'];
 
-/** Splits a query field into its aggregate (undefined for a plain path) and its path. */
-export function splitQueryField(field: RawQueryField): { aggregate?: AggregateFunction; path: string } {
+/** A query field split into its parts: `aggregate` is undefined for a plain path; `child` is set for a child aggregate. */
+export interface SplitQueryField {
+  aggregate?: AggregateFunction;
+  path: string;
+  /** Child aggregates (`of` written): the child collection, its lookup to `from`, the child filter. */
+  child?: { of: string; via?: string; filter?: string };
+}
+
+/** Splits a query field into its aggregate (undefined for a plain path), its path and, for a child aggregate, `of`/`via`/`filter`. */
+export function splitQueryField(field: RawQueryField): SplitQueryField {
   if (typeof field === 'string') return { path: field };
   const aggregate = AGGREGATE_FUNCTIONS.find((a) => field[a] !== undefined) ?? 'count';
-  return { aggregate, path: field[aggregate] ?? '' };
+  const path = field[aggregate] ?? '';
+  if (field.of === undefined && field.via === undefined && field.filter === undefined) return { aggregate, path };
+  return {
+    aggregate,
+    path,
+    child: { of: field.of ?? '', ...(field.via !== undefined && { via: field.via }), ...(field.filter !== undefined && { filter: field.filter }) },
+  };
 }

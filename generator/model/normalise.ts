@@ -179,12 +179,13 @@ function queryIdType(q: RawQueryDefinition, collections: Collection[]): Query['i
 function queryOf(q: RawQueryDefinition, collections: Collection[]): Query {
   const fields: Record<string, QueryField> = {};
   for (const [name, field] of Object.entries(q.fields)) {
-    const { aggregate, path } = splitQueryField(field);
-    const at = propertyAt(collections, q.from, path);
+    const { aggregate, path, child } = splitQueryField(field);
+    // A child aggregate's path is walked from the child collection `of` (validated before normalising).
+    const at = propertyAt(collections, child ? child.of : q.from, path);
     if (!aggregate) fields[name] = { path, type: at.type, ...pick(at, ['collection']) };
     else {
       const type: PropertyType = aggregate === 'count' ? 'integer' : aggregate === 'avg' ? 'decimal' : at.type === 'lookup' ? 'guid' : at.type;
-      fields[name] = { aggregate, path, type };
+      fields[name] = child ? { aggregate, path, type, of: child.of, via: child.via!, ...pick(child, ['filter']) } : { aggregate, path, type };
     }
   }
   return {

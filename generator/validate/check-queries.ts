@@ -1,51 +1,24 @@
 /**
  * @module Cross-file checks of one query (DESIGN §3 "Query"): `from` is a collection, every field and
  * `groupBy` path walks real properties (through lookups only), aggregates fit their paths, and with
- * `groupBy` every plain field is a group key or reached through one.
+ * `groupBy` every plain field is a group key or reached through one. Child aggregates (`of`/`via`) are
+ * checked by `check-child-aggregates.ts`.
  */
-import type { PropertyType } from '../../runtime/index.js';
-import { splitQueryField, type RawQueryDefinition } from '../model/definitions.js';
-import { isSystemField, PROPERTY_TYPES, SYSTEM_FIELD_TYPES, typeBehaviour } from '../../runtime/contract/index.js';
+import { AGGREGATE_FUNCTIONS, splitQueryField, type RawQueryDefinition } from '../model/definitions.js';
+import { checkChildAggregate } from './check-child-aggregates.js';
+import { resolvePath } from './query-paths.js';
+import { PROPERTY_TYPES, typeBehaviour } from '../../runtime/contract/index.js';
 import { pointer, type Diagnostic } from './diagnostics.js';
 import { collectionRefProblem, type ModelIndex } from './model-index.js';
 
 /** Types sum and avg apply to (`integer`, `decimal`). */
 const NUMERIC_TYPES = PROPERTY_TYPES.filter((t) => typeBehaviour(t).numeric);
 
-/** Result of walking a dot path: the last segment's type (undefined when unknown), or a problem. */
-type PathResult = { type?: PropertyType; problem?: { code: string; message: string } };
-
-/** Walks `path` from collection `from`: every segment but the last must be a lookup. */
-function resolvePath(index: ModelIndex, from: string, path: string): PathResult {
-  const segments = path.split('.');
-  let current = index.collection(from);
-  let currentName = from;
-  for (let i = 0; i < segments.length; i++) {
-    if (!current) return {}; // target missing or schema-invalid: reported elsewhere
-    const seg = segments[i];
-    const isLast = i === segments.length - 1;
-    // hasOwn: a path segment such as `constructor` must not find Object.prototype members
-    const prop = Object.hasOwn(current.properties, seg) ? current.properties[seg] : undefined;
-    const type = prop?.type ?? (isSystemField(seg) ? SYSTEM_FIELD_TYPES[seg] : undefined);
-    if (!type) {
-      return { problem: { code: 'DEF_UNKNOWN_QUERY_PATH', message: `path "${path}": "${seg}" is not a property of ${currentName}` } };
-    }
-    if (isLast) return { type };
-    if (type !== 'lookup' || !prop?.collection) {
-      return {
-        problem: { code: 'DEF_PATH_NOT_LOOKUP', message: `path "${path}": "${seg}" of ${currentName} is not a lookup, so the path cannot continue past it` },
-      };
-    }
-    currentName = prop.collection;
-    current = index.collection(prop.collection);
-  }
-  return {};
-}
-
 /**
  * Checks one schema-valid query against the model.
  * @returns diagnostics `DEF_UNKNOWN_COLLECTION`, `DEF_NOT_A_COLLECTION`, `DEF_UNKNOWN_QUERY_PATH`,
- *   `DEF_PATH_NOT_LOOKUP`, `DEF_AGGREGATE_TYPE`, `DEF_FIELD_NOT_GROUPED`, `DEF_RESERVED_FIELD_NAME`
+ *   `DEF_PATH_NOT_LOOKUP`, `DEF_AGGREGATE_TYPE`, `DEF_FIELD_NOT_GROUPED`, `DEF_RESERVED_FIELD_NAME`,
+ *   `DEF_INVALID_VALUE` (not exactly one aggregate key), and those of `checkChildAggregate`
  */
 export function checkQuery(index: ModelIndex, file: string, q: RawQueryDefinition): Diagnostic[] {
   const out: Diagnostic[] = [];
@@ -63,10 +36,23 @@ export function checkQuery(index: ModelIndex, file: string, q: RawQueryDefinitio
     if (r.problem) at(r.problem.code, r.problem.message, pointer('groupBy', i));
   });
   for (const [name, field] of Object.entries(q.fields)) {
-    const { aggregate, path } = splitQueryField(field);
+    const split = splitQueryField(field);
+    const { aggregate, path } = split;
     const where = aggregate ? pointer('fields', name, aggregate) : pointer('fields', name);
     if (name === 'id') {
       at('DEF_RESERVED_FIELD_NAME', `field "id" is reserved: every query row has an id (the row id, or the group key with groupBy)`, pointer('fields', name));
+    }
+    if (typeof field !== 'string') {
+      const keys = AGGREGATE_FUNCTIONS.filter((a) => field[a] !== undefined);
+      if (keys.length !== 1) {
+        const besides = split.child ? ' besides of, via and filter' : '';
+        at('DEF_INVALID_VALUE', `${name} must have exactly one key${besides}, one of: ${AGGREGATE_FUNCTIONS.join(', ')}`, pointer('fields', name));
+        continue;
+      }
+    }
+    if (split.child && split.aggregate) {
+      out.push(...checkChildAggregate(index, file, q, name, { ...split, aggregate: split.aggregate, child: split.child }));
+      continue;
     }
     const r = resolvePath(index, q.from, path);
     if (r.problem) {

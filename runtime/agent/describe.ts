@@ -1,11 +1,18 @@
 /**
  * @module The system message of an agent turn (DESIGN §7: "`instructions` reach the model as a system
  * message"): the app's `agent.instructions`, then a short generated description of the app — its
- * collections, views and queries with their properties — and of the identity the tools act as, so
- * the model knows where it is and whom it serves.
+ * collections, views and queries with their properties (a query's fields, child aggregates
+ * included, with what each reads) — and of the identity the tools act as, so the model knows where
+ * it is and whom it serves.
  */
-import type { AppManifest } from '../contract/manifest.js';
+import { isChildAggregate, type AppManifest, type QueryField } from '../contract/manifest.js';
 import type { Caller } from '../auth/caller.js';
+
+/** How the system prompt shows a query field: its type, and for an aggregate what it aggregates (`count of Order via customer`). */
+function queryFieldText(f: QueryField): string {
+  if (isChildAggregate(f)) return `${f.type}, ${f.aggregate} of ${f.of}.${f.path} via ${f.via}${f.filter ? ` where ${f.filter}` : ''}`;
+  return 'aggregate' in f ? `${f.type}, ${f.aggregate} of ${f.path}` : `${f.type}, ${f.path}`;
+}
 
 /** The system prompt text; at most a few lines per collection. */
 export function describeApp(manifest: AppManifest, instructions: string | undefined, caller: Caller): string {
@@ -16,7 +23,12 @@ export function describeApp(manifest: AppManifest, instructions: string | undefi
   );
   for (const c of manifest.collections) lines.push(`- collection ${c.name}: ${c.properties.map((p) => `${p.name} (${p.type})`).join(', ')}`);
   for (const v of manifest.views) lines.push(`- view ${v.name}`);
-  for (const q of manifest.queries) lines.push(`- query ${q.name}`);
+  for (const q of manifest.queries)
+    lines.push(
+      `- query ${q.name} (from ${q.from}): id, ${Object.entries(q.fields)
+        .map(([name, f]) => `${name} (${queryFieldText(f)})`)
+        .join(', ')}`,
+    );
   lines.push(
     caller.kind === 'anonymous'
       ? 'The identity is anonymous: only what anonymous callers may do is allowed.'

@@ -83,12 +83,35 @@ export interface View {
 export type AggregateFunction = 'count' | 'sum' | 'avg' | 'min' | 'max';
 
 /**
- * An output field of a query: a dot path, or one aggregate over a dot path. `type` is the output's
- * type, resolved by the generator: the path's type for plain fields (`collection` names a lookup's
- * target), `integer` for count, `decimal` for avg, the path's type for sum, min and max (`guid` for
- * min/max over a lookup).
+ * A child aggregate of a query (DESIGN §3 "Child aggregates"): one aggregate over the rows of `of`
+ * whose lookup `via` points at the query's `from` row, optionally narrowed by `filter` (on `of`).
+ * `path` is a dot path from `of`. A `from` row without children gives 0 for `count`, null otherwise.
  */
-export type QueryField = { path: string; type: PropertyType; collection?: string } | { aggregate: AggregateFunction; path: string; type: PropertyType };
+export interface ChildAggregateField {
+  aggregate: AggregateFunction;
+  path: string;
+  type: PropertyType;
+  /** The child collection. */
+  of: string;
+  /** The lookup property of `of` that points at the query's `from` collection. */
+  via: string;
+  /** Filter (SPEC §4.3) on the child rows, in `of`'s terms. */
+  filter?: string;
+}
+
+/**
+ * An output field of a query: a dot path, one aggregate over a dot path, or a child aggregate. `type`
+ * is the output's type, resolved by the generator: the path's type for plain fields (`collection`
+ * names a lookup's target), `integer` for count, `decimal` for avg, the path's type for sum, min and
+ * max (`guid` for min/max over a lookup).
+ */
+export type QueryField =
+  { path: string; type: PropertyType; collection?: string } | { aggregate: AggregateFunction; path: string; type: PropertyType } | ChildAggregateField;
+
+/** Whether a query field is a child aggregate (it has `of` and `via`). */
+export function isChildAggregate(field: QueryField): field is ChildAggregateField {
+  return 'of' in field && typeof field.of === 'string';
+}
 
 /** A read-only join or aggregate (DESIGN §3). */
 export interface Query {

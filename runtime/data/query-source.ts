@@ -9,6 +9,8 @@
  * caller's GET conditions on the target (rules, `_CREATOR`, policies), so a row the caller could not
  * GET joins as nulls, and a `groupBy` through it groups under null (DESIGN §4 "Queries").
  *
+ * Child aggregates (`of`/`via`) are correlated subqueries of their own (`child-aggregates.ts`).
+ *
  * Group ids are text in one canonical form on both databases: a lookup or guid key as the id itself,
  * integers as digits, booleans `true`/`false`, decimals without trailing zeros, dates `YYYY-MM-DD`,
  * date-times ISO 8601 UTC with milliseconds; several keys are joined with `|` (null → empty).
@@ -18,6 +20,8 @@ import { compileFilter, resolvePath } from '../query/filter-compile.js';
 import { parseFilter } from '../query/filter-parser.js';
 import { andAll, ident, join, raw, sql, type Sql } from '../query/sql.js';
 import { typeBehaviour } from '../contract/property-types.js';
+import { isChildAggregate } from '../contract/manifest.js';
+import { aggregateSql, childAggregateSql, type ChildAggregateOptions } from './child-aggregates.js';
 
 /** Per-request inputs: conditions on the `from` rows (policies, alias `t0`), clock and caller. */
 export interface QueryOptions {
@@ -106,10 +110,15 @@ export function querySource(manifest: AppManifest, query: Query, provider: Datab
   } else {
     columns.push(sql`${ident(FROM_ALIAS, 'id')} AS "id"`);
   }
+  let children = 0;
   for (const [name, field] of Object.entries(query.fields)) {
+    if (isChildAggregate(field)) {
+      columns.push(sql`${childAggregateSql(manifest, provider, field, FROM_ALIAS, `c${++children}`, childOptions(query, options))} AS ${ident(name)}`);
+      continue;
+    }
     const { expr, type } = pathExpr(field.path);
     if ('aggregate' in field) {
-      columns.push(sql`${aggregate(provider, field.aggregate, expr, type)} AS ${ident(name)}`);
+      columns.push(sql`${aggregateSql(provider, field.aggregate, expr, type)} AS ${ident(name)}`);
     } else {
       columns.push(sql`${expr} AS ${ident(name)}`);
       if (query.groupBy?.length) groupBy.push(expr);
@@ -142,13 +151,13 @@ export function querySource(manifest: AppManifest, query: Query, provider: Datab
   return sql`(SELECT ${join(columns, ', ')} FROM ${ident(from.name)} AS ${ident(FROM_ALIAS)}${joined}${where}${grouped})`;
 }
 
-/** `fn(expr)`, with the casts PostgreSQL needs (no min/max over uuid or boolean there). */
-function aggregate(provider: DatabaseProvider, fn: string, expr: Sql, type: PropertyType): Sql {
-  const name = raw(fn.toUpperCase());
-  const minMax = provider === 'postgresql' && (fn === 'min' || fn === 'max') ? typeBehaviour(type).postgresMinMax : undefined;
-  if (minMax === 'cast-text') return sql`${name}(CAST(${expr} AS TEXT))`;
-  if (minMax === 'bool-and-or') return fn === 'min' ? sql`BOOL_AND(${expr})` : sql`BOOL_OR(${expr})`;
-  return sql`${name}(${expr})`;
+/** What a child aggregate needs of the request: clock, caller, and the caller's GET conditions with `"joins": "caller"`. */
+function childOptions(query: Query, options: QueryOptions): ChildAggregateOptions {
+  return {
+    now: options.now,
+    callerId: options.callerId,
+    ...(query.joins === 'caller' && options.readableOf && { readableOf: options.readableOf }),
+  };
 }
 
 /** A group key as canonical text (see the module comment; the type's `groupKey`); null stays null. */

@@ -1,10 +1,10 @@
 /**
  * @module Checks the filters written in definitions (view `filter`, query `filter`, collection
- * `policies[].filter`) against the app model: syntax, property names, literal types. `svc generate`
+ * `policies[].filter`, a query child aggregate's `filter`) against the app model: syntax, property names, literal types. `svc generate`
  * runs it (injected by the CLI, as the generator never imports runtime code), so a bad definition
  * filter fails generation instead of answering 400 to every request later.
  */
-import type { AppManifest, Collection } from '../manifest.js';
+import { isChildAggregate, type AppManifest, type Collection } from '../manifest.js';
 import { compileFilter } from './filter-compile.js';
 import { parseFilter } from './filter-parser.js';
 
@@ -39,6 +39,12 @@ export function filterProblems(manifest: AppManifest): FilterProblem[] {
     c.policies.forEach((p, i) => check(`collections/${c.name}.json`, `/policies/${i}/filter`, p.filter, c));
   }
   for (const v of manifest.views) check(`views/${v.name}.json`, '/filter', v.filter, collectionNamed(v.collection));
-  for (const q of manifest.queries) if (q.filter) check(`queries/${q.name}.json`, '/filter', q.filter, collectionNamed(q.from));
+  for (const q of manifest.queries) {
+    if (q.filter) check(`queries/${q.name}.json`, '/filter', q.filter, collectionNamed(q.from));
+    // A child aggregate's filter is on its child rows (DESIGN §3 "Child aggregates").
+    for (const [name, f] of Object.entries(q.fields)) {
+      if (isChildAggregate(f) && f.filter) check(`queries/${q.name}.json`, `/fields/${name}/filter`, f.filter, collectionNamed(f.of));
+    }
+  }
   return problems;
 }

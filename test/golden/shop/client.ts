@@ -451,6 +451,23 @@ export interface Schemas {
     /** Download path of this version under the API origin, signed (?v=…&exp=…&sig=…): GET it without cookie or bearer until exp (storage.signedUrlSeconds) */
     url: string;
   };
+  /** Every customer with their orders counted, customers without orders included (0 orders, null revenue) */
+  "CustomerOrders": {
+    /** The Customer row's id */
+    id: string;
+    /** name */
+    name: string | null;
+    /** country */
+    country: string | null;
+    /** count(id) of the Order rows whose customer is this row (0 when there are none) */
+    orders: number;
+    /** count(id) of the Order rows whose customer is this row and that match paid eq true (0 when there are none) */
+    paidOrders: number;
+    /** sum(total) of the Order rows whose customer is this row and that match paid eq true (null when there are none) */
+    revenue: number | null;
+    /** max(placedAt) of the Order rows whose customer is this row (null when there are none) */
+    lastOrder: string | null;
+  };
   /** Paid orders per customer: how many, revenue and the latest order */
   "CustomerRevenue": {
     /** The group key (customer; several keys are joined with "|") */
@@ -825,6 +842,7 @@ export type OrderLinePatch = Schemas["OrderLinePatch"];
 export type Product = Schemas["Product"];
 export type ProductInput = Schemas["ProductInput"];
 export type ProductPatch = Schemas["ProductPatch"];
+export type CustomerOrders = Schemas["CustomerOrders"];
 export type CustomerRevenue = Schemas["CustomerRevenue"];
 export type OrderLines = Schemas["OrderLines"];
 
@@ -1120,6 +1138,7 @@ export function createClient(options: ClientOptions = {}) {
       OpenOrders: collection<Schemas["Order"], Schemas["OrderInput"], Schemas["OrderPatch"], "invoice">(caller, "/OpenOrders"),
     },
     queries: {
+      CustomerOrders: readOnly<Schemas["CustomerOrders"]>(caller, "/CustomerOrders"),
       CustomerRevenue: readOnly<Schemas["CustomerRevenue"]>(caller, "/CustomerRevenue"),
       OrderLines: readOnly<Schemas["OrderLines"]>(caller, "/OrderLines"),
     },
