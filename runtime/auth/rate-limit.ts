@@ -140,7 +140,8 @@ end
 if redis.call('INCR', KEYS[1]) == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return 0`;
 /** Takes back one counted attempt (the key disappears at 0; its expiry is kept). */
-const RELEASE_SCRIPT = "local n = tonumber(redis.call('GET', KEYS[1]) or '0') if n <= 1 then redis.call('DEL', KEYS[1]) else redis.call('DECR', KEYS[1]) end return n";
+const RELEASE_SCRIPT =
+  "local n = tonumber(redis.call('GET', KEYS[1]) or '0') if n <= 1 then redis.call('DEL', KEYS[1]) else redis.call('DECR', KEYS[1]) end return n";
 /** The count and the milliseconds left in the window (-2 when there is none). */
 const READ_SCRIPT = "return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('PTTL', KEYS[1])}";
 

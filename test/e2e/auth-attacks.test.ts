@@ -21,8 +21,7 @@ import { PrivateRedis } from '../support/redis-server.js';
 type Limiter = 'memory' | 'redis';
 
 /** How many of `statuses` are each status, e.g. `{ 401: 10, 429: 190 }`. */
-const tally = (statuses: number[]): Record<number, number> =>
-  statuses.reduce<Record<number, number>>((t, s) => ({ ...t, [s]: (t[s] ?? 0) + 1 }), {});
+const tally = (statuses: number[]): Record<number, number> => statuses.reduce<Record<number, number>>((t, s) => ({ ...t, [s]: (t[s] ?? 0) + 1 }), {});
 
 function attackSuite(backend: Backend, limiter: Limiter): void {
   describe(`attacks on ${backend}, limiter in ${limiter === 'memory' ? 'memory (one instance)' : 'Redis (two instances)'}`, () => {
