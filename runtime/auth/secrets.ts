@@ -6,19 +6,24 @@
  * `@node-rs/argon2` runs each hash on libuv's thread pool (`UV_THREADPOOL_SIZE`, default 4 threads),
  * the pool file-system calls (blob downloads, static files) and DNS lookups wait for too. Every hash
  * and verification therefore goes through one queue (`p-limit`) that runs at most half the pool's
- * threads at once (`HASH_CONCURRENCY`: 2 of the default 4) and holds at most `MAX_WAITING_HASHES`
- * waiting ones (more answer 503 with `Retry-After`), so a burst of sign-ins never occupies every
- * thread (DESIGN §4 "Auth details").
+ * threads at once, and at most one fewer than the CPUs (`HASH_CONCURRENCY`: 2 with the default pool
+ * of 4 on 3 or more CPUs, 1 on 2 CPUs), and holds at most `MAX_WAITING_HASHES` waiting ones (more
+ * answer 503 with `Retry-After`), so a burst of sign-ins never occupies every thread of the pool nor
+ * every CPU (DESIGN §4 "Auth details").
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import { Algorithm, hash, verify } from '@node-rs/argon2';
 import pLimit from 'p-limit';
 import { HttpError } from '../errors.js';
 
 /** libuv's thread-pool size in this process (`UV_THREADPOOL_SIZE`, 1 to 1024, default 4). */
 const POOL_SIZE = Math.min(1024, Math.max(1, Number.parseInt(process.env.UV_THREADPOOL_SIZE ?? '', 10) || 4));
-/** Hashes running at once: half the thread pool (at least 1), so the other half stays free for file I/O. */
-export const HASH_CONCURRENCY = Math.max(1, Math.floor(POOL_SIZE / 2));
+/**
+ * Hashes running at once: half the thread pool, so the other half stays free for file I/O, and one
+ * fewer than the CPUs, so one stays free for the event loop; at least 1.
+ */
+export const HASH_CONCURRENCY = Math.max(1, Math.min(Math.floor(POOL_SIZE / 2), availableParallelism() - 1));
 /** Hashes waiting beyond which new ones are refused (503) rather than queued. */
 export const MAX_WAITING_HASHES = 1000;
 
