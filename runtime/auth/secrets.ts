@@ -30,10 +30,11 @@ export const MAX_WAITING_HASHES = 1000;
 const queue = pLimit(HASH_CONCURRENCY);
 let running = 0;
 let peak = 0;
+let started = 0;
 
-/** What the hash queue is doing: hashes running and waiting now, and the most that ever ran at once. */
-export function hashQueueState(): { running: number; waiting: number; peak: number } {
-  return { running, waiting: queue.pendingCount, peak };
+/** What the hash queue is doing: hashes running and waiting now, the most that ever ran at once, and how many ever started. */
+export function hashQueueState(): { running: number; waiting: number; peak: number; started: number } {
+  return { running, waiting: queue.pendingCount, peak, started };
 }
 
 /** Runs one argon2 call on the hash queue. @throws HttpError SERVICE_UNAVAILABLE (503, `Retry-After: 1`) when too many wait */
@@ -42,6 +43,7 @@ function queued<T>(work: () => Promise<T>): Promise<T> {
     return Promise.reject(new HttpError('SERVICE_UNAVAILABLE', 'too many passwords are being checked; try again shortly', { headers: { 'retry-after': '1' } }));
   return queue(async () => {
     running += 1;
+    started += 1;
     peak = Math.max(peak, running);
     try {
       return await work();
@@ -63,7 +65,7 @@ export function hashSecret(plain: string): Promise<string> {
  * What an unknown name is verified against: an argon2id hash with the parameters `hashSecret` uses,
  * of a random secret nobody kept, so an unknown name costs exactly one verification, like a known one.
  */
-const DUMMY_HASH = '$argon2id$v=19$m=19456,t=2,p=1$ZFk24hJhXQAOkUjY7jsCxw$VYyI8zOy0Hf+LeuAdRsyEOOINUFZR1FaNIzIXgdHFas';
+export const DUMMY_HASH = '$argon2id$v=19$m=19456,t=2,p=1$ZFk24hJhXQAOkUjY7jsCxw$VYyI8zOy0Hf+LeuAdRsyEOOINUFZR1FaNIzIXgdHFas';
 
 /**
  * Whether `plain` matches `stored`, verified on the hash queue. With `stored` null (no such user or
