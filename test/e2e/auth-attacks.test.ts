@@ -150,7 +150,7 @@ describe('file reads beside a burst of sign-ins (item 6)', () => {
     const signIns = Promise.all(
       Array.from({ length: 200 }, (_, i) => call(server.url, 'POST', '/_auth', { authority: 'password', username: `random-${i}`, password: 'guess-guess' })),
     );
-    await new Promise((ok) => setTimeout(ok, 100)); // the hashes are queued
+    await new Promise((ok) => setTimeout(ok, 1000)); // every sign-in was read: its hash is queued or running, or it was refused
     let beside = 0;
     for (let i = 0; i < 5; i++) beside += await download();
     const statuses = (await signIns).map((r) => r.status);
@@ -158,9 +158,10 @@ describe('file reads beside a burst of sign-ins (item 6)', () => {
     expect(statuses.filter((s) => s === 401).length).toBeGreaterThan(50);
     // Unbounded, every thread of the pool hashes and the first file read waits behind every queued
     // hash: five downloads then take most of the burst, many times as long as alone. Bounded, they
-    // take a small part of the burst (measured: 1.2 s of 5.3 s, alone 0.6 s, on a loaded machine).
+    // take a small part of it (measured on a loaded 2-CPU machine, load average 25: unbounded 14.4 s
+    // of a 14.9 s burst, alone 0.08 s; bounded 0.7 to 1.0 s of 7.6 to 8.8 s).
     const why = `5 downloads ${Math.round(beside)} ms (alone ${Math.round(alone)} ms), burst ${Math.round(burst)} ms`;
-    expect(beside, why).toBeLessThan(Math.max(burst / 3, 4 * alone));
+    expect(beside, why).toBeLessThan(Math.max(burst / 2, 4 * alone));
   });
 });
 
