@@ -53,6 +53,8 @@ export interface NewUser {
   emailVerified?: boolean;
   /** An admin user (DESIGN §9): bypasses access rules and policies. */
   admin?: boolean;
+  /** Created disabled (`disabledAt` set): a username held by a sign-up whose address had an account. */
+  disabled?: boolean;
 }
 
 /**
@@ -73,8 +75,8 @@ export async function insertUser(db: Database, input: NewUser): Promise<{ id: st
   const now = new Date();
   try {
     const inserted =
-      await db.query(sql`INSERT INTO ${TABLE.users} ("id", "username", "passwordHash", "roles", "email", "emailKey", "emailVerified", "admin", "createdAt", "updatedAt")
-      VALUES (${id}, ${username}, ${passwordHash}, ${JSON.stringify(roles)}, ${email}, ${email?.toLowerCase() ?? null}, ${input.emailVerified === true}, ${input.admin === true}, ${now}, ${now})
+      await db.query(sql`INSERT INTO ${TABLE.users} ("id", "username", "passwordHash", "roles", "email", "emailKey", "emailVerified", "admin", "disabledAt", "createdAt", "updatedAt")
+      VALUES (${id}, ${username}, ${passwordHash}, ${JSON.stringify(roles)}, ${email}, ${email?.toLowerCase() ?? null}, ${input.emailVerified === true}, ${input.admin === true}, ${input.disabled === true ? now : null}, ${now}, ${now})
       ON CONFLICT ("username") DO NOTHING RETURNING "id"`);
     return inserted.length === 0 ? { taken: 'username' } : { id };
   } catch (err) {

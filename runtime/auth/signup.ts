@@ -2,21 +2,17 @@
  * @module Sign-up and e-mail verification of an app's own users (DESIGN §11), free of any HTTP
  * framework (routes: `runtime/http/account-routes.ts`): `POST /api/_signup` and `POST
  * /api/_verify-email` (the check that keeps unverified users from signing in is in `email-verified.ts`). An address already
- * in use answers exactly like a successful sign-up (a fresh id that names no user) and mails the
- * address's owner instead, so sign-up never tells whether an address has an account.
+ * in use answers exactly like a successful sign-up and mails the address's owner instead; the
+ * username is held all the same (by a disabled user without an address), so neither that answer nor
+ * a later sign-up with the same username tells whether an address has an account.
  */
-import { v7 as uuidv7 } from 'uuid';
 import { HttpError } from '../errors.js';
 import type { AuthService } from './auth-service.js';
 import { sendAccountMail } from './account-mail.js';
 import { useMailToken } from './mail-tokens.js';
-import { hashSecret } from './secrets.js';
 import { insertUser, markEmailVerified, normaliseEmail, userByEmail } from './identities.js';
-import { attemptKey } from './rate-limit.js';
 import { credentialFields } from './sign-in.js';
-import { checkLockout } from './limited-check.js';
-import { first, TABLE } from './store.js';
-import { sql } from '../query/sql.js';
+import { reserveAttempt } from './limited-check.js';
 
 /** An optional string field of a body: absent, or a string of at most 1000 characters. @throws HttpError VALIDATION_FAILED naming it */
 export function optionalField(body: unknown, name: string): string | undefined {
@@ -30,13 +26,13 @@ export function optionalField(body: unknown, name: string): string | undefined {
 }
 
 /**
- * Counts one attempt of `action` (`signup`, `reset`, `mail-token`) from `remoteAddress` under the
- * sign-in limiter (shared through Redis when configured), refusing while the address is locked out.
+ * Counts one attempt of `action` (`signup`, `reset`) from `remoteAddress` under the sign-in limiter
+ * (shared through Redis when configured), refusing once the address has 10 in the window: the check
+ * and the count are one atomic step, so concurrent requests cannot all pass.
  * @throws HttpError RATE_LIMITED (429, `Retry-After`)
  */
 export async function countAttempt(auth: AuthService, action: string, remoteAddress: string | undefined): Promise<void> {
-  await checkLockout(auth, action, remoteAddress);
-  await auth.limiter.fail(attemptKey(action, remoteAddress));
+  await reserveAttempt(auth, action, remoteAddress);
 }
 
 /**
@@ -72,13 +68,19 @@ export async function signUp(auth: AuthService, body: unknown, remoteAddress: st
   return result;
 }
 
-/** The answer of a sign-up whose address has an account: 409 when the username is taken too, else a success that created nothing. */
+/**
+ * The answer of a sign-up whose address has an account: the username is held all the same, by a
+ * disabled user without an address (so a second sign-up with that username answers 409 whether or
+ * not the first one's address had an account), and the address's owner is mailed.
+ * @returns the id of the held username's user (201, like a sign-up)
+ * @throws HttpError USERNAME_TAKEN (409) when the username is taken too
+ */
 async function addressInUse(auth: AuthService, username: string, password: string, email: string, ownerId: string): Promise<{ id: string }> {
-  await hashSecret(password); // as long as a real sign-up takes
-  const taken = await first(auth.db, sql`SELECT "id" FROM ${TABLE.users} WHERE "username" = ${username.trim()}`, (r) => String(r.id));
-  if (taken) throw new HttpError('USERNAME_TAKEN', `the username ${JSON.stringify(username.trim())} is taken`);
+  const held = await insertUser(auth.db, { username, password, roles: auth.signup.roles, disabled: true });
+  if ('taken' in held) throw new HttpError('USERNAME_TAKEN', `the username ${JSON.stringify(username.trim())} is taken`);
+  auth.logger.info({ userId: held.id }, 'sign-up with an address in use: username held by a disabled user');
   if (ownerId) sendAccountMail(auth, 'address-in-use', email, ownerId);
-  return { id: uuidv7() };
+  return held;
 }
 
 /**
@@ -88,11 +90,15 @@ async function addressInUse(auth: AuthService, username: string, password: strin
  */
 export async function verifyEmail(auth: AuthService, body: unknown, remoteAddress: string | undefined): Promise<void> {
   const { token } = credentialFields(body, ['token']);
-  const key = await checkLockout(auth, 'mail-token', remoteAddress);
-  const userId = await useMailToken(auth.db, token, 'verify');
-  if (!userId) {
-    await auth.limiter.fail(key);
-    throw new HttpError('INVALID_TOKEN', 'the verification link is not valid: it is unknown, was used already or has expired');
+  const key = await reserveAttempt(auth, 'mail-token', remoteAddress);
+  let userId: string | null;
+  try {
+    userId = await useMailToken(auth.db, token, 'verify');
+  } catch (err) {
+    await auth.limiter.release(key);
+    throw err;
   }
+  if (!userId) throw new HttpError('INVALID_TOKEN', 'the verification link is not valid: it is unknown, was used already or has expired');
+  await auth.limiter.release(key);
   await markEmailVerified(auth.db, userId);
 }

@@ -10,7 +10,7 @@ import { answerError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { continueSession, startSession, type AuthService, type TokenBody } from './auth-service.js';
 import { checkClientSecret } from './identities.js';
-import { checkLockout, limitedCheck } from './limited-check.js';
+import { limitedCheck, reserveAttempt } from './limited-check.js';
 
 /** An RFC 6749 §5.2 error. */
 export class OAuthError extends Error {
@@ -75,10 +75,15 @@ export async function tokenGrant(auth: AuthService, body: unknown, request: Toke
     const id = basicCredentials(request.authorization)?.id ?? field(b, 'client_id');
     const token = field(b, 'refresh_token');
     if (!id || !token) throw new OAuthError('invalid_request', 400, 'client_id and refresh_token are required');
-    const key = await checkLockout(auth, `client:${id}`, request.remoteAddress);
-    const session = await continueSession(auth, token, id);
+    const key = await reserveAttempt(auth, `client:${id}`, request.remoteAddress);
+    let session;
+    try {
+      session = await continueSession(auth, token, id);
+    } catch (err) {
+      await auth.limiter.release(key);
+      throw err;
+    }
     if ('failure' in session) {
-      await auth.limiter.fail(key);
       auth.logger.info({ reqId: request.reqId, reason: session.failure }, 'refresh token refused');
       throw new OAuthError('invalid_grant', 400, 'the refresh token is invalid, expired, revoked or was issued to another client');
     }

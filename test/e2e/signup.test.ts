@@ -99,7 +99,7 @@ function signupSuite(backend: Backend): void {
       expect(used.text.length).toBe(real.text.length);
       const notice = await smtp.next('alice@example.test', 'Someone tried to create an account');
       expect(notice.text).not.toContain('token=');
-      // Nothing was created for mallory.
+      // mallory is held by a disabled user without an address: signing in fails (docs/auth.md).
       expect((await signIn('mallory', 'mallory-password')).status).toBe(401);
     });
 
