@@ -65,7 +65,7 @@ export type TrustedPeer = (req: AddressedRequest) => boolean;
 
 /**
  * The test "the TCP peer is one of svc.json `trustedProxies`", for what only a proxy may set on a
- * request, such as `x-request-id` (`requestIdOf`, http/api-handler.ts). Without `trustedProxies`
+ * request, such as `x-request-id` (`requestIdOf`, logs/request-log.ts). Without `trustedProxies`
  * no peer is trusted.
  * @throws Error naming an entry that is not an address or CIDR range (as `clientAddressOf`)
  */
