@@ -67,7 +67,13 @@ export function trackRequest(
     }
     // One redaction for both outputs: stdout never keeps what the log store may not (redact.ts).
     const path = info || logs ? redactPath(url ?? '/') : '';
-    if (info) logger.info(clientReqId === undefined ? { reqId, method, url: path, status: res.statusCode, durationMs } : { reqId, clientReqId, method, url: path, status: res.statusCode, durationMs }, 'request');
+    if (info)
+      logger.info(
+        clientReqId === undefined
+          ? { reqId, method, url: path, status: res.statusCode, durationMs }
+          : { reqId, clientReqId, method, url: path, status: res.statusCode, durationMs },
+        'request',
+      );
     if (logs) {
       const caller = callerAnswered(res);
       logs.record({

@@ -4,9 +4,8 @@
  * (`noteCaller`); Express routes keep it in `res.locals.caller`. `trackRequest` (http/api-handler.ts)
  * reads it when the answer is sent. And the request's id (`requestIdOf`).
  */
-import type { ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Caller } from '../auth/caller.js';
 import type { TrustedPeer } from '../auth/client-address.js';
 

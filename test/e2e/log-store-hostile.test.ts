@@ -211,7 +211,9 @@ function hostileSuite(backend: Backend): void {
         await pruner.prune();
         const left = await selectRows(app.env, 'SELECT count(*) AS n FROM "_log"');
         expect(Number(left[0].n)).toBe(100);
-        const later = new LogStore(db, 'test-instance', { retentionDays: 7, maxRows: 1_000_000, clientLog: { retentionDays: 2 } }, quiet, { now: () => Date.now() + 3 * day });
+        const later = new LogStore(db, 'test-instance', { retentionDays: 7, maxRows: 1_000_000, clientLog: { retentionDays: 2 } }, quiet, {
+          now: () => Date.now() + 3 * day,
+        });
         await later.prune();
         expect(Number((await selectRows(app.env, 'SELECT count(*) AS n FROM "_log"'))[0].n)).toBe(0);
       } finally {

@@ -226,7 +226,11 @@ describe('a valid app', () => {
     expect(manifest.settings.logs).toEqual({ retentionDays: 30, maxRows: 100000 });
     const limited = writeApp({ ...shop, 'svc.json': { name: 'shop', logs: { clientLog: { eventsPerMinute: 5000, retentionDays: 30 } } } });
     // `logs.clientLog` is carried as written; the runtime fills in CLIENT_LOG_DEFAULTS.
-    expect((await loadAndValidate(limited, {})).manifest.settings.logs).toEqual({ retentionDays: 7, maxRows: 100000, clientLog: { eventsPerMinute: 5000, retentionDays: 30 } });
+    expect((await loadAndValidate(limited, {})).manifest.settings.logs).toEqual({
+      retentionDays: 7,
+      maxRows: 100000,
+      clientLog: { eventsPerMinute: 5000, retentionDays: 30 },
+    });
   });
 });
 

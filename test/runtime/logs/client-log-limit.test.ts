@@ -61,7 +61,8 @@ describe('storableText', () => {
 });
 
 describe('requestIdOf', () => {
-  const req = (remoteAddress: string, id?: string) => ({ socket: { remoteAddress }, headers: id === undefined ? {} : { 'x-request-id': id } }) as unknown as IncomingMessage;
+  const req = (remoteAddress: string, id?: string) =>
+    ({ socket: { remoteAddress }, headers: id === undefined ? {} : { 'x-request-id': id } }) as unknown as IncomingMessage;
 
   it('keeps the x-request-id of a trusted proxy only, cut to 64 characters', () => {
     const trusted = trustedPeerOf(['10.0.0.0/8']);
