@@ -26,6 +26,7 @@ interface Buckets {
 /** Identities kept before full buckets (nothing owed) are forgotten. */
 const MAX_TRACKED = 10_000;
 
+/** The buckets of `POST /api/_log` per identity (see the module note); one per app version's Express application. */
 export class ClientLogLimiter {
   private readonly buckets = new Map<string, Buckets>();
 
