@@ -17,7 +17,9 @@ describe('redactPath', () => {
     expect(redactPath('/login/verify?token')).toBe('/login/verify?token=[redacted]');
   });
   it('keeps the keyset cursor lastKey (no secret) but redacts every other key', () => {
-    expect(redactPath('/api/Order?lastKey=0190aaaa-0000-7000-8000-000000000001&pageSize=2')).toBe('/api/Order?lastKey=0190aaaa-0000-7000-8000-000000000001&pageSize=2');
+    expect(redactPath('/api/Order?lastKey=0190aaaa-0000-7000-8000-000000000001&pageSize=2')).toBe(
+      '/api/Order?lastKey=0190aaaa-0000-7000-8000-000000000001&pageSize=2',
+    );
     expect(redactPath('/api/Order?LASTKEY=a&key=b&apiKey=c&lastKeyX=d&X-Amz-Signature=e')).toBe(
       '/api/Order?LASTKEY=a&key=[redacted]&apiKey=[redacted]&lastKeyX=[redacted]&X-Amz-Signature=[redacted]',
     );
