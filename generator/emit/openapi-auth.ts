@@ -188,7 +188,8 @@ export function logOpenApi(builder: OpenApiBuilder): void {
       summary: 'Writes client log events (the caller is attached to each)',
       security: AUTHENTICATED,
       requestBody: { required: true, content: json({ type: 'array', items: ref('svc.ClientLogEvent') }) },
-      responses: { 200: { description: 'Logged' }, ...errorResponses(400, 401) },
+      // 429: the limits per identity of svc.json logs.clientLog (docs/console.md).
+      responses: { 200: { description: 'Logged' }, ...errorResponses(400, 401, 429) },
       ...ext('_log'),
     },
   });

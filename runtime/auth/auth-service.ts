@@ -12,7 +12,7 @@ import { FailureLimiter, memoryLimiter, type AttemptLimiter, type RateLimitOptio
 import { issueRefreshToken, rotateRefreshToken, type RotationFailure } from './refresh-tokens.js';
 import { loadCaller } from './identities.js';
 import { IdentityCache } from './identity-cache.js';
-import { clientAddressOf, type ClientAddress } from './client-address.js';
+import { clientAddressOf, trustedPeerOf, type ClientAddress, type TrustedPeer } from './client-address.js';
 import { logMailer, type Mailer } from './mailer.js';
 import { SIGNUP_DEFAULTS, type SignupSettings } from '../contract/settings.js';
 import type { IdentityProvider } from './providers/types.js';
@@ -39,6 +39,8 @@ export interface AuthService {
   providers: ReadonlyMap<string, IdentityProvider>;
   /** The address a request comes from (svc.json `trustedProxies`), what limits per address count. */
   clientAddress: ClientAddress;
+  /** Whether a request's TCP peer is one of svc.json `trustedProxies` (whose `x-request-id` is kept). */
+  trustedPeer: TrustedPeer;
 }
 
 /** The mailer of the identity endpoints and the public origin of the links in their mails (`https://shop.example`). */
@@ -78,6 +80,7 @@ export async function createAuthService(
     mail: mail ?? { mailer: logMailer(logger, `${manifest.name} <no-reply@localhost>`), origin: () => manifest.settings.mail?.baseUrl ?? 'http://localhost' },
     providers,
     clientAddress: clientAddressOf(manifest.settings.trustedProxies),
+    trustedPeer: trustedPeerOf(manifest.settings.trustedProxies),
   };
 }
 

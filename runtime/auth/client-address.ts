@@ -32,13 +32,7 @@ function plain(address: string): string {
  */
 export function clientAddressOf(trustedProxies: readonly string[] = []): ClientAddress {
   if (trustedProxies.length === 0) return (req) => (req.socket.remoteAddress === undefined ? undefined : plain(req.socket.remoteAddress));
-  const trusted = new BlockList();
-  for (const entry of trustedProxies) {
-    const parsed = parseProxyEntry(entry, isIP);
-    if (!parsed) throw new Error(`trustedProxies: ${JSON.stringify(entry)} is not an IP address or a CIDR range`);
-    trusted.addSubnet(parsed.address, parsed.prefix, parsed.family);
-  }
-  const isTrusted = (address: string) => trusted.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4');
+  const isTrusted = trustedAddresses(trustedProxies);
   return (req) => {
     const peer = req.socket.remoteAddress === undefined ? undefined : plain(req.socket.remoteAddress);
     if (peer === undefined || !isTrusted(peer)) return peer;
@@ -53,4 +47,30 @@ export function clientAddressOf(trustedProxies: readonly string[] = []): ClientA
     }
     return address;
   };
+}
+
+/** The test of an address against `trustedProxies` (already plain: no `::ffff:` prefix). */
+function trustedAddresses(trustedProxies: readonly string[]): (address: string) => boolean {
+  const trusted = new BlockList();
+  for (const entry of trustedProxies) {
+    const parsed = parseProxyEntry(entry, isIP);
+    if (!parsed) throw new Error(`trustedProxies: ${JSON.stringify(entry)} is not an IP address or a CIDR range`);
+    trusted.addSubnet(parsed.address, parsed.prefix, parsed.family);
+  }
+  return (address) => trusted.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4');
+}
+
+/** Whether a request came straight from one of the trusted proxies (what a client may not claim by a header). */
+export type TrustedPeer = (req: AddressedRequest) => boolean;
+
+/**
+ * The test "the TCP peer is one of svc.json `trustedProxies`", for what only a proxy may set on a
+ * request, such as `x-request-id` (`requestIdOf`, logs/request-log.ts). Without `trustedProxies`
+ * no peer is trusted.
+ * @throws Error naming an entry that is not an address or CIDR range (as `clientAddressOf`)
+ */
+export function trustedPeerOf(trustedProxies: readonly string[] = []): TrustedPeer {
+  if (trustedProxies.length === 0) return () => false;
+  const isTrusted = trustedAddresses(trustedProxies);
+  return (req) => req.socket.remoteAddress !== undefined && isTrusted(plain(req.socket.remoteAddress));
 }

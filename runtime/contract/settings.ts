@@ -248,10 +248,40 @@ export interface LogsSettings {
   retentionDays: number;
   /** At most this many entries are kept (the oldest go first). */
   maxRows: number;
+  /** The client log `POST /api/_log` (docs/console.md): limits per identity and retention of `_log`; absent or partial: `CLIENT_LOG_DEFAULTS` apply. */
+  clientLog?: Partial<ClientLogSettings>;
 }
 
 /** Defaults of `logs`: 7 days, 100,000 entries (DESIGN §9). */
 export const LOGS_DEFAULTS: LogsSettings = { retentionDays: 7, maxRows: 100_000 };
+
+/**
+ * svc.json `logs.clientLog`: how much one identity may post to `POST /api/_log` (a token bucket per
+ * identity and instance that refills its per-minute amount evenly over a minute; past it 429 with
+ * `Retry-After`), and how long rows of the `_log` table are kept (pruned in the background with the
+ * log store).
+ */
+export interface ClientLogSettings {
+  /** `_log` posts per identity per minute. */
+  requestsPerMinute: number;
+  /** Events per identity per minute (a post holds at most 1,000). */
+  eventsPerMinute: number;
+  /** Message characters per identity per minute (UTF-16 code units, the sum over events). */
+  charactersPerMinute: number;
+  /** Rows of `_log` older than this many days are pruned. */
+  retentionDays: number;
+  /** At most this many rows of `_log` are kept (the oldest go first). */
+  maxRows: number;
+}
+
+/** Defaults of `logs.clientLog`: 60 posts, 2,000 events and 1,000,000 characters per identity per minute; `_log` kept 7 days, at most 100,000 rows. */
+export const CLIENT_LOG_DEFAULTS: ClientLogSettings = {
+  requestsPerMinute: 60,
+  eventsPerMinute: 2000,
+  charactersPerMinute: 1_000_000,
+  retentionDays: 7,
+  maxRows: 100_000,
+};
 
 /**
  * Metrics (svc.json `metrics`, docs/operations.md): absent or `{}` → `GET /api/_metrics`, admins only;

@@ -6,11 +6,11 @@
  * served beside it by `function-handler.ts`; every other path is left to the Express application
  * (auth endpoints, `/login`, other spellings of function paths, `_log`, `_openapi`).
  */
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
 import { answerError, HttpError } from '../errors.js';
 import type { AuthService } from '../auth/auth-service.js';
+import type { TrustedPeer } from '../auth/client-address.js';
 import { authenticateCredentials, credentialInput } from '../auth/authenticate.js';
 import type { AppRuntime } from '../core/context.js';
 import { requestContext } from '../core/context.js';
@@ -21,19 +21,21 @@ import { readJsonBody } from './body.js';
 import { MAX_BODY_BYTES, MAX_RESULT_BYTES } from '../contract/limits.js';
 import type { LogStore } from '../logs/log-store.js';
 import { redactPath } from '../logs/redact.js';
-import { callerAnswered, noteCaller } from '../logs/request-log.js';
+import { callerAnswered, noteCaller, requestIdOf } from '../logs/request-log.js';
 import type { RouteSeries } from '../metrics/metrics.js';
 import { nameRequestSpan, requestSpan } from '../tracing/tracing.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' };
 
 /**
- * Gives a request its id (the caller's `x-request-id`, at most 64 characters, or a new UUID), sets the
+ * Gives a request its id (`requestIdOf`: a trusted proxy's `x-request-id`, or a new UUID), sets the
  * `x-request-id` response header, and writes one log line when the answer is sent, to the process log
- * and (when given) to the log store of DESIGN §9 (path redacted, the caller noted by `noteCaller`),
- * and counts it in its route's metrics series (docs/operations.md): one histogram observe.
+ * and (when given) to the log store of DESIGN §9, both with the path redacted by `redactPath` (the
+ * caller noted by `noteCaller`; a client's own `x-request-id` kept beside ours as `clientReqId` in the
+ * process log), and counts it in its route's metrics series (docs/operations.md): one histogram observe.
  * Used by the data routes and the Express application alike.
  * @param route - the request's route series, or a resolver from the URL as received (Express)
+ * @param trusted - whose `x-request-id` is kept (`AuthService.trustedPeer`); absent: nobody's
  * @returns the request id
  */
 export function trackRequest(
@@ -42,9 +44,9 @@ export function trackRequest(
   res: ServerResponse,
   logs?: LogStore,
   route?: RouteSeries | ((url: string) => RouteSeries),
+  trusted?: TrustedPeer,
 ): string {
-  const given = req.headers['x-request-id'];
-  const reqId = (typeof given === 'string' && given.slice(0, 64)) || randomUUID();
+  const { reqId, clientReqId } = requestIdOf(req, trusted);
   res.setHeader('x-request-id', reqId);
   // Traces (docs/operations.md): the request id is the request span's attribute, its route its name.
   const span = requestSpan();
@@ -63,14 +65,22 @@ export function trackRequest(
       series.observe(method ?? 'GET', res.statusCode, ns / 1e9);
       if (span) nameRequestSpan(span, method ?? 'GET', series.route);
     }
-    if (info) logger.info({ reqId, method, url, status: res.statusCode, durationMs }, 'request');
+    // One redaction for both outputs: stdout never keeps what the log store may not (redact.ts).
+    const path = info || logs ? redactPath(url ?? '/') : '';
+    if (info)
+      logger.info(
+        clientReqId === undefined
+          ? { reqId, method, url: path, status: res.statusCode, durationMs }
+          : { reqId, clientReqId, method, url: path, status: res.statusCode, durationMs },
+        'request',
+      );
     if (logs) {
       const caller = callerAnswered(res);
       logs.record({
         kind: 'request',
         reqId,
         method,
-        path: redactPath(url ?? '/'),
+        path,
         status: res.statusCode,
         durationMs,
         identityId: caller?.id ?? null,
@@ -140,7 +150,7 @@ export function apiHandler(app: AppRuntime, auth: AuthService): (req: IncomingMe
     }
     const resource = target && app.resources.get(target.name);
     if (!target || !resource) return false;
-    const reqId = trackRequest(app.logger, req, res, app.logs, series?.(target.name, target.id !== undefined));
+    const reqId = trackRequest(app.logger, req, res, app.logs, series?.(target.name, target.id !== undefined), auth.trustedPeer);
     void (async () => {
       try {
         const { caller } = await authenticateCredentials(auth, credentialInput(req));

@@ -87,7 +87,7 @@ export function createApp(options: AppOptions): express.Express {
       manifest.functions.map((f) => f.name),
     );
   app.use((req: Request, res: Response, next: NextFunction) => {
-    res.locals.reqId = trackRequest(logger, req, res, options.logs, routeOf);
+    res.locals.reqId = trackRequest(logger, req, res, options.logs, routeOf, options.auth.trustedPeer);
     next();
   });
   // The console (DESIGN §9) sets its own headers and refuses malformed paths itself.

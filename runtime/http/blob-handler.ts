@@ -172,7 +172,7 @@ export function blobHandler(app: AppRuntime, auth: AuthService, blobs: BlobServi
     const path = blobPath(url);
     const resource = path && app.resources.get(path.name);
     if (!path || !resource || resource.kind !== 'collection') return false;
-    const reqId = trackRequest(app.logger, req, res, app.logs, seriesOf(resource.name));
+    const reqId = trackRequest(app.logger, req, res, app.logs, seriesOf(resource.name), auth.trustedPeer);
     void (async () => {
       try {
         const q = url.indexOf('?');

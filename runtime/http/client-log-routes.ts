@@ -6,6 +6,12 @@
  * caller, and a row of the `_log` table, and an entry of the log store (DESIGN §9, kind `client`). `GET /api/_log` lets admin service accounts read the rows back
  * with the list parameters of SPEC §4.2 (oldest first; `filter`, `sortBy`, `pageNo`, `pageSize`,
  * `lastKey`, `count`), with the user's id in `createdBy`.
+ *
+ * Beyond SPEC §8 ("no sampling, no rate limiting": no event of an admitted post is sampled away), one
+ * identity's posts are limited by svc.json `logs.clientLog` (`ClientLogLimiter`: 60 posts, 2,000
+ * events, 1,000,000 message characters per minute by default; past them 429 `RATE_LIMITED` with
+ * `Retry-After`, nothing stored), and `_log` is pruned by the log store (`logs.clientLog.retentionDays`,
+ * `maxRows`). Messages are stored as `storableText` makes them (lone surrogates and NUL → U+FFFD).
  */
 import { Router } from 'express';
 import { Ajv, type ValidateFunction } from 'ajv';
@@ -19,7 +25,9 @@ import { parseListParams } from '../query/list-params.js';
 import { callerOf } from '../auth/caller.js';
 import { TABLE } from '../auth/store.js';
 import { join, sql } from '../query/sql.js';
-import type { LogStore } from '../logs/log-store.js';
+import { storableText, type LogStore } from '../logs/log-store.js';
+import { ClientLogLimiter } from '../logs/client-log-limit.js';
+import { CLIENT_LOG_DEFAULTS } from '../contract/settings.js';
 
 /** Events accepted per request, and characters per message. */
 const MAX_EVENTS = 1000;
@@ -57,9 +65,17 @@ const LOG_COLLECTION: Collection = {
 
 /**
  * The `_log` router (mounted under `/api`).
- * Source: SPEC §4.9, §5.6 (`_log` always requires authentication), §8 (no sampling, no rate limiting).
+ * Source: SPEC §4.9, §5.6 (`_log` always requires authentication), §8 (no sampling); limits per
+ * identity: svc.json `logs.clientLog` (docs/console.md).
+ * @param limiter - the per-identity limits (default: from `logs.clientLog` of the log store, else of the manifest)
  */
-export function clientLogRouter(db: Database, logger: Logger, manifest: AppManifest, logs?: LogStore): Router {
+export function clientLogRouter(
+  db: Database,
+  logger: Logger,
+  manifest: AppManifest,
+  logs?: LogStore,
+  limiter: ClientLogLimiter = new ClientLogLimiter(logs?.clientLog ?? { ...CLIENT_LOG_DEFAULTS, ...manifest.settings.logs?.clientLog }),
+): Router {
   const router = Router();
   const logManifest: AppManifest = { ...manifest, collections: [LOG_COLLECTION] };
   router.post('/_log', async (req, res) => {
@@ -74,9 +90,17 @@ export function clientLogRouter(db: Database, logger: Logger, manifest: AppManif
       throw new HttpError('VALIDATION_FAILED', `invalid log events: ${details.map((d) => d.message).join('; ')}`, { details });
     }
     const events = req.body as { message: string; severity?: number }[];
+    let characters = 0;
+    for (const e of events) characters += e.message.length;
+    const wait = limiter.take(`${caller.kind}:${caller.id ?? caller.username}`, { events: events.length, characters });
+    if (wait > 0) {
+      throw new HttpError('RATE_LIMITED', `too many client log events from this identity; try again in ${wait} s (svc.json logs.clientLog)`, {
+        headers: { 'retry-after': String(wait) },
+      });
+    }
     const rows = events.map((e) => ({
       id: uuidv7(),
-      message: e.message,
+      message: storableText(e.message),
       severity: e.severity ?? 3,
       username: caller.username,
       reqId: res.locals.reqId as string,

@@ -114,7 +114,7 @@ export function functionHandler(
     if (!route || !route.methods.includes(method)) return false;
     if (req.headers['if-none-match'] !== undefined || req.headers['if-modified-since'] !== undefined) return false;
     const { f } = route;
-    const reqId = trackRequest(logger, req, res, logs, route.series);
+    const reqId = trackRequest(logger, req, res, logs, route.series, auth.trustedPeer);
     void (async () => {
       try {
         const { caller } = await authenticateCredentials(auth, credentialInput(req));

@@ -3,10 +3,16 @@
  * function output lines kept in the system table `_svc_logs`. `record` only pushes onto an in-memory
  * buffer (no I/O, never throws), so the request path stays cheap; a timer flushes the buffer every
  * `flushMs` (500 ms: an entry is at most about 1 s late), each batch one INSERT with a single JSON
- * parameter (`json_to_recordset` on PostgreSQL, `json_each` on SQLite). While the database is
- * down the buffer is kept up to `maxBuffer` entries, the oldest dropped beyond that and counted
- * (`dropped`); a failed flush is retried with the next tick. Another timer prunes entries older than
- * `logs.retentionDays` and beyond `logs.maxRows` (newest kept).
+ * parameter (`json_array_elements` on PostgreSQL, `json_each` on SQLite). Every text field is made
+ * storable first (`storableText`: lone surrogates and NUL, which PostgreSQL refuses, become U+FFFD).
+ * Each kind has its own buffer budget (`maxBuffer` entries each), so client `_log` events and function
+ * lines can never push request lines out. While the database is down the buffers are kept, the oldest
+ * entries of a kind dropped beyond its budget and counted (`dropped`, `droppedByKind`); a failed
+ * flush is retried with the next tick. A batch the database refuses while it answers `SELECT 1` is
+ * split in halves until the entry it refuses alone is found: that entry is dropped and counted
+ * (`rejected`), the others are stored. Another timer prunes entries older than `logs.retentionDays`
+ * and beyond `logs.maxRows` (newest kept), and rows of the client log table `_log` older than
+ * `logs.clientLog.retentionDays` and beyond `logs.clientLog.maxRows`.
  *
  * Callers hand in what may be stored: paths go through `redactPath` first (redact.ts), and no
  * header, token or body is ever recorded.
@@ -16,7 +22,7 @@ import type { Database } from '../data/database.js';
 import type { Logger } from '../log.js';
 import { sql } from '../query/sql.js';
 import { TABLE } from '../auth/store.js';
-import { LOGS_DEFAULTS, type LogsSettings } from '../contract/settings.js';
+import { CLIENT_LOG_DEFAULTS, LOGS_DEFAULTS, type ClientLogSettings, type LogsSettings } from '../contract/settings.js';
 
 /** What an entry is: a request's line, a client `_log` event, or a line a function printed. */
 export type LogKind = 'request' | 'client' | 'function';
@@ -46,7 +52,7 @@ export interface LogStoreOptions {
   flushMs?: number;
   /** Prune period, ms (default 60,000). */
   pruneMs?: number;
-  /** Most entries held while the database does not take them (default 20,000). */
+  /** Most entries of each kind held while the database does not take them (default 10,000 per kind). */
   maxBuffer?: number;
   /** The clock (default `Date.now`). */
   now?: () => number;
@@ -89,16 +95,46 @@ export class LogIds {
   }
 }
 
+/** Lone UTF-16 surrogates (a high one not followed by a low one, a low one not after a high one) and NUL. */
+const UNSTORABLE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]|\0/g;
+
+/**
+ * `text` as every provider stores it: each lone surrogate and each NUL (which PostgreSQL's `text` and
+ * `json` refuse: "unsupported Unicode escape sequence", "invalid byte sequence") replaced by U+FFFD;
+ * other text returned as it is (the same string). Also used for the rows of `_log`.
+ */
+export function storableText(text: string): string {
+  UNSTORABLE.lastIndex = 0;
+  return UNSTORABLE.test(text) ? text.replace(UNSTORABLE, '\uFFFD') : text;
+}
+
+/** A text field of an entry made storable (`storableText`), absent or null as null. */
+function textOf(value: string | null | undefined, max?: number): string | null {
+  if (value == null) return null;
+  // Cut first: a cut between the halves of a surrogate pair leaves a lone one, made storable next.
+  return storableText(max !== undefined && value.length > max ? value.slice(0, max) : value);
+}
+
+/** Counts per kind. */
+type PerKind = Record<LogKind, number>;
+
 export class LogStore {
-  private buffer: Pending[] = [];
+  /** What waits to be written, per kind (each bounded by `maxBuffer`). */
+  private buffers: Record<LogKind, Pending[]> = { request: [], client: [], function: [] };
   private flushing: Promise<void> | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
   private warnedAt = 0;
   private readonly ids = new LogIds();
   private closed = false;
-  /** Entries dropped since start because the buffer was full (the database did not take them). */
+  /** Entries dropped since start because their kind's buffer was full (the database did not take them). */
   dropped = 0;
+  /** `dropped` per kind. */
+  readonly droppedByKind: PerKind = { request: 0, client: 0, function: 0 };
+  /** Entries the database refused alone while it answered (dropped; see the module note), since start. */
+  rejected = 0;
   readonly settings: LogsSettings;
+  /** `logs.clientLog` with its defaults: the limits of `POST /api/_log` and the retention of `_log`. */
+  readonly clientLog: ClientLogSettings;
 
   constructor(
     private readonly db: Database,
@@ -109,6 +145,7 @@ export class LogStore {
     private readonly options: LogStoreOptions = {},
   ) {
     this.settings = { ...LOGS_DEFAULTS, ...settings };
+    this.clientLog = { ...CLIENT_LOG_DEFAULTS, ...settings?.clientLog };
   }
 
   /** Starts the flush and prune timers (unref'd: they never keep the process alive). */
@@ -121,31 +158,54 @@ export class LogStore {
     return this;
   }
 
+  /** Entries waiting to be written, all kinds. */
+  get buffered(): number {
+    return this.buffers.request.length + this.buffers.client.length + this.buffers.function.length;
+  }
+
   /** Queues one entry; never throws, never waits. */
   record(entry: LogEntry): void {
     if (this.closed) return;
     const now = this.options.now?.() ?? Date.now();
     // Ids are time-ordered and monotonic in this process (LogIds), so `maxRows` keeps the newest.
-    this.buffer.push({ id: this.ids.next(now), time: now, entry });
-    const max = this.options.maxBuffer ?? 20_000;
-    if (this.buffer.length > max) {
-      const over = this.buffer.length - max;
-      this.buffer.splice(0, over);
+    const buffer = this.buffers[entry.kind] ?? this.buffers.client;
+    buffer.push({ id: this.ids.next(now), time: now, entry });
+    this.bound(entry.kind in this.buffers ? entry.kind : 'client');
+  }
+
+  /** Drops the oldest entries of `kind` beyond its budget, counting them. */
+  private bound(kind: LogKind): void {
+    const buffer = this.buffers[kind];
+    const max = this.options.maxBuffer ?? 10_000;
+    if (buffer.length > max) {
+      const over = buffer.length - max;
+      buffer.splice(0, over);
       this.dropped += over;
+      this.droppedByKind[kind] += over;
     }
   }
 
-  /** Writes what is buffered (one flush at a time); a failure keeps the entries for the next one. */
+  /** Puts entries that were not written back in front of what came meanwhile; each kind's budget applies. */
+  private requeue(entries: Pending[]): void {
+    for (const kind of LOG_KINDS) {
+      const back = entries.filter((p) => p.entry.kind === kind || (kind === 'client' && !LOG_KINDS.includes(p.entry.kind)));
+      if (back.length === 0) continue;
+      this.buffers[kind] = back.concat(this.buffers[kind]);
+      this.bound(kind);
+    }
+  }
+
+  /** Writes what is buffered (one flush at a time); entries not written (the database is down) are kept for the next one. */
   flush(): Promise<void> {
     if (this.flushing) return this.flushing;
-    if (this.buffer.length === 0) return Promise.resolve();
-    const batch = this.buffer;
-    this.buffer = [];
+    if (this.buffered === 0) return Promise.resolve();
+    // Request lines first: they are what a flood of the others must not hold up.
+    const batch = [...this.buffers.request, ...this.buffers.client, ...this.buffers.function];
+    this.buffers = { request: [], client: [], function: [] };
     this.flushing = this.write(batch)
       .catch((err: unknown) => {
-        // Put back in front of what came meanwhile; the bound applies at the next record.
-        this.buffer = batch.concat(this.buffer);
-        this.warn('the log store could not be written; entries are kept in memory and tried again', err);
+        // write() puts back what it did not store; this is a last guard (never throws out of a timer).
+        this.warn('the log store could not be written', err);
       })
       .finally(() => {
         this.flushing = null;
@@ -153,42 +213,101 @@ export class LogStore {
     return this.flushing;
   }
 
+  /** Writes `batch` in statements of `ROWS_PER_INSERT`; on a refusal see `settle`. Puts back what it could not write. */
   private async write(batch: Pending[]): Promise<void> {
-    const sqlite = this.db.provider === 'sqlite';
     for (let i = 0; i < batch.length; i += ROWS_PER_INSERT) {
-      const rows = batch
-        .slice(i, i + ROWS_PER_INSERT)
-        .map(({ id, time, entry: e }) => [
-          id,
-          isoTime(time, sqlite),
-          e.kind,
-          e.reqId ?? null,
-          e.method ?? null,
-          e.path ?? null,
-          e.status ?? null,
-          e.durationMs ?? null,
-          e.identityId ?? null,
-          e.identityKind ?? null,
-          e.severity ?? null,
-          e.source ?? null,
-          e.message == null ? null : e.message.length > MAX_MESSAGE ? e.message.slice(0, MAX_MESSAGE) : e.message,
-        ]);
-      await this.db.query(sqlite ? insertSqlite(JSON.stringify(rows), this.instance) : insertPg(JSON.stringify(rows), this.instance));
+      const chunk = batch.slice(i, i + ROWS_PER_INSERT);
+      try {
+        await this.insert(chunk);
+      } catch (err) {
+        if (!(await this.answers())) {
+          this.requeue(batch.slice(i));
+          this.warn('the log store could not be written; entries are kept in memory and tried again', err);
+          return;
+        }
+        await this.settle(chunk, err);
+      }
     }
   }
 
   /**
-   * Deletes entries older than `retentionDays` and all but the newest `maxRows`.
-   * @returns how many entries were deleted
+   * A chunk the database refused while it answers: written in halves, recursively; an entry refused
+   * alone is dropped and counted in `rejected` (or put back when the database stopped answering).
+   */
+  private async settle(rows: Pending[], err: unknown): Promise<void> {
+    if (rows.length === 1) {
+      if (!(await this.answers())) {
+        this.requeue(rows);
+        return;
+      }
+      this.rejected++;
+      this.warn('the log store refused an entry; it is dropped', err);
+      return;
+    }
+    const half = rows.length >> 1;
+    for (const part of [rows.slice(0, half), rows.slice(half)]) {
+      try {
+        await this.insert(part);
+      } catch (partErr) {
+        await this.settle(part, partErr);
+      }
+    }
+  }
+
+  /** Whether the database answers `SELECT 1` (a refusal then lies in the rows, not the connection). */
+  private async answers(): Promise<boolean> {
+    try {
+      await this.db.query(sql`SELECT 1`);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** One INSERT of `rows` (a single JSON parameter). */
+  private async insert(rows: Pending[]): Promise<void> {
+    const sqlite = this.db.provider === 'sqlite';
+    const values = rows.map(({ id, time, entry: e }) => [
+      id,
+      isoTime(time, sqlite),
+      textOf(e.kind),
+      textOf(e.reqId),
+      textOf(e.method),
+      textOf(e.path),
+      e.status ?? null,
+      e.durationMs ?? null,
+      textOf(e.identityId),
+      textOf(e.identityKind),
+      e.severity ?? null,
+      textOf(e.source),
+      textOf(e.message, MAX_MESSAGE),
+    ]);
+    await this.db.query(sqlite ? insertSqlite(JSON.stringify(values), this.instance) : insertPg(JSON.stringify(values), this.instance));
+  }
+
+  /**
+   * Deletes entries older than `retentionDays` and all but the newest `maxRows`, then rows of `_log`
+   * older than `clientLog.retentionDays` and all but the newest `clientLog.maxRows`.
+   * @returns how many entries and rows were deleted
    * @throws the database's error
    */
   async prune(): Promise<number> {
     const now = this.options.now?.() ?? Date.now();
     const cutoff = new Date(now - this.settings.retentionDays * 86_400_000);
     const old = await this.db.query<{ id: unknown }>(sql`DELETE FROM ${TABLE.logs} WHERE "time" < ${cutoff} RETURNING "id"`);
+    let deleted = old.length;
     const [edge] = await this.db.query<{ id: unknown }>(sql`SELECT "id" FROM ${TABLE.logs} ORDER BY "id" DESC LIMIT 1 OFFSET ${this.settings.maxRows}`);
+    if (edge) deleted += (await this.db.query<{ id: unknown }>(sql`DELETE FROM ${TABLE.logs} WHERE "id" <= ${String(edge.id)} RETURNING "id"`)).length;
+    return deleted + (await this.pruneClientLog(now));
+  }
+
+  /** Rows of `_log` past `clientLog.retentionDays` (by `createdAt`) and beyond `clientLog.maxRows` (uuidv7 ids: the newest kept). */
+  private async pruneClientLog(now: number): Promise<number> {
+    const cutoff = new Date(now - this.clientLog.retentionDays * 86_400_000);
+    const old = await this.db.query<{ id: unknown }>(sql`DELETE FROM ${TABLE.log} WHERE "createdAt" < ${cutoff} RETURNING "id"`);
+    const [edge] = await this.db.query<{ id: unknown }>(sql`SELECT "id" FROM ${TABLE.log} ORDER BY "id" DESC LIMIT 1 OFFSET ${this.clientLog.maxRows}`);
     if (!edge) return old.length;
-    const over = await this.db.query<{ id: unknown }>(sql`DELETE FROM ${TABLE.logs} WHERE "id" <= ${String(edge.id)} RETURNING "id"`);
+    const over = await this.db.query<{ id: unknown }>(sql`DELETE FROM ${TABLE.log} WHERE "id" <= ${edge.id} RETURNING "id"`);
     return old.length + over.length;
   }
 
@@ -206,7 +325,7 @@ export class LogStore {
     const t = Date.now();
     if (t - this.warnedAt < 10_000) return;
     this.warnedAt = t;
-    this.logger.warn({ err: (err as Error)?.message, buffered: this.buffer.length, dropped: this.dropped }, message);
+    this.logger.warn({ err: (err as Error)?.message, buffered: this.buffered, dropped: this.dropped, rejected: this.rejected }, message);
   }
 }
 

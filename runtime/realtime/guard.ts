@@ -5,11 +5,12 @@
  * or connection id and a close of that one socket — 400 at the upgrade, 1011 on an open socket — and
  * never an uncaught exception. Close reasons are cut to the 123 bytes a WebSocket close frame holds.
  */
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import { answerError } from '../errors.js';
+import type { TrustedPeer } from '../auth/client-address.js';
+import { requestIdOf } from '../logs/request-log.js';
 import type { Logger } from '../log.js';
 
 /** Most bytes of a WebSocket close reason (RFC 6455 §5.5: 125-byte control payload − 2-byte code). */
@@ -100,10 +101,13 @@ export function closeInternal(socket: WebSocket): void {
   }
 }
 
-/** The id an upgrade request is logged under: its `x-request-id` (64 characters at most) or a new UUID. */
-export function upgradeRequestId(req: IncomingMessage): string {
-  const given = req.headers['x-request-id'];
-  return (typeof given === 'string' && given.slice(0, 64)) || randomUUID();
+/**
+ * The id an upgrade request is logged under (`requestIdOf`): a trusted proxy's `x-request-id`
+ * (64 characters at most), else a new UUID.
+ * @param trusted - the trusted-proxy test (`AuthService.trustedPeer`); absent: no peer is trusted
+ */
+export function upgradeRequestId(req: IncomingMessage, trusted?: TrustedPeer): string {
+  return requestIdOf(req, trusted).reqId;
 }
 
 /**

@@ -109,7 +109,7 @@ export function realtimeHttpHandler(service: RealtimeService, app: AppRuntime): 
     const route = listen ? undefined : routes.get(`${req.method} ${path.endsWith('/') ? path.slice(0, -1) : path}`);
     if (!listen && !route) {
       if (!path.startsWith('/api/_rt/')) return false;
-      const reqId = trackRequest(service.logger, req, res, app.logs);
+      const reqId = trackRequest(service.logger, req, res, app.logs, undefined, service.auth.trustedPeer);
       sendError(
         app,
         req,
@@ -119,7 +119,7 @@ export function realtimeHttpHandler(service: RealtimeService, app: AppRuntime): 
       );
       return true;
     }
-    const reqId = trackRequest(service.logger, req, res, app.logs);
+    const reqId = trackRequest(service.logger, req, res, app.logs, undefined, service.auth.trustedPeer);
     void (async () => {
       try {
         // The hub's negotiate carries the hub's own token as its bearer token, not an access token.

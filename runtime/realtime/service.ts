@@ -200,7 +200,7 @@ export class RealtimeService implements ChangeSink {
     contain(
       () => handler(req, socket, head, url),
       (err) => {
-        this.logger.error({ err, reqId: upgradeRequestId(req), path: url.pathname }, 'real-time upgrade failed');
+        this.logger.error({ err, reqId: upgradeRequestId(req, this.auth.trustedPeer), path: url.pathname }, 'real-time upgrade failed');
         refuseUpgrade(socket, new HttpError('INVALID_PARAMETER', 'the upgrade request could not be handled'));
       },
     );

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
+import { prepareApp, ROOT, serve, type PreparedApp, type TestServer, trustLoopback } from '../support/cli.js';
 import { adminIdentity, userIdentity, type Identity } from '../support/auth.js';
 import { PrivateRedis } from '../support/redis-server.js';
 import { call } from '../support/scenario.js';
@@ -28,7 +28,7 @@ describe('admin endpoints across two instances', () => {
   beforeAll(async () => {
     redis = await PrivateRedis.onFreePort();
     await redis.start();
-    app = await prepareApp(join(ROOT, 'test/fixtures/apps/secure'), 'postgresql');
+    app = await prepareApp(join(ROOT, 'test/fixtures/apps/secure'), 'postgresql', trustLoopback); // x-request-id of the test is kept
     const env = { ...app.env, REDIS_URL: redis.url };
     // One after the other: the first applies the migrations.
     a = await serve(app.dir, env);

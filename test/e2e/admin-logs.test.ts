@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { backends, type Backend } from '../support/backends.js';
-import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
+import { prepareApp, ROOT, serve, type PreparedApp, type TestServer, trustLoopback } from '../support/cli.js';
 import { adminIdentity, userIdentity, type Identity } from '../support/auth.js';
 import { call } from '../support/scenario.js';
 import { waitFor } from '../support/wait.js';
@@ -40,7 +40,7 @@ function adminLogsSuite(backend: Backend): void {
       }, LATE_MS);
 
     beforeAll(async () => {
-      app = await prepareApp(join(ROOT, 'test/fixtures/apps/functions'), backend);
+      app = await prepareApp(join(ROOT, 'test/fixtures/apps/functions'), backend, trustLoopback); // x-request-id of the test is kept
       server = await serve(app.dir, { ...app.env, SVC_SECRET_API_KEY: 'key-123', SVC_SECRET_OTHER: 'other' });
       base = server.url;
       admin = await adminIdentity(app, base);

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { WebPubSubClient, WebPubSubJsonProtocol } from '@azure/web-pubsub-client';
 import { backends, type Backend } from '../support/backends.js';
-import { prepareApp, ROOT, runCli, type PreparedApp } from '../support/cli.js';
+import { prepareApp, ROOT, runCli, type PreparedApp, trustLoopback } from '../support/cli.js';
 import { waitFor } from '../support/wait.js';
 import { adminIdentity, type Identity } from '../support/auth.js';
 import { call, useHeaders } from '../support/scenario.js';
@@ -65,7 +65,7 @@ function dataSuite(backend: Backend): void {
     const sorted = (c: Change[]) => c.map((x) => ({ ...x, ids: [...x.ids].sort(), lookupIds: [...x.lookupIds].sort() }));
 
     beforeAll(async () => {
-      app = await prepareApp(SHOP, backend);
+      app = await prepareApp(SHOP, backend, trustLoopback); // x-request-id of the test is kept
       // Every collection may be listened to (the shop grants LISTEN on Order only).
       for (const name of ['Customer', 'Product', 'OrderLine']) {
         const file = join(app.dir, 'collections', `${name}.json`);

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { backends, type Backend } from '../support/backends.js';
-import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
+import { prepareApp, ROOT, serve, type PreparedApp, type TestServer, trustLoopback } from '../support/cli.js';
 import { adminIdentity, type Identity } from '../support/auth.js';
 import { call, runScenario, useHeaders, type Scenario } from '../support/scenario.js';
 import { waitFor } from '../support/wait.js';
@@ -22,7 +22,7 @@ function dataSuite(backend: Backend): void {
     const products: string[] = [];
 
     beforeAll(async () => {
-      app = await prepareApp(SHOP, backend);
+      app = await prepareApp(SHOP, backend, trustLoopback); // x-request-id of the test is kept
       server = await serve(app.dir, app.env);
       base = server.url;
       // The shop's access rules are enforced: these suites act as an admin service account.

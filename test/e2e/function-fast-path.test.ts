@@ -13,7 +13,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
+import { prepareApp, ROOT, serve, type PreparedApp, type TestServer, trustLoopback } from '../support/cli.js';
 import { userIdentity, type Identity } from '../support/auth.js';
 import { json, value } from '../support/fuzz-cases.js';
 import { fuzzSeed, Prng } from '../support/hostile.js';
@@ -67,6 +67,8 @@ describe('function routes on the fast path', () => {
 
   beforeAll(async () => {
     app = await prepareApp(FIXTURE, 'sqlite', (dir) => {
+      // The requests' own x-request-id is echoed and logged only from a trusted proxy.
+      trustLoopback(dir);
       // A function only the `editor` role may call: the 403 case.
       writeFileSync(
         join(dir, 'functions', 'editorsOnly.json'),

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { backends, type Backend } from '../support/backends.js';
 import { describeBeside } from '../support/beside.js';
-import { prepareApp, ROOT, runCli, serve, type PreparedApp, type TestServer } from '../support/cli.js';
+import { prepareApp, ROOT, runCli, serve, type PreparedApp, type TestServer, trustLoopback } from '../support/cli.js';
 import { call, runScenario, type Scenario } from '../support/scenario.js';
 import { waitFor } from '../support/wait.js';
 import { adminIdentity, userIdentity } from '../support/auth.js';
@@ -43,7 +43,7 @@ function functionSuite(backend: Backend): void {
     let base: string;
 
     beforeAll(async () => {
-      app = await prepareApp(FIXTURE, backend);
+      app = await prepareApp(FIXTURE, backend, trustLoopback); // x-request-id of the test is kept
       server = await serve(app.dir, { ...app.env, ...SECRETS });
       base = server.url;
     });
@@ -584,7 +584,11 @@ describe('function limits and isolation (functions.maxMemoryMb 128)', () => {
 
   beforeAll(async () => {
     app = await prepareApp(FIXTURE, 'sqlite', (dir) =>
-      writeFileSync(join(dir, 'svc.json'), JSON.stringify({ name: 'fnapp', functions: { allowFetch: false, timeoutMs: 15_000, maxMemoryMb: 128 } })),
+      writeFileSync(
+        join(dir, 'svc.json'),
+        // trustedProxies: the x-request-id of the test is kept.
+        JSON.stringify({ name: 'fnapp', functions: { allowFetch: false, timeoutMs: 15_000, maxMemoryMb: 128 }, trustedProxies: ['127.0.0.1', '::1'] }),
+      ),
     );
     server = await serve(app.dir, app.env);
     base = server.url;

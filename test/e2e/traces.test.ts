@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { gunzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { prepareApp, ROOT, type PreparedApp } from '../support/cli.js';
+import { prepareApp, ROOT, type PreparedApp, trustLoopback } from '../support/cli.js';
 import { adminIdentity, userIdentity, type Identity } from '../support/auth.js';
 import { backends } from '../support/backends.js';
 import { startModelServer, type ModelServer } from '../support/model-server.js';
@@ -81,7 +81,7 @@ for (const backend of backends()) {
 
     beforeAll(async () => {
       model = await startModelServer();
-      app = await prepareApp(FIXTURE, backend);
+      app = await prepareApp(FIXTURE, backend, trustLoopback); // x-request-id of the test is kept
       server = await startServer({
         appDir: app.dir,
         port: 0,

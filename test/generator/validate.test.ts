@@ -224,6 +224,13 @@ describe('a valid app', () => {
     const dir = writeApp({ ...shop, 'svc.json': { name: 'shop', logs: { retentionDays: 30 } } });
     const { manifest } = await loadAndValidate(dir, {});
     expect(manifest.settings.logs).toEqual({ retentionDays: 30, maxRows: 100000 });
+    const limited = writeApp({ ...shop, 'svc.json': { name: 'shop', logs: { clientLog: { eventsPerMinute: 5000, retentionDays: 30 } } } });
+    // `logs.clientLog` is carried as written; the runtime fills in CLIENT_LOG_DEFAULTS.
+    expect((await loadAndValidate(limited, {})).manifest.settings.logs).toEqual({
+      retentionDays: 7,
+      maxRows: 100000,
+      clientLog: { eventsPerMinute: 5000, retentionDays: 30 },
+    });
   });
 });
 
@@ -694,11 +701,14 @@ describe('single problems', () => {
     [
       'log store settings out of range',
       {
-        given: { 'svc.json': { name: 'shop', logs: { retentionDays: 0, maxRows: 10, keep: true } } },
+        given: { 'svc.json': { name: 'shop', logs: { retentionDays: 0, maxRows: 10, keep: true, clientLog: { eventsPerMinute: 10, maxRows: 10, burst: 1 } } } },
         want: [
-          'svc.json: /logs/keep: unknown key "keep"; allowed keys: retentionDays, maxRows',
+          'svc.json: /logs/keep: unknown key "keep"; allowed keys: retentionDays, maxRows, clientLog',
           'svc.json: /logs/retentionDays: retentionDays must be at least 1 (got 0)',
           'svc.json: /logs/maxRows: maxRows must be at least 100 (got 10)',
+          'svc.json: /logs/clientLog/burst: unknown key "burst"; allowed keys: requestsPerMinute, eventsPerMinute, charactersPerMinute, retentionDays, maxRows',
+          'svc.json: /logs/clientLog/eventsPerMinute: eventsPerMinute must be at least 1000 (got 10)',
+          'svc.json: /logs/clientLog/maxRows: maxRows must be at least 100 (got 10)',
         ],
       },
     ],

@@ -16,6 +16,14 @@ describe('redactPath', () => {
     expect(redactPath('/api/x?%74oken=abc')).toBe('/api/x?%74oken=[redacted]');
     expect(redactPath('/login/verify?token')).toBe('/login/verify?token=[redacted]');
   });
+  it('keeps the keyset cursor lastKey (no secret) but redacts every other key', () => {
+    expect(redactPath('/api/Order?lastKey=0190aaaa-0000-7000-8000-000000000001&pageSize=2')).toBe(
+      '/api/Order?lastKey=0190aaaa-0000-7000-8000-000000000001&pageSize=2',
+    );
+    expect(redactPath('/api/Order?LASTKEY=a&key=b&apiKey=c&lastKeyX=d&X-Amz-Signature=e')).toBe(
+      '/api/Order?LASTKEY=a&key=[redacted]&apiKey=[redacted]&lastKeyX=[redacted]&X-Amz-Signature=[redacted]',
+    );
+  });
   it('keeps other parameters, paths without a query, and malformed escapes as sent', () => {
     expect(redactPath('/api/Order')).toBe('/api/Order');
     expect(redactPath('/api/Order?filter=a%20eq%201&%E0%A4%A=1')).toBe('/api/Order?filter=a%20eq%201&%E0%A4%A=1');

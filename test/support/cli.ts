@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { createPgDatabase, type Backend } from './backends.js';
@@ -168,4 +168,16 @@ export async function prepareApp(source: string, backend: Backend, edit?: (dir: 
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Adds the loopback addresses to svc.json `trustedProxies` of the app folder `dir` (a `prepareApp`
+ * edit): the test process is then a trusted proxy, so the `x-request-id` it sends is the request's id
+ * (without a trusted proxy svc makes its own, runtime/logs/request-log.ts `requestIdOf`).
+ */
+export function trustLoopback(dir: string): void {
+  const file = join(dir, 'svc.json');
+  const svc = JSON.parse(readFileSync(file, 'utf8')) as { trustedProxies?: string[] };
+  svc.trustedProxies = [...(svc.trustedProxies ?? []), '127.0.0.1', '::1'];
+  writeFileSync(file, JSON.stringify(svc, null, 2));
 }

@@ -103,7 +103,16 @@ export function systemRouter(deps: SystemDeps): Router {
       app: deps.manifest().name,
       provider: deps.manifest().provider,
       instances,
-      logStore: deps.logs ? { dropped: deps.logs.dropped, retentionDays: deps.logs.settings.retentionDays, maxRows: deps.logs.settings.maxRows } : null,
+      logStore: deps.logs
+        ? {
+            dropped: deps.logs.dropped,
+            droppedByKind: { ...deps.logs.droppedByKind },
+            rejected: deps.logs.rejected,
+            retentionDays: deps.logs.settings.retentionDays,
+            maxRows: deps.logs.settings.maxRows,
+            clientLog: { ...deps.logs.clientLog },
+          }
+        : null,
     });
   });
 
