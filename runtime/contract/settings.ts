@@ -262,26 +262,30 @@ export const LOGS_DEFAULTS: LogsSettings = { retentionDays: 7, maxRows: 100_000 
  * log store).
  */
 export interface ClientLogSettings {
-  /** `_log` posts per identity per minute. */
-  requestsPerMinute: number;
-  /** Events per identity per minute (a post holds at most 1,000). */
-  eventsPerMinute: number;
-  /** Message characters per identity per minute (UTF-16 code units, the sum over events). */
-  charactersPerMinute: number;
+  /** `_log` posts per identity per minute; absent: not limited (SPEC §8). */
+  requestsPerMinute?: number;
+  /** Events per identity per minute (a post holds at most 1,000); absent: not limited. */
+  eventsPerMinute?: number;
+  /** Message characters per identity per minute (UTF-16 code units, the sum over events); absent: not limited. */
+  charactersPerMinute?: number;
   /** Rows of `_log` older than this many days are pruned. */
   retentionDays: number;
   /** At most this many rows of `_log` are kept (the oldest go first). */
   maxRows: number;
 }
 
-/** Defaults of `logs.clientLog`: 60 posts, 2,000 events and 1,000,000 characters per identity per minute; `_log` kept 7 days, at most 100,000 rows. */
+/**
+ * Defaults of `logs.clientLog`: no limit per identity (SPEC §8: the client log is not rate limited; an
+ * operator opts in with the per-minute settings, e.g. `CLIENT_LOG_SUGGESTED_LIMITS`); `_log` kept 7 days,
+ * at most 100,000 rows.
+ */
 export const CLIENT_LOG_DEFAULTS: ClientLogSettings = {
-  requestsPerMinute: 60,
-  eventsPerMinute: 2000,
-  charactersPerMinute: 1_000_000,
   retentionDays: 7,
   maxRows: 100_000,
 };
+
+/** Per-identity limits of `POST /api/_log` that docs/console.md suggests for an app open to sign-up: 60 posts, 2,000 events, 1,000,000 characters a minute. */
+export const CLIENT_LOG_SUGGESTED_LIMITS = { requestsPerMinute: 60, eventsPerMinute: 2000, charactersPerMinute: 1_000_000 } as const;
 
 /**
  * Metrics (svc.json `metrics`, docs/operations.md): absent or `{}` → `GET /api/_metrics`, admins only;

@@ -7,10 +7,11 @@
  * with the list parameters of SPEC §4.2 (oldest first; `filter`, `sortBy`, `pageNo`, `pageSize`,
  * `lastKey`, `count`), with the user's id in `createdBy`.
  *
- * Beyond SPEC §8 ("no sampling, no rate limiting": no event of an admitted post is sampled away), one
- * identity's posts are limited by svc.json `logs.clientLog` (`ClientLogLimiter`: 60 posts, 2,000
- * events, 1,000,000 message characters per minute by default; past them 429 `RATE_LIMITED` with
- * `Retry-After`, nothing stored), and `_log` is pruned by the log store (`logs.clientLog.retentionDays`,
+ * SPEC §8 ("no sampling, no rate limiting"): by default every post is admitted whole. An operator may
+ * opt in to per-identity limits with svc.json `logs.clientLog` (`ClientLogLimiter`: posts, events and
+ * message characters per minute; past them 429 `RATE_LIMITED` with `Retry-After`, nothing stored).
+ * Either way client lines never push request lines out of the log store (each kind has its own
+ * buffer), and `_log` is pruned by the log store (`logs.clientLog.retentionDays`,
  * `maxRows`). Messages are stored as `storableText` makes them (lone surrogates and NUL → U+FFFD).
  */
 import { Router } from 'express';
@@ -26,7 +27,7 @@ import { callerOf } from '../auth/caller.js';
 import { TABLE } from '../auth/store.js';
 import { join, sql } from '../query/sql.js';
 import { storableText, type LogStore } from '../logs/log-store.js';
-import { ClientLogLimiter } from '../logs/client-log-limit.js';
+import { ClientLogLimiter, limitsClientLog, type ClientLogLimits } from '../logs/client-log-limit.js';
 import { CLIENT_LOG_DEFAULTS } from '../contract/settings.js';
 
 /** Events accepted per request, and characters per message. */
@@ -63,6 +64,9 @@ const LOG_COLLECTION: Collection = {
   ],
 };
 
+/** The limiter of `logs.clientLog`, or none when no limit is set (the default, SPEC §8). */
+const clientLogLimiter = (settings: ClientLogLimits): ClientLogLimiter | undefined => (limitsClientLog(settings) ? new ClientLogLimiter(settings) : undefined);
+
 /**
  * The `_log` router (mounted under `/api`).
  * Source: SPEC §4.9, §5.6 (`_log` always requires authentication), §8 (no sampling); limits per
@@ -74,7 +78,7 @@ export function clientLogRouter(
   logger: Logger,
   manifest: AppManifest,
   logs?: LogStore,
-  limiter: ClientLogLimiter = new ClientLogLimiter(logs?.clientLog ?? { ...CLIENT_LOG_DEFAULTS, ...manifest.settings.logs?.clientLog }),
+  limiter: ClientLogLimiter | undefined = clientLogLimiter(logs?.clientLog ?? { ...CLIENT_LOG_DEFAULTS, ...manifest.settings.logs?.clientLog }),
 ): Router {
   const router = Router();
   const logManifest: AppManifest = { ...manifest, collections: [LOG_COLLECTION] };
@@ -92,8 +96,8 @@ export function clientLogRouter(
     const events = req.body as { message: string; severity?: number }[];
     let characters = 0;
     for (const e of events) characters += e.message.length;
-    const wait = limiter.take(`${caller.kind}:${caller.id ?? caller.username}`, { events: events.length, characters });
-    if (wait > 0) {
+    const wait = limiter?.take(`${caller.kind}:${caller.id ?? caller.username}`, { events: events.length, characters });
+    if (wait) {
       throw new HttpError('RATE_LIMITED', `too many client log events from this identity; try again in ${wait} s (svc.json logs.clientLog)`, {
         headers: { 'retry-after': String(wait) },
       });

@@ -26,18 +26,33 @@ interface Buckets {
 /** Identities kept before full buckets (nothing owed) are forgotten. */
 const MAX_TRACKED = 10_000;
 
+/** The per-minute limits of `logs.clientLog`; an absent one does not limit. */
+export type ClientLogLimits = Pick<ClientLogSettings, 'requestsPerMinute' | 'eventsPerMinute' | 'charactersPerMinute'>;
+
+/** Whether `settings` limit `POST /api/_log` at all (SPEC §8: by default they do not; an operator opts in). */
+export const limitsClientLog = (settings: ClientLogLimits): boolean =>
+  settings.requestsPerMinute !== undefined || settings.eventsPerMinute !== undefined || settings.charactersPerMinute !== undefined;
+
 /** The buckets of `POST /api/_log` per identity (see the module note); one per app version's Express application. */
 export class ClientLogLimiter {
   private readonly buckets = new Map<string, Buckets>();
+  /** The per-minute amounts, an absent limit as `Infinity` (a bucket that is always full). */
+  private readonly settings: Required<ClientLogLimits>;
 
   /**
-   * @param settings - `logs.clientLog` with its defaults (`LogStore.clientLog`)
+   * @param settings - `logs.clientLog` with its defaults (`LogStore.clientLog`); an absent measure is not limited
    * @param now - the clock, epoch ms (default `Date.now`)
    */
   constructor(
-    private readonly settings: Pick<ClientLogSettings, 'requestsPerMinute' | 'eventsPerMinute' | 'charactersPerMinute'>,
+    settings: ClientLogLimits,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.settings = {
+      requestsPerMinute: settings.requestsPerMinute ?? Infinity,
+      eventsPerMinute: settings.eventsPerMinute ?? Infinity,
+      charactersPerMinute: settings.charactersPerMinute ?? Infinity,
+    };
+  }
 
   /**
    * Admits one post of `identity` costing `cost`, debiting its buckets.
@@ -74,9 +89,9 @@ export class ClientLogLimiter {
     const elapsed = Math.max(0, t - b.at);
     b.at = t;
     const s = this.settings;
-    b.requests = Math.min(s.requestsPerMinute, b.requests + (elapsed * s.requestsPerMinute) / 60_000);
-    b.events = Math.min(s.eventsPerMinute, b.events + (elapsed * s.eventsPerMinute) / 60_000);
-    b.characters = Math.min(s.charactersPerMinute, b.characters + (elapsed * s.charactersPerMinute) / 60_000);
+    b.requests = refilled(b.requests, elapsed, s.requestsPerMinute);
+    b.events = refilled(b.events, elapsed, s.eventsPerMinute);
+    b.characters = refilled(b.characters, elapsed, s.charactersPerMinute);
   }
 
   /** Forgets identities whose buckets are full again (they owe nothing, a fresh entry is the same). */
@@ -88,6 +103,10 @@ export class ClientLogLimiter {
     }
   }
 }
+
+/** A bucket holding `tokens` (of `perMinute` at most) after `elapsedMs` of refill; an unlimited one stays full. */
+const refilled = (tokens: number, elapsedMs: number, perMinute: number): number =>
+  perMinute === Infinity ? Infinity : Math.min(perMinute, tokens + (elapsedMs * perMinute) / 60_000);
 
 /**
  * Milliseconds until a bucket holding `tokens` (of `perMinute` at most) can pay `need`: a need above

@@ -15,7 +15,7 @@
  * `_log` is pruned by age and row count.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { backends, type Backend } from '../support/backends.js';
 import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
@@ -65,6 +65,10 @@ function hostileSuite(backend: Backend): void {
 
     beforeAll(async () => {
       app = await prepareApp(join(ROOT, 'test/fixtures/apps/functions'), backend, (dir) => {
+        // The client log is not limited by default (SPEC §8); this app opts in to the suggested limits.
+        const settingsFile = join(dir, 'svc.json');
+        const settings = JSON.parse(readFileSync(settingsFile, 'utf8'));
+        writeFileSync(settingsFile, JSON.stringify({ ...settings, logs: { ...settings.logs, clientLog: { requestsPerMinute: 60, eventsPerMinute: 2000, charactersPerMinute: 1_000_000 } } }));
         // Prints `text` (JSON-decoded, so any code unit) to stdout.
         writeFileSync(
           join(dir, 'functions/prints.ts'),
@@ -126,7 +130,7 @@ function hostileSuite(backend: Backend): void {
     it('answers a flood of _log from one identity 429 with Retry-After; others and earlier request lines are kept', async () => {
       const before = await call(base, 'GET', '/Note?pageSize=2&flood=before', undefined, other.headers);
       const beforeId = before.headers.get('x-request-id')!;
-      // Defaults (logs.clientLog): 2,000 events per identity per minute; the poison test spent 4 of them.
+      // logs.clientLog as set above: 2,000 events per identity per minute; the poison test spent 4 of them.
       const batch = Array.from({ length: 1000 }, (_, i) => ({ message: `flood ${i} ${'x'.repeat(100)}` }));
       const statuses: number[] = [];
       let limited: Awaited<ReturnType<typeof call>> | undefined;

@@ -6,11 +6,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { IncomingMessage } from 'node:http';
-import { ClientLogLimiter } from '../../../dist/runtime/logs/client-log-limit.js';
+import { ClientLogLimiter, limitsClientLog } from '../../../dist/runtime/logs/client-log-limit.js';
 import { storableText } from '../../../dist/runtime/logs/log-store.js';
 import { requestIdOf } from '../../../dist/runtime/logs/request-log.js';
 import { trustedPeerOf } from '../../../dist/runtime/auth/client-address.js';
-import { CLIENT_LOG_DEFAULTS } from '../../../dist/runtime/contract/settings.js';
+import { CLIENT_LOG_DEFAULTS, CLIENT_LOG_SUGGESTED_LIMITS } from '../../../dist/runtime/contract/settings.js';
 
 describe('ClientLogLimiter', () => {
   it('admits the per-minute amounts, then answers the seconds until a post fits', () => {
@@ -41,10 +41,23 @@ describe('ClientLogLimiter', () => {
     expect(limiter.take('u', { events: 1, characters: 1 })).toBe(0);
   });
 
-  it('has defaults that admit one full batch and refuse the third in a row', () => {
-    const limiter = new ClientLogLimiter(CLIENT_LOG_DEFAULTS, () => 0);
+  it('limits nothing by default (SPEC §8), and the suggested limits admit one full batch and refuse the third in a row', () => {
+    expect(limitsClientLog(CLIENT_LOG_DEFAULTS)).toBe(false);
+    const unlimited = new ClientLogLimiter(CLIENT_LOG_DEFAULTS, () => 0);
     const batch = { events: 1000, characters: 100_000 };
+    expect(Array.from({ length: 50 }, () => unlimited.take('u', batch)).every((w) => w === 0)).toBe(true);
+    expect(limitsClientLog({ eventsPerMinute: 1000 })).toBe(true);
+    const limiter = new ClientLogLimiter(CLIENT_LOG_SUGGESTED_LIMITS, () => 0);
     expect([limiter.take('u', batch), limiter.take('u', batch), limiter.take('u', batch)]).toEqual([0, 0, 30]);
+  });
+
+  it('limits only the measures that are set', () => {
+    let now = 0;
+    const limiter = new ClientLogLimiter({ requestsPerMinute: 2 }, () => now);
+    const huge = { events: 1_000_000, characters: 1e9 };
+    expect([limiter.take('u', huge), limiter.take('u', huge), limiter.take('u', huge)]).toEqual([0, 0, 30]);
+    now = 30_000;
+    expect(limiter.take('u', huge)).toBe(0);
   });
 });
 
