@@ -21,7 +21,11 @@ import { createServiceAccount, createUser, serviceAccountToken, type Identity } 
 import { startServer, type RunningServer } from '../../dist/runtime/index.js';
 
 const SHOP = join(ROOT, 'examples/shop');
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'";
+/** The console's CSP: scripts run only with the shell's per-response nonce (none for assets and errors). */
+const CSP = (nonce?: string) =>
+  `default-src 'self'; script-src ${nonce ? `'nonce-${nonce}'` : "'none'"}; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'`;
+/** The nonce the shell's tags carry. */
+const nonceOf = (shell: string) => /<script type="module"[^>]* nonce="([A-Za-z0-9+/=]{22,})"/.exec(shell)?.[1];
 const ROWS = 5000;
 const XSS = '<img src=x onerror=alert(1)>';
 
@@ -49,8 +53,8 @@ function raw(origin: string, path: string, method = 'GET'): Promise<{ status: nu
   });
 }
 
-function expectConsoleHeaders(headers: Record<string, string | string[] | undefined>): void {
-  expect(headers['content-security-policy']).toBe(CSP);
+function expectConsoleHeaders(headers: Record<string, string | string[] | undefined>, nonce?: string): void {
+  expect(headers['content-security-policy']).toBe(CSP(nonce));
   expect(headers['x-content-type-options']).toBe('nosniff');
   expect(headers['referrer-policy']).toBe('same-origin');
 }
@@ -122,7 +126,10 @@ describe.each(backends())('the console on %s', (backend) => {
     expect(shell.status).toBe(200);
     expect(shell.headers['content-type']).toMatch(/^text\/html/);
     expect(shell.headers['cache-control']).toBe('no-cache');
-    expectConsoleHeaders(shell.headers);
+    const nonce = nonceOf(shell.body);
+    expect(nonce).toBeDefined();
+    expectConsoleHeaders(shell.headers, nonce);
+    expect(shell.body).not.toContain('SVC_CSP_NONCE');
     expect(shell.body).not.toMatch(/<script>(?!<)/); // no inline script
     const assets = [...shell.body.matchAll(/(?:src|href)="(\/_\/assets\/[^"]+)"/g)].map((m) => m[1]);
     expect(assets.length).toBeGreaterThanOrEqual(2);
@@ -137,7 +144,10 @@ describe.each(backends())('the console on %s', (backend) => {
     // Client-side routes answer the shell; HEAD works; writes are refused with the same headers.
     const route = await raw(origin, '/_/data/Product');
     expect(route.status).toBe(200);
-    expect(route.body).toBe(shell.body);
+    const routeNonce = nonceOf(route.body)!;
+    expect(routeNonce).not.toBe(nonce); // fresh per response
+    expect(route.body.replaceAll(routeNonce, nonce!)).toBe(shell.body);
+    expectConsoleHeaders(route.headers, routeNonce);
     expect((await raw(origin, '/_/', 'HEAD')).status).toBe(200);
     const post = await raw(origin, '/_/', 'POST');
     expect(post.status).toBe(405);

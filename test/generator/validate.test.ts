@@ -392,6 +392,31 @@ describe('an app with many problems', () => {
     );
   });
 
+  test('allowedHosts takes host names and dotted domains (or true / "all"); public.frameAncestors no header separators', async () => {
+    const files: Files = {
+      ...shop,
+      'svc.json': {
+        name: 'shop',
+        allowedHosts: ['app.example.com', '.example.org', 'LOCAL.Test', '10.0.0.5', 'https://app.example.com', 'app.example.com:8080', '*.example.com', ''],
+        public: { frameAncestors: "'self'; script-src *" },
+      },
+    };
+    const err = (await loadAndValidate(writeApp(files), {}).catch((e: unknown) => e)) as DefinitionError;
+    expect(err).toBeInstanceOf(DefinitionError);
+    expect(err.diagnostics.map((d) => [d.code, d.path])).toEqual([
+      ['DEF_INVALID_VALUE', '/allowedHosts/7'],
+      ['DEF_INVALID_VALUE', '/public/frameAncestors'],
+      ['DEF_ALLOWED_HOST', '/allowedHosts/4'],
+      ['DEF_ALLOWED_HOST', '/allowedHosts/5'],
+      ['DEF_ALLOWED_HOST', '/allowedHosts/6'],
+    ]);
+    for (const allowedHosts of [true, 'all', ['.example.com']]) {
+      const { manifest } = await loadAndValidate(writeApp({ ...shop, 'svc.json': { name: 'shop', allowedHosts, public: { frameAncestors: "'none'" } } }), {});
+      expect(manifest.settings.allowedHosts).toEqual(allowedHosts);
+      expect(manifest.settings.public).toEqual({ frameAncestors: "'none'" });
+    }
+  });
+
   test('filters of the valid definitions are checked in the same run as the schema and reference problems', async () => {
     const files: Files = {
       ...shop,
