@@ -42,7 +42,14 @@ const FOLDER_OF = { collection: 'collections', view: 'views', query: 'queries', 
  */
 export function crossCheck(raw: RawApp, env: NodeJS.ProcessEnv, invalidFiles: Set<string>): Diagnostic[] {
   const index = buildModelIndex(raw, invalidFiles);
-  const out: Diagnostic[] = [...checkNames(index), ...checkDatabase(raw, env), ...checkMail(raw), ...checkProviders(raw), ...checkTrustedProxies(raw), ...checkAllowedHosts(raw)];
+  const out: Diagnostic[] = [
+    ...checkNames(index),
+    ...checkDatabase(raw, env),
+    ...checkMail(raw),
+    ...checkProviders(raw),
+    ...checkTrustedProxies(raw),
+    ...checkAllowedHosts(raw),
+  ];
   for (const d of index.all) {
     if (!d.isValid) continue;
     switch (d.kind) {

@@ -51,7 +51,7 @@ const STATUS_MEANING: Record<ErrorStatus, string> = {
   413: 'Body too large',
   415: 'Body of the wrong media type (not JSON, or not multipart for an upload)',
   416: 'Byte range outside the file',
-  421: 'The request\'s Host is not one this server answers for',
+  421: "The request's Host is not one this server answers for",
   429: 'Too many failed sign-ins',
   500: 'Server fault (the cause is logged with the request id, never sent)',
   502: "An external collection's provider failed or gave a bad answer",

@@ -77,7 +77,8 @@ function revocationSuite(backend: Backend): void {
       const id = await adminUser('pavel', 'pavel-password', 'pavel@example.test');
       const sessions: Identity[] = [];
       for (let i = 0; i < 5; i++) sessions.push(await userToken(base, 'pavel', 'pavel-password'));
-      const listed = async () => (await call(base, 'GET', `/_admin/identities/${id}/sessions`, undefined, admin.headers)).json as { data: { active: boolean }[] };
+      const listed = async () =>
+        (await call(base, 'GET', `/_admin/identities/${id}/sessions`, undefined, admin.headers)).json as { data: { active: boolean }[] };
       expect((await listed()).data.filter((s) => s.active)).toHaveLength(5);
       const link = await resetLink('pavel@example.test', 1);
 

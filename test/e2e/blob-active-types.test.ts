@@ -51,11 +51,20 @@ describe('active blob types and public framing', () => {
     await app?.cleanup();
   });
 
-  const product = async () => (await call(base, 'POST', '/Product', { sku: `s${Math.random()}`.slice(0, 30), name: 'Lamp', price: 5 }, admin.headers)).json.data[0] as string;
+  const product = async () =>
+    (await call(base, 'POST', '/Product', { sku: `s${Math.random()}`.slice(0, 30), name: 'Lamp', price: 5 }, admin.headers)).json.data[0] as string;
 
   it('serves a file uploaded as a script, page or XML type as bytes with nosniff and a sandbox CSP, by its plain and signed URL', async () => {
     const id = await product();
-    for (const type of ['text/javascript', 'application/javascript; charset=utf-8', 'text/html', 'application/xhtml+xml', 'image/svg+xml', 'text/xml', 'text/css']) {
+    for (const type of [
+      'text/javascript',
+      'application/javascript; charset=utf-8',
+      'text/html',
+      'application/xhtml+xml',
+      'image/svg+xml',
+      'text/xml',
+      'text/css',
+    ]) {
       const up = await uploadFile(`${base}/Product/${id}/image`, Buffer.from('window.pwned = true;'), { name: 'x.js', type, headers: admin.headers });
       expect(up.status, type).toBe(200);
       expect(up.json.contentType).toBe(type.split(';')[0]); // the metadata keeps what was declared
@@ -81,7 +90,11 @@ describe('active blob types and public framing', () => {
 
   it('a same-origin page cannot run an uploaded text/javascript file with <script src> (Chromium)', async () => {
     const id = await product();
-    const up = await uploadFile(`${base}/Product/${id}/image`, Buffer.from('window.pwned = true;'), { name: 'x.js', type: 'text/javascript', headers: admin.headers });
+    const up = await uploadFile(`${base}/Product/${id}/image`, Buffer.from('window.pwned = true;'), {
+      name: 'x.js',
+      type: 'text/javascript',
+      headers: admin.headers,
+    });
     expect(up.status).toBe(200);
     const page = await browser.context.newPage();
     try {

@@ -137,7 +137,8 @@ describe('the Host check', () => {
       for (const host of ['app.example.com', 'APP.example.com:443', 'example.org', 'a.b.example.org:8080']) {
         expect((await get(listed.port, '/api/_health', host)).status, host).toBe(200);
       }
-      for (const host of ['evil.example.com', 'example.com', 'badexample.org', ATTACKER]) expect((await get(listed.port, '/api/_health', host)).status, host).toBe(421);
+      for (const host of ['evil.example.com', 'example.com', 'badexample.org', ATTACKER])
+        expect((await get(listed.port, '/api/_health', host)).status, host).toBe(421);
       expect((await upgrade(listed.port, 'ws.example.org')).status).toBe(401); // past the Host check: the endpoint asks for a token
       expect((await upgrade(listed.port, ATTACKER)).status).toBe(421);
       expect(listed.server.output()).not.toContain('without svc.json "allowedHosts"');
@@ -150,7 +151,10 @@ describe('the Host check', () => {
     it('warns in one line at start when bound to 0.0.0.0 without allowedHosts', async () => {
       const open = await serveWith({}, { HOST: '0.0.0.0' });
       servers.push(open);
-      const lines = open.server.output().split('\n').filter((l) => l.includes('allowedHosts'));
+      const lines = open.server
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('allowedHosts'));
       expect(lines).toHaveLength(1);
       expect(lines[0]).toContain('listening on 0.0.0.0 without svc.json \\"allowedHosts\\"');
       expect((await get(open.port, '/api/_health', ATTACKER)).status).toBe(421);
