@@ -39,6 +39,8 @@ import { Presence } from './http/admin/presence.js';
 import { Metrics } from './metrics/metrics.js';
 import { flushTracing, startTracing, traceRequest, tracingOn } from './tracing/tracing.js';
 import { serveMetrics } from './metrics/metrics-server.js';
+import { allowedHostsOf, allowedHostsWarning, hostChecker, hostNotAllowed, refuseHost } from './http/host-check.js';
+import { refuseUpgrade } from './realtime/guard.js';
 
 export interface ServeOptions {
   appDir: string;
@@ -262,7 +264,20 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   let inFlight = 0;
   let drainedHttp: (() => void) | undefined;
   const traced = tracingOn();
+  const host = options.host ?? env.HOST ?? '127.0.0.1';
+  // The Host check (DNS rebinding, docs/deploy.md "Allowed hosts"): built again when a new version
+  // of the app brings other settings, else one cached lookup per request.
+  let hostCheck: { settings: AppManifest['settings']; allows: (host: string | undefined) => boolean } | undefined;
+  const hostAllowed = (value: string | undefined): boolean => {
+    const settings = current().manifest.settings;
+    if (hostCheck?.settings !== settings) hostCheck = { settings, allows: hostChecker(allowedHostsOf(settings, host)) };
+    return hostCheck.allows(value);
+  };
   const server: Server = createServer((req, res) => {
+    if (!hostAllowed(req.headers.host)) {
+      refuseHost(res, req.headers.host!);
+      return;
+    }
     inFlight += 1;
     // Draining: each keep-alive connection ends after its response, so none is idle when listening stops.
     if (draining) res.setHeader('connection', 'close');
@@ -274,10 +289,12 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
     else version!.handle(req, res);
   });
   server.on('upgrade', (req, socket, head) => {
+    if (!hostAllowed(req.headers.host)) return refuseUpgrade(socket, hostNotAllowed(req.headers.host!));
     if (!realtime.handleUpgrade(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
   });
   const port = options.port ?? (env.PORT ? Number(env.PORT) : manifest.settings.port);
-  const host = options.host ?? env.HOST ?? '127.0.0.1';
+  const hostWarning = allowedHostsWarning(manifest.settings, host);
+  if (hostWarning) logger.warn(hostWarning);
   await new Promise<void>((ok, fail) => {
     server.once('error', fail);
     server.listen(port, host, () => ok());

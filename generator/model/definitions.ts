@@ -12,6 +12,8 @@ import type {
   MailSettings,
   LogsSettings,
   MetricsSettings,
+  AllowedHostsSetting,
+  PublicSettings,
   SignupSettings,
   ProviderSettings,
   ExternalConnection,
@@ -52,6 +54,8 @@ export interface RawSvcDefinition {
   logs?: Partial<LogsSettings>;
   metrics?: MetricsSettings;
   trustedProxies?: string[];
+  allowedHosts?: AllowedHostsSetting;
+  public?: PublicSettings;
 }
 
 /** A property as written in a collection file: the manifest's `Property` before defaults and naming. */

@@ -106,6 +106,8 @@ function settingsOf(svc: RawSvcDefinition): AppSettings {
     logs: { ...LOGS_DEFAULTS, ...structuredClone(svc.logs ?? {}) },
     ...(svc.metrics !== undefined ? { metrics: structuredClone(svc.metrics) } : {}),
     ...(svc.trustedProxies !== undefined ? { trustedProxies: [...svc.trustedProxies] } : {}),
+    ...(svc.allowedHosts !== undefined ? { allowedHosts: Array.isArray(svc.allowedHosts) ? [...svc.allowedHosts] : svc.allowedHosts } : {}),
+    ...(svc.public !== undefined ? { public: structuredClone(svc.public) } : {}),
   };
 }
 

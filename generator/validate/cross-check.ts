@@ -23,7 +23,7 @@ import { checkProviders } from './check-providers.js';
 import { RESERVED_COLLECTION_NAMES } from '../emit/system-models.js';
 import { pointer, type Diagnostic } from './diagnostics.js';
 import { buildModelIndex, collectionRefProblem, type ModelIndex } from './model-index.js';
-import { behaviourOf, FUNCTION_INPUT_TYPES, parseProxyEntry } from '../../runtime/contract/index.js';
+import { behaviourOf, FUNCTION_INPUT_TYPES, parseAllowedHost, parseProxyEntry } from '../../runtime/contract/index.js';
 import { isIP } from 'node:net';
 
 /** Types a function may take as input (SPEC §2 "Function definition"): property types with a `functionInput`. */
@@ -37,12 +37,19 @@ const FOLDER_OF = { collection: 'collections', view: 'views', query: 'queries', 
  * @returns diagnostics (codes: `DEF_FILE_NAME_MISMATCH`, `DEF_DUPLICATE_NAME`, `DEF_RESERVED_NAME`, `DEF_UNKNOWN_COLLECTION`,
  *   `DEF_NOT_A_COLLECTION`, `DEF_CREATOR_IN_LISTEN`, `DEF_ENDPOINT_MISMATCH`, `DEF_INPUT_TYPE_NOT_SCALAR`, `DEF_ENUM_TYPE_MISMATCH`,
  *   `DEF_MISSING_FUNCTION_CODE`, `DEF_SEARCH_WITHOUT_TEXT`, `DEF_UNSUPPORTED_DATABASE_URL`, `DEF_SECRET_IN_CLEAR`,
- *   `DEF_CREATOR_ON_EXTERNAL`, `DEF_EXTERNAL_URL`, `DEF_PROVIDER_URL`, `DEF_TRUSTED_PROXY`, and those of `checkProperty`/`checkQuery`/`checkProviders`)
+ *   `DEF_CREATOR_ON_EXTERNAL`, `DEF_EXTERNAL_URL`, `DEF_PROVIDER_URL`, `DEF_TRUSTED_PROXY`, `DEF_ALLOWED_HOST`, and those of `checkProperty`/`checkQuery`/`checkProviders`)
  * Source: DESIGN §3, §4 "Function details"; SPEC §2, §5.7.
  */
 export function crossCheck(raw: RawApp, env: NodeJS.ProcessEnv, invalidFiles: Set<string>): Diagnostic[] {
   const index = buildModelIndex(raw, invalidFiles);
-  const out: Diagnostic[] = [...checkNames(index), ...checkDatabase(raw, env), ...checkMail(raw), ...checkProviders(raw), ...checkTrustedProxies(raw)];
+  const out: Diagnostic[] = [
+    ...checkNames(index),
+    ...checkDatabase(raw, env),
+    ...checkMail(raw),
+    ...checkProviders(raw),
+    ...checkTrustedProxies(raw),
+    ...checkAllowedHosts(raw),
+  ];
   for (const d of index.all) {
     if (!d.isValid) continue;
     switch (d.kind) {
@@ -156,6 +163,24 @@ function checkTrustedProxies(raw: RawApp): Diagnostic[] {
             file: 'svc.json',
             path: pointer('trustedProxies', i),
             message: `${JSON.stringify(entry)} is not an IP address or a CIDR range such as "10.0.0.0/8" or "fd00::/8"`,
+          },
+        ]
+      : [],
+  );
+}
+
+/** Each `allowedHosts` entry must be a host name, or a domain with a leading dot (`DEF_ALLOWED_HOST`). */
+function checkAllowedHosts(raw: RawApp): Diagnostic[] {
+  const entries = (raw.svc?.data as Partial<RawSvcDefinition> | undefined)?.allowedHosts;
+  if (!Array.isArray(entries)) return [];
+  return entries.flatMap((entry, i) =>
+    typeof entry === 'string' && entry !== '' && parseAllowedHost(entry) === null // '' is the schema's
+      ? [
+          {
+            code: 'DEF_ALLOWED_HOST',
+            file: 'svc.json',
+            path: pointer('allowedHosts', i),
+            message: `${JSON.stringify(entry)} is not a host name: write "app.example.com", or ".example.com" for a domain and its subdomains (no scheme, port or path)`,
           },
         ]
       : [],

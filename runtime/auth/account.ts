@@ -8,8 +8,6 @@ import { HttpError } from '../errors.js';
 import type { AuthService } from './auth-service.js';
 import type { Caller } from './caller.js';
 import { checkPassword, deleteIdentity, MIN_PASSWORD_LENGTH, setPassword } from './identities.js';
-import { deleteUserMailTokens } from './mail-tokens.js';
-import { revokeSubjectTokens } from './refresh-tokens.js';
 import { credentialFields } from './sign-in.js';
 import { limitedCheck } from './limited-check.js';
 
@@ -24,8 +22,9 @@ async function provenUser(auth: AuthService, caller: Caller, password: string, r
 }
 
 /**
- * `POST /api/_me/password { current, password }`: sets a new password and revokes every refresh-token
- * family of the user (every session, this one's too, must sign in again once its access token expires).
+ * `POST /api/_me/password { current, password }`: sets a new password, revokes every refresh-token
+ * family of the user (every session, this one's too, must sign in again once its access token expires)
+ * and voids every outstanding reset and verification link (`setPassword`).
  * @throws HttpError VALIDATION_FAILED (400) naming the field; UNAUTHORIZED (401, anonymous); FORBIDDEN (403, a service account or a wrong current password); RATE_LIMITED (429)
  */
 export async function changePassword(auth: AuthService, caller: Caller, body: unknown, remoteAddress: string | undefined): Promise<void> {
@@ -36,8 +35,8 @@ export async function changePassword(auth: AuthService, caller: Caller, body: un
       details: [{ path: '/password', message: `at least ${MIN_PASSWORD_LENGTH} characters` }],
     });
   const user = await provenUser(auth, caller, current, remoteAddress);
-  await setPassword(auth.db, user.id!, password);
-  await revokeSubjectTokens(auth.db, 'user', user.id!);
+  await setPassword(auth.db, user.id!, password); // revokes every refresh-token family, voids every mailed link
+  auth.identities.changed('user', user.id!);
 }
 
 /**
@@ -50,8 +49,7 @@ export async function deleteOwnAccount(auth: AuthService, caller: Caller, body: 
   if (caller.kind === 'anonymous') throw new HttpError('UNAUTHORIZED', 'sign in first');
   const { password } = credentialFields(body, ['password']);
   const user = await provenUser(auth, caller, password, remoteAddress);
-  await deleteIdentity(auth.db, { kind: 'user', username: user.username! });
-  await deleteUserMailTokens(auth.db, user.id!);
+  await deleteIdentity(auth.db, { kind: 'user', username: user.username! }); // and its refresh and mail tokens
   auth.identities.changed('user', user.id!);
   auth.logger.info({ userId: user.id }, 'user deleted their account');
 }

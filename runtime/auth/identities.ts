@@ -14,6 +14,7 @@ import { hashSecret, randomToken, verifySecret } from './secrets.js';
 import { join, sql, type Sql } from '../query/sql.js';
 import { decodeServiceAccount, decodeUser, first, TABLE, type Raw, type ServiceAccountRow, type UserRow } from './store.js';
 import { deleteSubjectTokens, revokeSubjectTokens } from './refresh-tokens.js';
+import { deleteUserMailTokens, voidUserMailTokens } from './mail-tokens.js';
 import { isUniqueViolation } from '../data/db-errors.js';
 
 /** Custom role names: a letter first, then letters, digits, `_` or `-`; the `_` prefix is for built-ins. */
@@ -111,10 +112,18 @@ export async function userById(db: Database, id: string): Promise<UserRow | null
   return first(db, sql`SELECT * FROM ${TABLE.users} WHERE "id" = ${id}`, decodeUser);
 }
 
-/** Stores a new password (argon2id) for a user. @throws HttpError VALIDATION_FAILED for a password shorter than 8 */
+/**
+ * Stores a new password (argon2id) for a user, and ends what the old one granted: every refresh-token
+ * family of the user is revoked (every session must sign in again once its access token expires) and
+ * every outstanding reset and verification link is voided. Every way of setting a password goes
+ * through here (a reset, `_me/password`, the admin `PATCH`), so none can forget either.
+ * @throws HttpError VALIDATION_FAILED for a password shorter than 8
+ */
 export async function setPassword(db: Database, userId: string, password: string): Promise<void> {
   if (password.length < MIN_PASSWORD_LENGTH) throw new HttpError('VALIDATION_FAILED', `password must be at least ${MIN_PASSWORD_LENGTH} characters`);
   await db.query(sql`UPDATE ${TABLE.users} SET "passwordHash" = ${await hashSecret(password)}, "updatedAt" = ${new Date()} WHERE "id" = ${userId}`);
+  await revokeSubjectTokens(db, 'user', userId);
+  await voidUserMailTokens(db, userId);
 }
 
 /** Marks a user's e-mail address verified. */
@@ -252,7 +261,8 @@ async function updateOne(db: Database, ref: IdentityRef, set: Sql): Promise<stri
 }
 
 /**
- * Disables an identity: it can no longer sign in or refresh (its refresh tokens are revoked), and its
+ * Disables an identity: it can no longer sign in or refresh (its refresh tokens are revoked; a user's
+ * outstanding reset and verification links are voided), and its
  * access tokens are refused once the identity caches of running servers expire (`IDENTITY_CACHE_TTL_MS`).
  * @returns its id
  * @throws HttpError NOT_FOUND when no such identity exists
@@ -260,11 +270,12 @@ async function updateOne(db: Database, ref: IdentityRef, set: Sql): Promise<stri
 export async function disableIdentity(db: Database, ref: IdentityRef): Promise<string> {
   const id = await updateOne(db, ref, sql`"disabledAt" = ${new Date()}`);
   await revokeSubjectTokens(db, ref.kind, id);
+  if (ref.kind === 'user') await voidUserMailTokens(db, id);
   return id;
 }
 
 /**
- * Deletes an identity, its refresh tokens and (a user's) provider links. Rows it created keep its id in `createdBy`.
+ * Deletes an identity, its refresh tokens and (a user's) provider links and mail tokens. Rows it created keep its id in `createdBy`.
  * @returns its id
  * @throws HttpError NOT_FOUND when no such identity exists
  */
@@ -274,7 +285,10 @@ export async function deleteIdentity(db: Database, ref: IdentityRef): Promise<st
   if (rows.length === 0) throw new HttpError('NOT_FOUND', t.label);
   const id = String(rows[0].id);
   await deleteSubjectTokens(db, ref.kind, id);
-  if (ref.kind === 'user') await db.query(sql`DELETE FROM ${TABLE.userProviders} WHERE "userId" = ${id}`);
+  if (ref.kind === 'user') {
+    await db.query(sql`DELETE FROM ${TABLE.userProviders} WHERE "userId" = ${id}`);
+    await deleteUserMailTokens(db, id);
+  }
   return id;
 }
 

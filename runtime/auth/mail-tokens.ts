@@ -49,6 +49,15 @@ export async function useMailToken(db: Database, token: string, purpose: MailTok
   return spent.length === 1 ? row.userId : null;
 }
 
+/**
+ * Voids every outstanding (unused) mail token of a user, reset and verification links alike: called
+ * whenever the password is set (a reset, `_me/password`, an admin or `svc` setting it) and when the
+ * user is disabled, so that no link mailed before stays usable (issue 30 item 3).
+ */
+export async function voidUserMailTokens(db: Database, userId: string): Promise<void> {
+  await db.query(sql`UPDATE ${TABLE.mailTokens} SET "usedAt" = ${new Date()} WHERE "userId" = ${userId} AND "usedAt" IS NULL`);
+}
+
 /** Deletes every mail token of a user (the account was deleted). */
 export async function deleteUserMailTokens(db: Database, userId: string): Promise<void> {
   await db.query(sql`DELETE FROM ${TABLE.mailTokens} WHERE "userId" = ${userId}`);

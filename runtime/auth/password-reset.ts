@@ -3,15 +3,14 @@
  * `runtime/http/account-routes.ts`): `POST /api/_password-reset { email }` always answers 202 and does
  * its work (lookup, token, mail) in the background, so neither its answer nor its timing tells
  * whether the address has an account; `POST /api/_password-reset/confirm { token, password }` sets
- * the password, marks the address verified (the link reached it) and revokes every refresh-token
- * family of the user.
+ * the password, marks the address verified (the link reached it), revokes every refresh-token
+ * family of the user and voids every other reset or verification link mailed to them.
  */
 import { HttpError } from '../errors.js';
 import type { AuthService } from './auth-service.js';
 import { inBackground, sendAccountMail } from './account-mail.js';
 import { useMailToken } from './mail-tokens.js';
 import { markEmailVerified, MIN_PASSWORD_LENGTH, normaliseEmail, setPassword, userByEmail } from './identities.js';
-import { revokeSubjectTokens } from './refresh-tokens.js';
 import { credentialFields } from './sign-in.js';
 import { checkLockout } from './limited-check.js';
 import { countAttempt } from './signup.js';
@@ -49,8 +48,8 @@ export async function confirmPasswordReset(auth: AuthService, body: unknown, rem
     await auth.limiter.fail(key);
     throw new HttpError('INVALID_TOKEN', 'the reset link is not valid: it is unknown, was used already or has expired');
   }
-  await setPassword(auth.db, userId, password);
+  await setPassword(auth.db, userId, password); // revokes every refresh-token family, voids every other link
   await markEmailVerified(auth.db, userId);
-  await revokeSubjectTokens(auth.db, 'user', userId);
+  auth.identities.changed('user', userId);
   auth.logger.info({ userId }, 'password reset');
 }

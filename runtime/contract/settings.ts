@@ -316,6 +316,46 @@ export interface AppSettings {
    * whose `X-Forwarded-For` names the client address (`runtime/auth/client-address.ts`).
    */
   trustedProxies?: string[];
+  /**
+   * Absent unless svc.json has `allowedHosts`: the names a request's `Host` may carry besides
+   * `localhost`, `*.localhost`, IP addresses and the bound address (`runtime/http/host-check.ts`);
+   * an entry with a leading `.` allows that domain and its subdomains; `true` or `"all"`: any Host.
+   */
+  allowedHosts?: AllowedHostsSetting;
+  /** Absent unless svc.json has `public`: how the app's `public/` files are served. */
+  public?: PublicSettings;
+}
+
+/** svc.json `allowedHosts` (docs/deploy.md "Allowed hosts"): names, or `true`/`"all"` for any Host. */
+export type AllowedHostsSetting = true | 'all' | string[];
+
+/** svc.json `public` (docs/deploy.md): how the files of `public/` are served. */
+export interface PublicSettings {
+  /**
+   * The `frame-ancestors` sources of the `Content-Security-Policy` sent with `public/` files, written
+   * as in CSP (`'self' https://partner.example`, `*`, `'none'`); default `'self'`.
+   */
+  frameAncestors?: string;
+}
+
+/** Default `public.frameAncestors`: only the app's own pages may frame its `public/` pages. */
+export const PUBLIC_FRAME_ANCESTORS_DEFAULT = "'self'";
+
+/**
+ * Normalises one `allowedHosts` entry (svc.json): a host name, lower-cased, optionally with a leading
+ * `.` (the domain and its subdomains); no scheme, port, path or wildcard. The generator refuses what
+ * this refuses (`DEF_ALLOWED_HOST`); the runtime's Host check is built from what it answers.
+ * @returns the entry lower-cased, or null when it is not a host name
+ */
+export function parseAllowedHost(entry: string): string | null {
+  const e = entry.trim().toLowerCase();
+  const name = e.startsWith('.') ? e.slice(1) : e;
+  const label = /^(?!-)[a-z0-9_-]{1,63}(?<!-)$/;
+  if (name === '' || name.length > 253 || !name.split('.').every((l) => label.test(l))) {
+    // An IPv6 address (no brackets) is allowed as itself.
+    return !e.startsWith('.') && /^[0-9a-f:.]+$/.test(e) && e.includes(':') ? e : null;
+  }
+  return e;
 }
 
 /**

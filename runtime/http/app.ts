@@ -8,6 +8,7 @@
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { AppManifest } from '../manifest.js';
+import { PUBLIC_FRAME_ANCESTORS_DEFAULT } from '../contract/settings.js';
 import { answerError, HttpError } from '../errors.js';
 import type { Database } from '../data/database.js';
 import type { Logger } from '../log.js';
@@ -130,7 +131,9 @@ export function createApp(options: AppOptions): express.Express {
   // Collections, views and queries are served before this application (`api-handler.ts`).
   api.use(functionRouter({ manifest, logger, ...options.functions }, options.invokeFunction));
   app.use('/api', api);
-  // Static files of the app's public/ folder, after every /api route so they never shadow one.
+  // Static files of the app's public/ folder, after every /api route so they never shadow one. They
+  // may be framed only by svc.json `public.frameAncestors` (default the app's own pages: no clickjacking).
+  const frameAncestors = manifest.settings.public?.frameAncestors ?? PUBLIC_FRAME_ANCESTORS_DEFAULT;
   if (options.publicDir)
     app.use(
       express.static(options.publicDir, {
@@ -138,6 +141,8 @@ export function createApp(options: AppOptions): express.Express {
         dotfiles: 'ignore',
         setHeaders: (res) => {
           res.set('x-content-type-options', 'nosniff');
+          res.set('content-security-policy', `frame-ancestors ${frameAncestors}`);
+          if (frameAncestors === PUBLIC_FRAME_ANCESTORS_DEFAULT) res.set('x-frame-options', 'SAMEORIGIN');
           if (options.publicNoCache) res.set('cache-control', 'no-cache');
         },
       }),

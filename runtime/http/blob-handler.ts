@@ -35,6 +35,29 @@ const SIGNED_URL_READER: Caller = Object.freeze({ kind: 'serviceAccount', id: nu
 /** Types a browser may show inline: no scripts run in them. Anything else downloads as an attachment. */
 const INLINE = /^(image\/(png|jpeg|gif|webp|avif|bmp)|audio\/[\w.+-]+|video\/[\w.+-]+|application\/pdf|text\/plain)$/i;
 
+/**
+ * Types a browser runs as code or as a document that can run code (issue 30 item 12): JavaScript and
+ * its aliases, HTML and XHTML, XML of any kind (SVG, XSLT: browsers run their scripts), CSS and
+ * WebAssembly. A stored file of such a type is served as `application/octet-stream`, so that
+ * `<script src>`, `<link rel=stylesheet>` or a visit to its URL never treat it as code; its metadata
+ * keeps the declared type.
+ */
+const ACTIVE = /(javascript|ecmascript|jscript|livescript|html|xml|xsl|^text\/css$|^application\/wasm$)/i;
+
+/** The type a stored file is served with: its declared one, or bytes for an `ACTIVE` (or unusable) one. */
+export function servedBlobType(declared: string): string {
+  if (!isMediaType(declared)) return 'application/octet-stream';
+  const essence = declared.split(';')[0].trim();
+  return ACTIVE.test(essence) ? 'application/octet-stream' : declared;
+}
+
+/**
+ * The CSP of every blob download, signed URLs' too: opened as a page, a file gets a unique origin with
+ * no scripts, forms, plug-ins or pop-ups, and cannot reach the app's cookies. A PDF goes without it:
+ * browsers' PDF viewers do not open in a sandboxed document.
+ */
+const BLOB_CSP = 'sandbox';
+
 /** `/api/{name}/{id}/{field}[/tus[/{upload}]]` → its decoded segments, or null for another shape. */
 function blobPath(url: string): { name: string; id: string; field: string; tus: boolean; upload?: string } | null {
   const q = url.indexOf('?');
@@ -81,8 +104,9 @@ async function download(
     throw new HttpError('NOT_FOUND', `${t.resource.name} ${JSON.stringify(t.id)} has another ${t.field.name} now`);
   let key = originalKey(stored.prefix);
   let size = stored.size;
-  // A type stored before uploads were checked may not be a header value: it is served as bytes.
-  let type = isMediaType(stored.contentType) ? stored.contentType : 'application/octet-stream';
+  // A type stored before uploads were checked may not be a header value, and a script or page type
+  // would run: both are served as bytes.
+  let type = servedBlobType(stored.contentType);
   let etag = `"${stored.sha256}"`;
   let name = stored.name;
   if (query.thumb !== undefined) {
@@ -107,6 +131,7 @@ async function download(
     return;
   }
   headers['content-type'] = type;
+  if (!/^application\/pdf\b/i.test(type)) headers['content-security-policy'] = BLOB_CSP;
   headers['content-disposition'] = contentDisposition(name, { type: INLINE.test(type) ? 'inline' : 'attachment' });
   let range: { start: number; end: number } | undefined;
   const asked = req.headers.range;

@@ -3,21 +3,38 @@
  * by `npm run build` from `console/`). `GET /_/` and every client-side route under it answer the app
  * shell (`index.html`, `Cache-Control: no-cache`); `/_/assets/<hashed name>` answers that file,
  * cached for a year as immutable. Every response, errors included, carries the console's
- * Content-Security-Policy, `X-Content-Type-Options: nosniff` and `Referrer-Policy: same-origin`.
+ * Content-Security-Policy (`consoleCsp`: the shell's scripts run by a per-response nonce, nothing else
+ * does), `X-Content-Type-Options: nosniff` and `Referrer-Policy: same-origin`.
  * A path that leaves the assets folder, or is not valid percent-encoding, is refused (404/400) and
  * never read.
  */
+import { randomBytes } from 'node:crypto';
 import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
 import { extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Request, Response } from 'express';
 
-/** The headers of every console response (DESIGN §9). */
+/**
+ * The Content-Security-Policy of a console response (DESIGN §9, tightened by issue 30 item 12): scripts
+ * run only when they carry `nonce` (the shell's, fresh per response; Vite writes it on the entry
+ * script, and its preload helper on what it adds; the modules these import inherit it). `'self'`
+ * alone would run any same-origin URL, such as an uploaded blob, if markup were ever injected.
+ * @param nonce - the shell's nonce; absent (assets, errors): no script may run in the document
+ */
+export function consoleCsp(nonce?: string): string {
+  const scripts = nonce ? `'nonce-${nonce}'` : "'none'";
+  return `default-src 'self'; script-src ${scripts}; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'`;
+}
+
+/** The headers of every console response (DESIGN §9); the shell's CSP carries its nonce (`consoleCsp`). */
 export const CONSOLE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
-  'content-security-policy': "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'",
+  'content-security-policy': consoleCsp(),
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'same-origin',
 });
+
+/** What the console's build writes where each response's nonce goes (console/vite.config.ts `html.cspNonce`). */
+const NONCE_PLACEHOLDER = 'SVC_CSP_NONCE';
 
 /** Where `npm run build` puts the console: `dist/console/`, beside `dist/runtime/`. */
 export const CONSOLE_DIR = fileURLToPath(new URL('../../console/', import.meta.url));
@@ -47,7 +64,7 @@ function fail(res: Response, status: number, code: string, message: string): voi
 export function consoleHandler(dir: string = CONSOLE_DIR) {
   const root = resolve(dir);
   const assets = join(root, 'assets');
-  let shell: Buffer | undefined;
+  let shell: string | undefined;
   // Mounted at `/_`, so `req.path` is the rest (`/`, `/assets/x.js`); Express never routes `/_x` here.
   return (req: Request, res: Response): void => {
     res.set(CONSOLE_HEADERS);
@@ -81,11 +98,13 @@ export function consoleHandler(dir: string = CONSOLE_DIR) {
     }
     if (path.split('/').some((part) => part === '..' || part === '.')) return fail(res, 404, 'NOT_FOUND', 'no console page has a "." or ".." path segment');
     try {
-      shell ??= readFileSync(join(root, 'index.html'));
+      shell ??= readFileSync(join(root, 'index.html'), 'utf8');
     } catch {
       return fail(res, 404, 'NOT_FOUND', 'the console is not built (npm run build builds it into dist/console/)');
     }
+    const nonce = randomBytes(16).toString('base64');
     res.set('cache-control', 'no-cache');
-    res.type('html').send(shell);
+    res.set('content-security-policy', consoleCsp(nonce));
+    res.type('html').send(shell.replaceAll(NONCE_PLACEHOLDER, nonce));
   };
 }

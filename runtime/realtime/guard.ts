@@ -148,6 +148,7 @@ const STATUS_TEXT: Record<number, string> = {
   400: 'Bad Request',
   401: 'Unauthorized',
   403: 'Forbidden',
+  421: 'Misdirected Request',
   429: 'Too Many Requests',
   500: 'Internal Server Error',
 };

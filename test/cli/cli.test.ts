@@ -385,7 +385,7 @@ describe('svc CLI', () => {
     await new Promise((ok) => socket.once('connect', ok));
     // Headers and half the body now; SIGTERM; the rest of the body after the server began draining.
     socket.write(
-      `POST /api/Project HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 10)}`,
+      `POST /api/Project HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 10)}`,
     );
     await new Promise((r) => setTimeout(r, 200));
     const exit = server.close();

@@ -21,7 +21,11 @@ import { createServiceAccount, createUser, serviceAccountToken, type Identity } 
 import { startServer, type RunningServer } from '../../dist/runtime/index.js';
 
 const SHOP = join(ROOT, 'examples/shop');
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'";
+/** The console's CSP: scripts run only with the shell's per-response nonce (none for assets and errors). */
+const CSP = (nonce?: string) =>
+  `default-src 'self'; script-src ${nonce ? `'nonce-${nonce}'` : "'none'"}; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'`;
+/** The nonce the shell's tags carry. */
+const nonceOf = (shell: string) => /<script type="module"[^>]* nonce="([A-Za-z0-9+/=]{22,})"/.exec(shell)?.[1];
 const ROWS = 5000;
 const XSS = '<img src=x onerror=alert(1)>';
 
@@ -49,8 +53,8 @@ function raw(origin: string, path: string, method = 'GET'): Promise<{ status: nu
   });
 }
 
-function expectConsoleHeaders(headers: Record<string, string | string[] | undefined>): void {
-  expect(headers['content-security-policy']).toBe(CSP);
+function expectConsoleHeaders(headers: Record<string, string | string[] | undefined>, nonce?: string): void {
+  expect(headers['content-security-policy']).toBe(CSP(nonce));
   expect(headers['x-content-type-options']).toBe('nosniff');
   expect(headers['referrer-policy']).toBe('same-origin');
 }
@@ -122,7 +126,10 @@ describe.each(backends())('the console on %s', (backend) => {
     expect(shell.status).toBe(200);
     expect(shell.headers['content-type']).toMatch(/^text\/html/);
     expect(shell.headers['cache-control']).toBe('no-cache');
-    expectConsoleHeaders(shell.headers);
+    const nonce = nonceOf(shell.body);
+    expect(nonce).toBeDefined();
+    expectConsoleHeaders(shell.headers, nonce);
+    expect(shell.body).not.toContain('SVC_CSP_NONCE');
     expect(shell.body).not.toMatch(/<script>(?!<)/); // no inline script
     const assets = [...shell.body.matchAll(/(?:src|href)="(\/_\/assets\/[^"]+)"/g)].map((m) => m[1]);
     expect(assets.length).toBeGreaterThanOrEqual(2);
@@ -137,7 +144,10 @@ describe.each(backends())('the console on %s', (backend) => {
     // Client-side routes answer the shell; HEAD works; writes are refused with the same headers.
     const route = await raw(origin, '/_/data/Product');
     expect(route.status).toBe(200);
-    expect(route.body).toBe(shell.body);
+    const routeNonce = nonceOf(route.body)!;
+    expect(routeNonce).not.toBe(nonce); // fresh per response
+    expect(route.body.replaceAll(routeNonce, nonce!)).toBe(shell.body);
+    expectConsoleHeaders(route.headers, routeNonce);
     expect((await raw(origin, '/_/', 'HEAD')).status).toBe(200);
     const post = await raw(origin, '/_/', 'POST');
     expect(post.status).toBe(405);
@@ -185,6 +195,7 @@ describe.each(backends())('the console on %s', (backend) => {
     // Fuzzed paths made of the pieces traversal is made of: always an answer (never a 5xx, never a
     // hang), the shell, a real asset or an error body, with the console's headers.
     const shell = (await raw(origin, '/_/')).body;
+    const shellNonce = nonceOf(shell);
     const piece = fc.constantFrom(
       '..',
       '.',
@@ -211,8 +222,11 @@ describe.each(backends())('the console on %s', (backend) => {
       fc.asyncProperty(fc.boolean(), fc.array(piece, { minLength: 1, maxLength: 12 }), async (inAssets, parts) => {
         const r = await raw(origin, `/_/${inAssets ? 'assets/' : ''}${parts.join('')}`);
         expect(r.status).toBeLessThan(500);
-        expectConsoleHeaders(r.headers);
-        if (r.status === 200) expect(r.body === shell || r.headers['cache-control'] === 'public, max-age=31536000, immutable').toBe(true);
+        // The shell carries its own nonce; every other answer none.
+        const nonce = nonceOf(r.body);
+        expectConsoleHeaders(r.headers, nonce);
+        if (r.status === 200)
+          expect(r.body.replaceAll(nonce ?? '\0', shellNonce!) === shell || r.headers['cache-control'] === 'public, max-age=31536000, immutable').toBe(true);
         expect(r.body).not.toContain(secret);
       }),
       { numRuns: 300 },

@@ -364,7 +364,7 @@ describe('an app with many problems', () => {
       'collections/Product.json: /properties/price/type: unknown property type "money"; allowed types: string, text, integer, decimal, boolean, date, date-time, guid, lookup, blob',
       'functions/sendMail.json: /endpoint: endpoint must be "/sendMail" (the function is served at /api/sendMail); got "/send"',
       'functions/sendMail.json: /requestBody/0/type: requestBody field "payload" has type "object"; inputs must be scalar (string, text, integer, decimal, boolean, date, date-time, guid)',
-      'svc.json: /colour: unknown key "colour"; allowed keys: name, database, port, console, generate, auth, realtime, functions, agent, trustedProxies, metrics, logs, credits, storage, mail',
+      'svc.json: /colour: unknown key "colour"; allowed keys: name, database, port, console, generate, auth, realtime, functions, agent, trustedProxies, allowedHosts, public, metrics, logs, credits, storage, mail',
       'views/Customer.json: /name: name "Customer" is already used by collections/Customer.json',
     ]);
     expect(d.diagnostics.map((x) => x.code)).toEqual([
@@ -397,6 +397,31 @@ describe('an app with many problems', () => {
     expect(formatDiagnostic(err.diagnostics[1])).toBe(
       'svc.json: /trustedProxies/4: "proxy.local" is not an IP address or a CIDR range such as "10.0.0.0/8" or "fd00::/8"',
     );
+  });
+
+  test('allowedHosts takes host names and dotted domains (or true / "all"); public.frameAncestors no header separators', async () => {
+    const files: Files = {
+      ...shop,
+      'svc.json': {
+        name: 'shop',
+        allowedHosts: ['app.example.com', '.example.org', 'LOCAL.Test', '10.0.0.5', 'https://app.example.com', 'app.example.com:8080', '*.example.com', ''],
+        public: { frameAncestors: "'self'; script-src *" },
+      },
+    };
+    const err = (await loadAndValidate(writeApp(files), {}).catch((e: unknown) => e)) as DefinitionError;
+    expect(err).toBeInstanceOf(DefinitionError);
+    expect(err.diagnostics.map((d) => [d.code, d.path])).toEqual([
+      ['DEF_INVALID_VALUE', '/allowedHosts/7'],
+      ['DEF_INVALID_VALUE', '/public/frameAncestors'],
+      ['DEF_ALLOWED_HOST', '/allowedHosts/4'],
+      ['DEF_ALLOWED_HOST', '/allowedHosts/5'],
+      ['DEF_ALLOWED_HOST', '/allowedHosts/6'],
+    ]);
+    for (const allowedHosts of [true, 'all', ['.example.com']]) {
+      const { manifest } = await loadAndValidate(writeApp({ ...shop, 'svc.json': { name: 'shop', allowedHosts, public: { frameAncestors: "'none'" } } }), {});
+      expect(manifest.settings.allowedHosts).toEqual(allowedHosts);
+      expect(manifest.settings.public).toEqual({ frameAncestors: "'none'" });
+    }
   });
 
   test('filters of the valid definitions are checked in the same run as the schema and reference problems', async () => {

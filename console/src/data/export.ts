@@ -3,13 +3,11 @@
  * (1,000 a page, keyset cursors) and each page is encoded at once and appended to the file, so no
  * more than one page is held as objects. Where the browser can write files (`showSaveFilePicker`) the
  * pages stream straight to disk; elsewhere they are collected as Blob parts and downloaded at the end.
+ * CSV cells are encoded by `csvCell` (formula-like text is neutralised).
  */
 import { cellText, type Prop, type Resource } from '../model';
 import { pages, type ListQuery } from './loader';
-
-function csvCell(text: string): string {
-  return /[",\n\r]/.test(text) || /^[=+\-@\t\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
-}
+import { csvCell } from './csv';
 
 interface Sink {
   write(text: string): Promise<void>;
