@@ -68,7 +68,13 @@ function hostileSuite(backend: Backend): void {
         // The client log is not limited by default (SPEC §8); this app opts in to the suggested limits.
         const settingsFile = join(dir, 'svc.json');
         const settings = JSON.parse(readFileSync(settingsFile, 'utf8'));
-        writeFileSync(settingsFile, JSON.stringify({ ...settings, logs: { ...settings.logs, clientLog: { requestsPerMinute: 60, eventsPerMinute: 2000, charactersPerMinute: 1_000_000 } } }));
+        writeFileSync(
+          settingsFile,
+          JSON.stringify({
+            ...settings,
+            logs: { ...settings.logs, clientLog: { requestsPerMinute: 60, eventsPerMinute: 2000, charactersPerMinute: 1_000_000 } },
+          }),
+        );
         // Prints `text` (JSON-decoded, so any code unit) to stdout.
         writeFileSync(
           join(dir, 'functions/prints.ts'),
