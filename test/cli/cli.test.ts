@@ -403,7 +403,7 @@ describe('svc CLI', () => {
     const url = await new Promise<string>((ok, fail) => {
       npm.stdout.on('data', (d) => {
         out += d;
-        const m = /serving \S+ at (http:\/\/\S+)/.exec(out);
+        const m = /serving \S+ at (http:\/\/\S+)\n/.exec(out);
         if (m) ok(m[1]);
       });
       npm.on('close', () => fail(new Error(`npm exec ended before serving: ${out}`)));

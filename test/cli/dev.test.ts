@@ -78,7 +78,7 @@ function startDev(dir: string, env: NodeJS.ProcessEnv, args: string[] = []): Pro
   };
   return new Promise((ok, fail) => {
     exited.then((code) => fail(new Error(`svc dev exited (${code}) before serving: ${err || out}`)));
-    waitFor(() => /serving \S+ at (http:\/\/\S+)/.exec(out), RELOAD_MS).then(
+    waitFor(() => /serving \S+ at (http:\/\/\S+)\n/.exec(out), RELOAD_MS).then(
       (m) =>
         ok({
           url: m[1],

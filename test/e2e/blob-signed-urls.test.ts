@@ -16,7 +16,7 @@ import { call } from '../support/scenario.js';
 import { jpeg, sha256, startS3, uploadFile, type S3Server } from '../support/blobs.js';
 import { launchChromium } from '../support/browser.js';
 import { Prng } from '../support/hostile.js';
-import { waitFor } from '../support/wait.js';
+import { StopWaiting, waitFor } from '../support/wait.js';
 import { startServer, type RunningServer } from '../../dist/runtime/index.js';
 
 const SHOP = join(ROOT, 'examples/shop');
@@ -172,7 +172,7 @@ function signedUrlSuite(backend: Backend, storeKind: 'local' | 's3'): void {
         const expired = await waitFor(async () => {
           const res = await fetch(`${origin}${short}`);
           if (res.status === 403) return res;
-          if (res.status !== 200) throw new Error(`status ${res.status}`);
+          if (res.status !== 200) throw new StopWaiting(`status ${res.status}: ${await res.text()}`);
           await res.arrayBuffer();
           return undefined;
         }, 10_000);

@@ -10,7 +10,6 @@ import { join, relative } from 'node:path';
 import sharp from 'sharp';
 import S3rver from 's3rver';
 import { ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { freePort } from './pg-cluster.js';
 
 export const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
 
@@ -107,9 +106,17 @@ function listParts(server: S3rver, bucket: string) {
       .filter((n) => /^\d+$/.test(n))
       .map(Number)
       .sort((a, b) => a - b)
-      .map((n) => {
-        const size = statSync(join(dir, String(n))).size;
-        const md5 = readFileSync(join(dir, `${n}.md5`), 'utf8');
+      .flatMap((n) => {
+        let size: number;
+        let md5: string;
+        try {
+          size = statSync(join(dir, String(n))).size;
+          md5 = readFileSync(join(dir, `${n}.md5`), 'utf8');
+        } catch (err) {
+          // A part listed, then gone or not complete yet: the upload was completed or aborted, or the part is mid-write.
+          if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+          throw err;
+        }
         return `<Part><PartNumber>${n}</PartNumber><LastModified>${new Date().toISOString()}</LastModified><ETag>"${md5}"</ETag><Size>${size}</Size></Part>`;
       });
     const key = ctx.path.split('/').slice(2).join('/');
@@ -121,11 +128,11 @@ function listParts(server: S3rver, bucket: string) {
 /** Starts s3rver with a fresh folder and bucket `svc-test` (plus ListParts, see `listParts`). */
 export async function startS3(): Promise<S3Server> {
   const dir = mkdtempSync(join(tmpdir(), 's3rver-'));
-  const port = await freePort();
   const bucket = 'svc-test';
-  const server = new S3rver({ port, address: '127.0.0.1', directory: dir, silent: true, configureBuckets: [{ name: bucket, configs: [] }] });
+  // Port 0: the port it listens on is the one the system gives it (no port picked, released and bound later).
+  const server = new S3rver({ port: 0, address: '127.0.0.1', directory: dir, silent: true, configureBuckets: [{ name: bucket, configs: [] }] });
   server.middleware.unshift(listParts(server, bucket));
-  await server.run();
+  const { port } = await server.run();
   const endpoint = `http://127.0.0.1:${port}`;
   const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
   return {

@@ -39,7 +39,11 @@ export interface TestServer {
   /** `http://127.0.0.1:<port>/api` */
   url: string;
   child: ChildProcess;
-  /** Everything the process printed to stdout so far (pino JSON lines and the banner). */
+  /**
+   * The whole lines the process printed to stdout so far (pino JSON lines and the banner), each with
+   * its newline. A line still being written (a pipe read can end in the middle of one) is left out
+   * until it is complete, so every line split from this parses.
+   */
   output(): string;
   /** SIGTERM, then waits for exit; resolves to the exit code. */
   close(): Promise<number | null>;
@@ -57,12 +61,12 @@ export function serve(appDir: string, env: NodeJS.ProcessEnv = {}): Promise<Test
     });
     child.stdout.on('data', (d) => {
       out += d;
-      const m = /serving \S+ at (http:\/\/\S+)/.exec(out);
+      const m = /serving \S+ at (http:\/\/\S+)\n/.exec(out); // the whole line: a read may end mid-URL
       if (m)
         ok({
           url: m[1],
           child,
-          output: () => out,
+          output: () => out.slice(0, out.lastIndexOf('\n') + 1),
           close: () => {
             child.kill('SIGTERM');
             return exited;

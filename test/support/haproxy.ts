@@ -11,8 +11,8 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findOrInstall, type FindProgramOptions } from './debian-package.js';
-import { freePort } from './pg-cluster.js';
-import { waitFor } from './wait.js';
+import { freePort, portTaken } from './pg-cluster.js';
+import { StopWaiting, waitFor } from './wait.js';
 // The one configuration, shared with bench/load-balancer.mjs and quoted in docs/deploy.md.
 import { haproxyConfig } from '../../bench/haproxy.mjs';
 
@@ -60,20 +60,38 @@ export class HaproxyProcess {
   static async start(upstreams: Upstream[], maxconn?: number): Promise<HaproxyProcess> {
     const bin = findHaproxy();
     if (!bin) throw new Error('HAProxy is not installed: apt-get install -y haproxy');
-    const dir = mkdtempSync(join(tmpdir(), 'svc-haproxy-'));
-    const port = await freePort();
+    // The port of `freePort` may be taken before HAProxy binds it: then it starts again on another.
+    for (let attempt = 1; ; attempt++) {
+      const dir = mkdtempSync(join(tmpdir(), 'svc-haproxy-'));
+      try {
+        return await HaproxyProcess.startOn(bin, dir, await freePort(), upstreams, maxconn);
+      } catch (err) {
+        rmSync(dir, { recursive: true, force: true });
+        if (attempt === 3 || !portTaken((err as Error).message)) throw err;
+      }
+    }
+  }
+
+  private static async startOn(bin: string, dir: string, port: number, upstreams: Upstream[], maxconn?: number): Promise<HaproxyProcess> {
     const config = join(dir, 'haproxy.cfg');
     writeFileSync(config, haproxyConfig(`127.0.0.1:${port}`, upstreams, join(dir, 'admin.sock'), maxconn));
     const child = spawn(bin, ['-db', '-f', config], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout!.on('data', (d) => (out += d));
     child.stderr!.on('data', (d) => (out += d));
+    let closed = false; // exited, and all it printed read
+    child.on('close', () => (closed = true));
     const proxy = new HaproxyProcess(`http://127.0.0.1:${port}`, child, dir, () => out);
-    await waitFor(async () => {
-      if (child.exitCode !== null) throw new Error(`haproxy exited (${child.exitCode}): ${out}`);
-      const states = await proxy.serverStates().catch(() => ({}) as Record<string, string>);
-      return upstreams.every((u) => states[u.name] === 'UP');
-    }, 20_000);
+    try {
+      await waitFor(async () => {
+        if (closed) throw new StopWaiting(`haproxy exited (${child.exitCode ?? child.signalCode}): ${out}`);
+        const states = await proxy.serverStates().catch(() => ({}) as Record<string, string>);
+        return upstreams.every((u) => states[u.name] === 'UP');
+      }, 20_000);
+    } catch (err) {
+      if (!closed) await proxy.stop();
+      throw err;
+    }
     return proxy;
   }
 

@@ -7,6 +7,7 @@
  */
 import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { waitFor } from './wait.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -84,7 +85,20 @@ export async function startMcpServer(token: string): Promise<McpTestServer> {
         void server.connect(transport).then(() => transport.handleRequest(req, res));
       });
       const listening = http;
-      await new Promise<void>((ok) => listening.listen(port, '127.0.0.1', ok));
+      // A restart takes its port again (the app knows the URL). Meanwhile another process's socket may
+      // hold it for a moment (a port the system gave an outgoing connection): try again for 5 s, then
+      // fail with the error rather than never resolving.
+      await waitFor(
+        () =>
+          new Promise<boolean>((ok, fail) => {
+            listening.once('error', fail);
+            listening.listen(port, '127.0.0.1', () => {
+              listening.off('error', fail);
+              ok(true);
+            });
+          }),
+        5000,
+      );
       port = (listening.address() as AddressInfo).port;
       state.url = `http://127.0.0.1:${port}/mcp`;
     },

