@@ -84,6 +84,7 @@ program
       diffDatamodels: async (o) => (await runtime()).diffDatamodels(o),
       checkFilters: async (manifest) => (await runtime()).filterProblems(manifest),
       findUniqueClashes: async (check) => (await runtime()).uniqueClashes(check),
+      findRuleBreakers: async (check) => (await runtime()).ruleBreakers(check),
     });
     for (const w of result.warnings) process.stderr.write(`svc: warning: ${formatDiagnostic(w)}\n`);
     process.stdout.write(`svc: generated ${join(dir, '.svc')} (${result.manifest.collections.length} collections, ${result.manifest.provider})\n`);

@@ -2,7 +2,7 @@
  * @module The options and result of `svc generate` (`generate` in index.ts), shared by its steps
  * (`pipeline.ts`) and its fingerprint (`fingerprint.ts`).
  */
-import type { AppManifest, UniqueClashReport, UniqueColumn } from '../runtime/index.js';
+import type { AppManifest, RuleBreakReport, StricterColumn, UniqueClashReport, UniqueColumn } from '../runtime/index.js';
 import type { DiffDatamodels } from './migrate/plan-migration.js';
 import type { Diagnostic } from './validate/diagnostics.js';
 
@@ -26,6 +26,12 @@ export interface GenerateOptions {
    * the run with `DEF_UNIQUE_CLASH`. Absent: not checked (the database refuses the migration instead).
    */
   findUniqueClashes?: (check: { appDir: string; manifest: AppManifest; env: NodeJS.ProcessEnv; columns: UniqueColumn[] }) => Promise<UniqueClashReport>;
+  /**
+   * Counts the stored rows that break a stricter rule (required, a lower `maxLength`, a narrower `enum`)
+   * in the app's configured database (the runtime's `ruleBreakers`); called only when the model gets
+   * stricter. Rows found refuse the run with `DEF_ROWS_BREAK_RULE`. Absent: not checked.
+   */
+  findRuleBreakers?: (check: { appDir: string; manifest: AppManifest; env: NodeJS.ProcessEnv; columns: StricterColumn[] }) => Promise<RuleBreakReport>;
   /**
    * Also emit the Prisma client into `.svc/client/` (`svc generate --prisma-client`). Default: svc.json
    * `generate.prismaClient`, else false; the runtime never loads it.

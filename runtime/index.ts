@@ -14,6 +14,7 @@ export { diffDatamodels, applyMigrations } from './data/schema-engine-calls.js';
 export { migrationStatusInApp, resolveMigrationInApp, type MigrationStatus } from './migrate-commands.js';
 export { filterProblems, type FilterProblem } from './query/check-filters.js';
 export { uniqueClashes, type UniqueColumn, type UniqueClash, type UniqueClashReport } from './data/unique-clashes.js';
+export { ruleBreakers, type StricterColumn, type StricterRule, type RuleBreak, type RuleBreakReport } from './data/rule-breakers.js';
 export type {
   FunctionContext,
   FunctionRequest,

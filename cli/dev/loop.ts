@@ -15,7 +15,7 @@
 import { existsSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { DefinitionError, emitFunctionCode, formatDiagnostic, generate, warmGenerator, type Diagnostic } from '../../generator/index.js';
-import { diffDatamodels, filterProblems, startDevServer, uniqueClashes, type DevServer } from '../../runtime/index.js';
+import { diffDatamodels, filterProblems, ruleBreakers, startDevServer, uniqueClashes, type DevServer } from '../../runtime/index.js';
 import { describePaths, kindOf, reloadLine } from './changes.js';
 import { judgeDataLoss } from './data-loss.js';
 import { watchApp } from './watch.js';
@@ -49,6 +49,7 @@ export async function runDev(options: DevOptions): Promise<DevServer> {
       diffDatamodels,
       checkFilters: (m) => filterProblems(m),
       findUniqueClashes: uniqueClashes,
+      findRuleBreakers: ruleBreakers,
     });
   out("svc dev: for one developer's machine (it watches the app folder and swaps each edit in); run svc serve anywhere else\n");
   let startedBroken = false;

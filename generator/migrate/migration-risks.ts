@@ -18,6 +18,20 @@ interface Field {
   filled: boolean;
   /** Has `@unique`. */
   unique: boolean;
+  /** Its `@default(...)` as an SQL literal, when that is a plain string, number or boolean (else undefined). */
+  literal?: string;
+}
+
+/** Prisma types whose `@default` literal is the column's stored value on both databases. */
+const LITERAL_TYPES = new Set(['String', 'Int', 'BigInt', 'Float', 'Boolean']);
+
+/** The SQL literal of a `@default("text")`, `@default(12)` or `@default(true)` among `attributes`. */
+function literalDefault(type: string, attributes: string): string | undefined {
+  if (!LITERAL_TYPES.has(type)) return undefined;
+  const m = /@default\(("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?|true|false)\)/.exec(attributes);
+  if (!m) return undefined;
+  if (!m[1].startsWith('"')) return m[1];
+  return `'${(JSON.parse(m[1]) as string).replaceAll("'", "''")}'`;
 }
 
 /**
@@ -32,7 +46,13 @@ export function columnsOf(schema: string): Map<string, Map<string, Field>> {
     for (const line of block[2].split('\n')) {
       const m = /^\s+(\w+)\s+(\w+)(\[\])?(\?)?(.*)$/.exec(line);
       if (!m || !SCALARS.has(m[2]) || m[3]) continue;
-      fields.set(m[1], { type: m[2], optional: m[4] === '?', filled: /@default\(|@updatedAt/.test(m[5]), unique: /@unique\b/.test(m[5]) });
+      fields.set(m[1], {
+        type: m[2],
+        optional: m[4] === '?',
+        filled: /@default\(|@updatedAt/.test(m[5]),
+        unique: /@unique\b/.test(m[5]),
+        literal: literalDefault(m[2], m[5]),
+      });
     }
     models.set(block[1], fields);
   }
@@ -100,6 +120,28 @@ export function newUniqueColumns(previous: string | null, next: string): { colle
   for (const [model, fields] of columnsOf(next)) {
     const old = before.get(model);
     for (const [name, field] of fields) if (field.unique && old?.get(name)?.unique === false) out.push({ collection: model, property: name });
+  }
+  return out;
+}
+
+/**
+ * Columns that `previous` held as optional and `next` makes required (issue 31 §4). Stored rows holding
+ * null would fail the migration (`NOT NULL constraint failed` on SQLite, PostgreSQL's `SET NOT NULL`),
+ * unless the new field has a literal default: then `fill` is the `UPDATE` that gives those rows the
+ * default, written at the head of the migration.
+ * @returns model (collection) and field (property) names in schema order; none for the first migration
+ */
+export function newlyRequiredColumns(previous: string | null, next: string): { collection: string; property: string; fill?: string }[] {
+  if (previous === null) return [];
+  const before = columnsOf(previous);
+  const out: { collection: string; property: string; fill?: string }[] = [];
+  for (const [model, fields] of columnsOf(next)) {
+    const old = before.get(model);
+    for (const [name, field] of fields) {
+      if (field.optional || old?.get(name)?.optional !== true) continue;
+      const fill = field.literal === undefined ? undefined : `UPDATE "${model}" SET "${name}" = ${field.literal} WHERE "${name}" IS NULL;`;
+      out.push({ collection: model, property: name, ...(fill && { fill }) });
+    }
   }
   return out;
 }

@@ -8,6 +8,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DatabaseProvider } from '../../runtime/index.js';
+import { newlyRequiredColumns } from './migration-risks.js';
 import { readSearchSpec, searchMigration } from './search-index.js';
 
 /** Computes the SQL from one datamodel to another (the runtime's schema engine, injected by the CLI). */
@@ -63,7 +64,15 @@ export async function planMigration(options: PlanMigrationOptions): Promise<stri
   if (previous === options.schema) return null;
   const prismaSql = await options.diffDatamodels({ provider: options.provider, url: options.url, from: previous, to: options.schema });
   const search = searchMigration(options.provider, readSearchSpec(previous), readSearchSpec(options.schema), prismaSql);
-  const sqlText = [search.before, prismaSql.trim() ? prismaSql : '', search.after].filter(Boolean).join('\n');
+  // A property made required with a literal default: its stored nulls get the default before the
+  // column becomes NOT NULL (issue 31 §4; without a default, generate refused stored nulls already).
+  const fills = prismaSql.trim()
+    ? newlyRequiredColumns(previous, options.schema)
+        .map((c) => c.fill)
+        .filter(Boolean)
+        .join('\n')
+    : '';
+  const sqlText = [fills, search.before, prismaSql.trim() ? prismaSql : '', search.after].filter(Boolean).join('\n');
   if (sqlText.trim() === '') {
     // Only formatting or comments changed: keep the snapshot current, write no migration.
     if (last) writeFileSync(join(dir, last, 'schema.prisma'), options.schema);
