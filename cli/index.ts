@@ -95,14 +95,31 @@ program
 
 program
   .command('migrate')
-  .description('apply pending migrations (serve does this too at start); a migration that fails is rolled back whole')
+  .description('apply pending migrations (serve does this too at start), each on its own: one that fails is rolled back alone and recorded as failed')
   .argument('[dir]', 'app folder', '.')
-  .option('--status', 'print {"applied", "pending", "failed"} (migration names) and change nothing')
-  .option('--resolve <migration>', 'mark a failed migration rolled back, so that the next svc migrate applies it again')
-  .action(async (dir: string, opts: { status?: boolean; resolve?: string }) => {
+  .option('--status', 'print {"applied", "pending", "failed", "errors"} (migration names; errors: why each failed one failed) and change nothing')
+  .option(
+    '--discard <migration>',
+    'delete a migration this database never applied (pending, or failed and rolled back) and its failed record; the next svc generate writes a fresh one',
+  )
+  .option('--resolve <migration>', 'mark a failed migration an older run left unresolved as rolled back, so that the next svc migrate applies it again')
+  .addHelpText(
+    'after',
+    `
+When a migration fails: it is rolled back alone (the ones before it stay applied) and listed by
+--status as failed, with the reason. Fix the data or the definitions, then either migrate again, or
+drop the migration with --discard <name> and run svc generate to write a fresh one. svc dev drops its
+own failed _dev migration by itself. An applied migration cannot be discarded: change the
+definitions and generate a migration that undoes it.`,
+  )
+  .action(async (dir: string, opts: { status?: boolean; resolve?: string; discard?: string }) => {
     const svc = await runtime();
     if (opts.status) {
       print(await svc.migrationStatusInApp(dir));
+      return;
+    }
+    if (opts.discard !== undefined) {
+      print(await svc.discardMigrationInApp(dir, opts.discard));
       return;
     }
     if (opts.resolve !== undefined) {
