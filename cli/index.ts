@@ -102,6 +102,10 @@ program
     '--discard <migration>',
     'delete a migration this database never applied (pending, or failed and rolled back) and its failed record; the next svc generate writes a fresh one',
   )
+  .option(
+    '--squash <name>',
+    'fold the consecutive _dev migrations at the end into one migration <stamp>_<name> with the same end schema (recorded as applied locally when they were)',
+  )
   .option('--resolve <migration>', 'mark a failed migration an older run left unresolved as rolled back, so that the next svc migrate applies it again')
   .addHelpText(
     'after',
@@ -109,11 +113,20 @@ program
 When a migration fails: it is rolled back alone (the ones before it stay applied) and listed by
 --status as failed, with the reason. Fix the data or the definitions, then either migrate again, or
 drop the migration with --discard <name> and run svc generate to write a fresh one. svc dev drops its
-own failed _dev migration by itself. An applied migration cannot be discarded: change the
+own failed _dev migration by itself. Before committing what svc dev wrote, --squash <name> folds its
+_dev migrations into one. An applied migration cannot be discarded: change the
 definitions and generate a migration that undoes it.`,
   )
-  .action(async (dir: string, opts: { status?: boolean; resolve?: string; discard?: string }) => {
+  .action(async (dir: string, opts: { status?: boolean; resolve?: string; discard?: string; squash?: string }) => {
     const svc = await runtime();
+    if (opts.squash !== undefined) {
+      const { migrationSql } = await generator();
+      // SQLite diffs in memory (the URL is not opened); PostgreSQL needs a reachable server (no table is read).
+      const sqlFor = (t: { provider: 'sqlite' | 'postgresql'; url: string }, from: string | null, to: string) =>
+        migrationSql({ provider: t.provider, url: t.url, previous: from, schema: to, diffDatamodels: svc.diffDatamodels });
+      print(await svc.squashMigrationsInApp(dir, opts.squash, sqlFor));
+      return;
+    }
     if (opts.status) {
       print(await svc.migrationStatusInApp(dir));
       return;

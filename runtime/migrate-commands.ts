@@ -5,7 +5,9 @@
  * `svc migrate` is `migrateApp` (server.ts), which applies through `applyMigrationsSafely`.
  */
 import { join, resolve } from 'node:path';
+import type { DatabaseProvider } from './manifest.js';
 import { discardMigration, migrationStatus, resolveFailedMigration, type MigrationStatus } from './data/migrate-safely.js';
+import { squashMigrations, type SqlFor } from './data/squash-migrations.js';
 import { loadManifest } from './load-manifest.js';
 import { databaseUrlFor } from './server.js';
 
@@ -45,4 +47,22 @@ export async function resolveMigrationInApp(appDir: string, name: string, env: N
 export async function discardMigrationInApp(appDir: string, name: string, env: NodeJS.ProcessEnv = process.env): Promise<{ discarded: string }> {
   await discardMigration({ ...target(appDir, env), name });
   return { discarded: name };
+}
+
+/**
+ * `svc migrate --squash <name>`: folds the consecutive `_dev` migrations at the end of the app's
+ * migrations folder into one migration named `name` with the same end schema, recorded as applied in
+ * the local database when they were (see `squashMigrations`).
+ * @param sqlFor - the migration SQL between two datamodels (the generator's `migrationSql`, with the provider and URL bound)
+ * @throws Error, one line, when there is nothing to squash or the `_dev` migrations are partly applied
+ */
+export async function squashMigrationsInApp(
+  appDir: string,
+  name: string,
+  sqlFor: (target: { provider: DatabaseProvider; url: string }, from: string | null, to: string) => Promise<string>,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ squashed: string[]; into: string | null }> {
+  const t = target(appDir, env);
+  const bound: SqlFor = (from, to) => sqlFor(t, from, to);
+  return squashMigrations({ ...t, name, sqlFor: bound });
 }

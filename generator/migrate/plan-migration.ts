@@ -62,17 +62,7 @@ export async function planMigration(options: PlanMigrationOptions): Promise<stri
   const dir = migrationsDir(options.appDir, options.provider);
   const { last, previous } = lastSnapshot(options.appDir, options.provider);
   if (previous === options.schema) return null;
-  const prismaSql = await options.diffDatamodels({ provider: options.provider, url: options.url, from: previous, to: options.schema });
-  const search = searchMigration(options.provider, readSearchSpec(previous), readSearchSpec(options.schema), prismaSql);
-  // A property made required with a literal default: its stored nulls get the default before the
-  // column becomes NOT NULL (issue 31 §4; without a default, generate refused stored nulls already).
-  const fills = prismaSql.trim()
-    ? newlyRequiredColumns(previous, options.schema)
-        .map((c) => c.fill)
-        .filter(Boolean)
-        .join('\n')
-    : '';
-  const sqlText = [fills, search.before, prismaSql.trim() ? prismaSql : '', search.after].filter(Boolean).join('\n');
+  const sqlText = await migrationSql({ ...options, previous });
   if (sqlText.trim() === '') {
     // Only formatting or comments changed: keep the snapshot current, write no migration.
     if (last) writeFileSync(join(dir, last, 'schema.prisma'), options.schema);
@@ -91,4 +81,29 @@ export async function planMigration(options: PlanMigrationOptions): Promise<stri
   writeFileSync(join(dir, folder, 'schema.prisma'), options.schema);
   writeFileSync(join(dir, 'migration_lock.toml'), LOCK(options.provider));
   return folder;
+}
+
+/**
+ * The SQL of a migration from datamodel `previous` (null: an empty database) to `schema`: Prisma's diff,
+ * with the full-text search objects around it and, first, the `UPDATE`s that give a property made
+ * required its literal default where rows hold none. Also what `svc migrate --squash` writes.
+ * @returns '' when nothing changes
+ * @throws Error from the schema engine when the diff fails
+ */
+export async function migrationSql(
+  options: Pick<PlanMigrationOptions, 'provider' | 'url' | 'schema' | 'diffDatamodels'> & { previous: string | null },
+): Promise<string> {
+  const { previous } = options;
+  const prismaSql = await options.diffDatamodels({ provider: options.provider, url: options.url, from: previous, to: options.schema });
+  const search = searchMigration(options.provider, readSearchSpec(previous), readSearchSpec(options.schema), prismaSql);
+  // A property made required with a literal default: its stored nulls get the default before the
+  // column becomes NOT NULL (issue 31 §4; without a default, generate refused stored nulls already).
+  const fills = prismaSql.trim()
+    ? newlyRequiredColumns(previous, options.schema)
+        .map((c) => c.fill)
+        .filter(Boolean)
+        .join('\n')
+    : '';
+  const sqlText = [fills, search.before, prismaSql.trim() ? prismaSql : '', search.after].filter(Boolean).join('\n');
+  return sqlText.trim() === '' ? '' : sqlText.endsWith('\n') ? sqlText : `${sqlText}\n`;
 }
