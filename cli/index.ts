@@ -46,6 +46,13 @@ function envDrainSeconds(value: string): number {
   }
 }
 
+/** One `--rename Collection.old=new`, added to the ones before it. */
+function renameOption(value: string, previous: { collection: string; from: string; to: string }[]) {
+  const m = /^(\w+)\.(\w+)=(\w+)$/.exec(value.trim());
+  if (!m) throw new InvalidArgumentError(`must be Collection.old=new (got ${JSON.stringify(value)})`);
+  return [...previous, { collection: m[1], from: m[2], to: m[3] }];
+}
+
 function port(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number (0-65535)');
@@ -73,25 +80,37 @@ program
   .option('--name <migration>', 'name of the migration written if the model changed')
   .option('--prisma-client', 'also emit the Prisma client into .svc/client/ (default: svc.json generate.prismaClient; the runtime does not need it)')
   .option('--accept-data-loss', 'write a migration that drops tables or columns (and the data in them)')
-  .action(async (dir: string, opts: { name?: string; prismaClient?: boolean; acceptDataLoss?: boolean }) => {
-    const { generate, formatDiagnostic } = await generator();
-    // The runtime (schema engine, filter compiler) is loaded only when something changed.
-    const result = await generate({
-      appDir: dir,
-      migrationName: opts.name,
-      prismaClient: opts.prismaClient,
-      acceptDataLoss: opts.acceptDataLoss,
-      diffDatamodels: async (o) => (await runtime()).diffDatamodels(o),
-      checkFilters: async (manifest) => (await runtime()).filterProblems(manifest),
-      findUniqueClashes: async (check) => (await runtime()).uniqueClashes(check),
-      findRuleBreakers: async (check) => (await runtime()).ruleBreakers(check),
-    });
-    for (const w of result.warnings) process.stderr.write(`svc: warning: ${formatDiagnostic(w)}\n`);
-    process.stdout.write(`svc: generated ${join(dir, '.svc')} (${result.manifest.collections.length} collections, ${result.manifest.provider})\n`);
-    process.stdout.write(
-      result.migration ? `svc: new migration migrations/${result.manifest.provider}/${result.migration}\n` : 'svc: no model change, no new migration\n',
-    );
-  });
+  .option(
+    '--rename <Collection.old=new>',
+    'the property old of Collection was renamed to new: the migration renames its column, keeping the values (repeatable)',
+    renameOption,
+    [] as { collection: string; from: string; to: string }[],
+  )
+  .action(
+    async (
+      dir: string,
+      opts: { name?: string; prismaClient?: boolean; acceptDataLoss?: boolean; rename: { collection: string; from: string; to: string }[] },
+    ) => {
+      const { generate, formatDiagnostic } = await generator();
+      // The runtime (schema engine, filter compiler) is loaded only when something changed.
+      const result = await generate({
+        appDir: dir,
+        migrationName: opts.name,
+        prismaClient: opts.prismaClient,
+        acceptDataLoss: opts.acceptDataLoss,
+        renames: opts.rename,
+        diffDatamodels: async (o) => (await runtime()).diffDatamodels(o),
+        checkFilters: async (manifest) => (await runtime()).filterProblems(manifest),
+        findUniqueClashes: async (check) => (await runtime()).uniqueClashes(check),
+        findRuleBreakers: async (check) => (await runtime()).ruleBreakers(check),
+      });
+      for (const w of result.warnings) process.stderr.write(`svc: warning: ${formatDiagnostic(w)}\n`);
+      process.stdout.write(`svc: generated ${join(dir, '.svc')} (${result.manifest.collections.length} collections, ${result.manifest.provider})\n`);
+      process.stdout.write(
+        result.migration ? `svc: new migration migrations/${result.manifest.provider}/${result.migration}\n` : 'svc: no model change, no new migration\n',
+      );
+    },
+  );
 
 program
   .command('migrate')

@@ -42,6 +42,12 @@ export interface GenerateOptions {
    * change is refused with one `DEF_DATA_LOSS` diagnostic per table or column.
    */
   acceptDataLoss?: boolean;
+  /**
+   * Properties renamed in place (`svc generate --rename Collection.old=new`): the migration renames the
+   * column, keeping its values, instead of dropping one column and adding another. Each must be a
+   * property of the last migration gone from the definitions, and the new name one it did not have.
+   */
+  renames?: { collection: string; from: string; to: string }[];
 }
 
 /** A filter of a view, query or policy that does not compile against the model. */

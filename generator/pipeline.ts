@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import type { AppManifest } from '../runtime/index.js';
 import { buildFiles } from './build-files.js';
 import type { GenerateOptions, GenerateResult } from './generate-types.js';
-import { migrationRisks } from './migrate/migration-risks.js';
+import { migrationRisks, renameInSchema, renameProblems } from './migrate/migration-risks.js';
 import { stricterColumns, stricterRuleDiagnostics } from './migrate/stricter-rules.js';
 import { uniqueClashDiagnostics } from './migrate/unique-clashes.js';
 import { lastSnapshot, planMigration } from './migrate/plan-migration.js';
@@ -49,7 +49,12 @@ export async function runGenerate(options: GenerateOptions): Promise<GenerateRes
   const { manifest, functionFiles, warnings } = await loadAndValidate(appDir, env, options.checkFilters);
   const files = buildFiles(manifest, functionFiles);
   // What the migration would do to stored rows is judged before anything is written.
-  const previous = lastSnapshot(appDir, manifest.provider).previous;
+  const last = lastSnapshot(appDir, manifest.provider).previous;
+  const renames = options.renames ?? [];
+  const badRenames = renameProblems(last, files['schema.prisma'], renames);
+  if (badRenames.length > 0) throw new DefinitionError(badRenames);
+  // Renamed columns keep their values: judged as if the last migration had the new names already.
+  const previous = last === null ? null : renameInSchema(last, renames);
   const risks = migrationRisks(previous, files['schema.prisma']);
   const lossRefused = options.acceptDataLoss
     ? []
@@ -73,6 +78,7 @@ export async function runGenerate(options: GenerateOptions): Promise<GenerateRes
       schema: files['schema.prisma'],
       name: options.migrationName,
       diffDatamodels: options.diffDatamodels,
+      renames,
     });
     return { manifest, written, migration, warnings };
   } finally {

@@ -8,7 +8,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DatabaseProvider } from '../../runtime/index.js';
-import { newlyRequiredColumns } from './migration-risks.js';
+import { columnsOf, newlyRequiredColumns, renameInSchema, type Rename } from './migration-risks.js';
 import { readSearchSpec, searchMigration } from './search-index.js';
 
 /** Computes the SQL from one datamodel to another (the runtime's schema engine, injected by the CLI). */
@@ -25,6 +25,8 @@ export interface PlanMigrationOptions {
   name?: string;
   diffDatamodels: DiffDatamodels;
   now?: Date;
+  /** Properties renamed in place (`svc generate --rename`, checked by `renameProblems`): their columns are renamed, keeping the values. */
+  renames?: Rename[];
 }
 
 /** Folder holding one provider's migrations. */
@@ -61,8 +63,12 @@ export function lastSnapshot(appDir: string, provider: DatabaseProvider): { last
 export async function planMigration(options: PlanMigrationOptions): Promise<string | null> {
   const dir = migrationsDir(options.appDir, options.provider);
   const { last, previous } = lastSnapshot(options.appDir, options.provider);
-  if (previous === options.schema) return null;
-  const sqlText = await migrationSql({ ...options, previous });
+  const renames = options.renames ?? [];
+  if (previous === options.schema && renames.length === 0) return null;
+  // Renamed in place first, then the rest diffed from the datamodel with the new names.
+  const renameSql = previous === null ? '' : renames.map((r) => renameStatements(options.provider, previous, r)).join('');
+  const base = previous === null ? null : renameInSchema(previous, renames);
+  const sqlText = renameSql + (base === options.schema ? '' : await migrationSql({ ...options, previous: base }));
   if (sqlText.trim() === '') {
     // Only formatting or comments changed: keep the snapshot current, write no migration.
     if (last) writeFileSync(join(dir, last, 'schema.prisma'), options.schema);
@@ -81,6 +87,33 @@ export async function planMigration(options: PlanMigrationOptions): Promise<stri
   writeFileSync(join(dir, folder, 'schema.prisma'), options.schema);
   writeFileSync(join(dir, 'migration_lock.toml'), LOCK(options.provider));
   return folder;
+}
+
+/**
+ * The statements renaming one column in place, with the indexes and foreign key Prisma named after it
+ * (`<Model>_<field>_key`, `_idx`, `_fkey`), so later migrations find them under the new name. SQLite
+ * cannot rename an index: it is dropped and made again; its foreign keys have no name of their own.
+ */
+function renameStatements(provider: DatabaseProvider, previous: string, r: Rename): string {
+  const q = (name: string) => `"${name.replaceAll('"', '""')}"`;
+  const [table, from, to] = [r.collection, r.from, r.to];
+  const out = [`ALTER TABLE ${q(table)} RENAME COLUMN ${q(from)} TO ${q(to)};`];
+  const block = new RegExp(`^model ${table} \\{([\\s\\S]*?)^\\}`, 'm').exec(previous)?.[1] ?? '';
+  const indexes: [suffix: string, unique: boolean][] = [];
+  if (columnsOf(previous).get(table)?.get(from)?.unique) indexes.push(['key', true]);
+  if (new RegExp(`@@index\\(\\[${from}\\]\\)`).test(block)) indexes.push(['idx', false]);
+  for (const [suffix, unique] of indexes) {
+    const [old, now] = [`${table}_${from}_${suffix}`, `${table}_${to}_${suffix}`];
+    out.push(
+      provider === 'postgresql'
+        ? `ALTER INDEX ${q(old)} RENAME TO ${q(now)};`
+        : `DROP INDEX ${q(old)};\nCREATE ${unique ? 'UNIQUE ' : ''}INDEX ${q(now)} ON ${q(table)}(${q(to)});`,
+    );
+  }
+  if (provider === 'postgresql' && new RegExp(`fields: \\[${from}\\]`).test(block)) {
+    out.push(`ALTER TABLE ${q(table)} RENAME CONSTRAINT ${q(`${table}_${from}_fkey`)} TO ${q(`${table}_${to}_fkey`)};`);
+  }
+  return `${out.join('\n')}\n`;
 }
 
 /**
