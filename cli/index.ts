@@ -132,9 +132,9 @@ program
 When a migration fails: it is rolled back alone (the ones before it stay applied) and listed by
 --status as failed, with the reason. Fix the data or the definitions, then either migrate again, or
 drop the migration with --discard <name> and run svc generate to write a fresh one. svc dev drops its
-own failed _dev migration by itself. Before committing what svc dev wrote, --squash <name> folds its
-_dev migrations into one. An applied migration cannot be discarded: change the
-definitions and generate a migration that undoes it.`,
+own failed _dev migration by itself. An applied migration cannot be discarded: change the definitions
+and generate a migration that undoes it. Before committing what svc dev wrote, --squash <name> folds
+its _dev migrations into one.`,
   )
   .action(async (dir: string, opts: { status?: boolean; resolve?: string; discard?: string; squash?: string }) => {
     const svc = await runtime();
