@@ -46,6 +46,13 @@ function envDrainSeconds(value: string): number {
   }
 }
 
+/** One `--rename Collection.old=new`, added to the ones before it. */
+function renameOption(value: string, previous: { collection: string; from: string; to: string }[]) {
+  const m = /^(\w+)\.(\w+)=(\w+)$/.exec(value.trim());
+  if (!m) throw new InvalidArgumentError(`must be Collection.old=new (got ${JSON.stringify(value)})`);
+  return [...previous, { collection: m[1], from: m[2], to: m[3] }];
+}
+
 function port(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number (0-65535)');
@@ -73,35 +80,78 @@ program
   .option('--name <migration>', 'name of the migration written if the model changed')
   .option('--prisma-client', 'also emit the Prisma client into .svc/client/ (default: svc.json generate.prismaClient; the runtime does not need it)')
   .option('--accept-data-loss', 'write a migration that drops tables or columns (and the data in them)')
-  .action(async (dir: string, opts: { name?: string; prismaClient?: boolean; acceptDataLoss?: boolean }) => {
-    const { generate, formatDiagnostic } = await generator();
-    // The runtime (schema engine, filter compiler) is loaded only when something changed.
-    const result = await generate({
-      appDir: dir,
-      migrationName: opts.name,
-      prismaClient: opts.prismaClient,
-      acceptDataLoss: opts.acceptDataLoss,
-      diffDatamodels: async (o) => (await runtime()).diffDatamodels(o),
-      checkFilters: async (manifest) => (await runtime()).filterProblems(manifest),
-      findUniqueClashes: async (check) => (await runtime()).uniqueClashes(check),
-    });
-    for (const w of result.warnings) process.stderr.write(`svc: warning: ${formatDiagnostic(w)}\n`);
-    process.stdout.write(`svc: generated ${join(dir, '.svc')} (${result.manifest.collections.length} collections, ${result.manifest.provider})\n`);
-    process.stdout.write(
-      result.migration ? `svc: new migration migrations/${result.manifest.provider}/${result.migration}\n` : 'svc: no model change, no new migration\n',
-    );
-  });
+  .option(
+    '--rename <Collection.old=new>',
+    'the property old of Collection was renamed to new: the migration renames its column, keeping the values (repeatable)',
+    renameOption,
+    [] as { collection: string; from: string; to: string }[],
+  )
+  .action(
+    async (
+      dir: string,
+      opts: { name?: string; prismaClient?: boolean; acceptDataLoss?: boolean; rename: { collection: string; from: string; to: string }[] },
+    ) => {
+      const { generate, formatDiagnostic } = await generator();
+      // The runtime (schema engine, filter compiler) is loaded only when something changed.
+      const result = await generate({
+        appDir: dir,
+        migrationName: opts.name,
+        prismaClient: opts.prismaClient,
+        acceptDataLoss: opts.acceptDataLoss,
+        renames: opts.rename,
+        diffDatamodels: async (o) => (await runtime()).diffDatamodels(o),
+        checkFilters: async (manifest) => (await runtime()).filterProblems(manifest),
+        findUniqueClashes: async (check) => (await runtime()).uniqueClashes(check),
+        findRuleBreakers: async (check) => (await runtime()).ruleBreakers(check),
+      });
+      for (const w of result.warnings) process.stderr.write(`svc: warning: ${formatDiagnostic(w)}\n`);
+      process.stdout.write(`svc: generated ${join(dir, '.svc')} (${result.manifest.collections.length} collections, ${result.manifest.provider})\n`);
+      process.stdout.write(
+        result.migration ? `svc: new migration migrations/${result.manifest.provider}/${result.migration}\n` : 'svc: no model change, no new migration\n',
+      );
+    },
+  );
 
 program
   .command('migrate')
-  .description('apply pending migrations (serve does this too at start); a migration that fails is rolled back whole')
+  .description('apply pending migrations (serve does this too at start), each on its own: one that fails is rolled back alone and recorded as failed')
   .argument('[dir]', 'app folder', '.')
-  .option('--status', 'print {"applied", "pending", "failed"} (migration names) and change nothing')
-  .option('--resolve <migration>', 'mark a failed migration rolled back, so that the next svc migrate applies it again')
-  .action(async (dir: string, opts: { status?: boolean; resolve?: string }) => {
+  .option('--status', 'print {"applied", "pending", "failed", "errors"} (migration names; errors: why each failed one failed) and change nothing')
+  .option(
+    '--discard <migration>',
+    'delete a migration this database never applied (pending, or failed and rolled back) and its failed record; the next svc generate writes a fresh one',
+  )
+  .option(
+    '--squash <name>',
+    'fold the consecutive _dev migrations at the end into one migration <stamp>_<name> with the same end schema (recorded as applied locally when they were)',
+  )
+  .option('--resolve <migration>', 'mark a failed migration an older run left unresolved as rolled back, so that the next svc migrate applies it again')
+  .addHelpText(
+    'after',
+    `
+When a migration fails: it is rolled back alone (the ones before it stay applied) and listed by
+--status as failed, with the reason. Fix the data or the definitions, then either migrate again, or
+drop the migration with --discard <name> and run svc generate to write a fresh one. svc dev drops its
+own failed _dev migration by itself. An applied migration cannot be discarded: change the definitions
+and generate a migration that undoes it. Before committing what svc dev wrote, --squash <name> folds
+its _dev migrations into one.`,
+  )
+  .action(async (dir: string, opts: { status?: boolean; resolve?: string; discard?: string; squash?: string }) => {
     const svc = await runtime();
+    if (opts.squash !== undefined) {
+      const { migrationSql } = await generator();
+      // SQLite diffs in memory (the URL is not opened); PostgreSQL needs a reachable server (no table is read).
+      const sqlFor = (t: { provider: 'sqlite' | 'postgresql'; url: string }, from: string | null, to: string) =>
+        migrationSql({ provider: t.provider, url: t.url, previous: from, schema: to, diffDatamodels: svc.diffDatamodels });
+      print(await svc.squashMigrationsInApp(dir, opts.squash, sqlFor));
+      return;
+    }
     if (opts.status) {
       print(await svc.migrationStatusInApp(dir));
+      return;
+    }
+    if (opts.discard !== undefined) {
+      print(await svc.discardMigrationInApp(dir, opts.discard));
       return;
     }
     if (opts.resolve !== undefined) {

@@ -2,7 +2,7 @@
  * @module The options and result of `svc generate` (`generate` in index.ts), shared by its steps
  * (`pipeline.ts`) and its fingerprint (`fingerprint.ts`).
  */
-import type { AppManifest, UniqueClashReport, UniqueColumn } from '../runtime/index.js';
+import type { AppManifest, RuleBreakReport, StricterColumn, UniqueClashReport, UniqueColumn } from '../runtime/index.js';
 import type { DiffDatamodels } from './migrate/plan-migration.js';
 import type { Diagnostic } from './validate/diagnostics.js';
 
@@ -27,6 +27,12 @@ export interface GenerateOptions {
    */
   findUniqueClashes?: (check: { appDir: string; manifest: AppManifest; env: NodeJS.ProcessEnv; columns: UniqueColumn[] }) => Promise<UniqueClashReport>;
   /**
+   * Counts the stored rows that break a stricter rule (required, a lower `maxLength`, a narrower `enum`)
+   * in the app's configured database (the runtime's `ruleBreakers`); called only when the model gets
+   * stricter. Rows found refuse the run with `DEF_ROWS_BREAK_RULE`. Absent: not checked.
+   */
+  findRuleBreakers?: (check: { appDir: string; manifest: AppManifest; env: NodeJS.ProcessEnv; columns: StricterColumn[] }) => Promise<RuleBreakReport>;
+  /**
    * Also emit the Prisma client into `.svc/client/` (`svc generate --prisma-client`). Default: svc.json
    * `generate.prismaClient`, else false; the runtime never loads it.
    */
@@ -36,6 +42,12 @@ export interface GenerateOptions {
    * change is refused with one `DEF_DATA_LOSS` diagnostic per table or column.
    */
   acceptDataLoss?: boolean;
+  /**
+   * Properties renamed in place (`svc generate --rename Collection.old=new`): the migration renames the
+   * column, keeping its values, instead of dropping one column and adding another. Each must be a
+   * property of the last migration gone from the definitions, and the new name one it did not have.
+   */
+  renames?: { collection: string; from: string; to: string }[];
 }
 
 /** A filter of a view, query or policy that does not compile against the model. */

@@ -7,7 +7,7 @@ import { resolve } from 'node:path';
 import { previousRun, recordRun } from './fingerprint.js';
 import type { GenerateOptions, GenerateResult } from './generate-types.js';
 
-export { migrationsDir, type DiffDatamodels } from './migrate/plan-migration.js';
+export { migrationsDir, migrationSql, type DiffDatamodels } from './migrate/plan-migration.js';
 export { DefinitionError, formatDiagnostic, type Diagnostic } from './validate/diagnostics.js';
 export { initApp } from './init-app.js';
 export type { FilterProblem, GenerateOptions, GenerateResult } from './generate-types.js';

@@ -4,13 +4,14 @@
  * migration (DESIGN §2, STYLE §6). Loaded by `generate` (index.ts) only when the app's inputs changed,
  * since it brings TypeScript's compiler.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { AppManifest } from '../runtime/index.js';
 import { buildFiles } from './build-files.js';
 import type { GenerateOptions, GenerateResult } from './generate-types.js';
-import { migrationRisks } from './migrate/migration-risks.js';
+import { migrationRisks, renameInSchema, renameProblems } from './migrate/migration-risks.js';
+import { stricterColumns, stricterRuleDiagnostics } from './migrate/stricter-rules.js';
 import { uniqueClashDiagnostics } from './migrate/unique-clashes.js';
 import { lastSnapshot, planMigration } from './migrate/plan-migration.js';
 import { emitPackages } from './prisma-client.js';
@@ -28,6 +29,16 @@ function prismaClientWanted(appDir: string): boolean {
   return svc.generate?.prismaClient === true;
 }
 
+/** The manifest the last run wrote (`.svc/manifest.json`), or null when there is none or it cannot be read. */
+function lastManifest(appDir: string): AppManifest | null {
+  const file = join(appDir, '.svc', 'manifest.json');
+  try {
+    return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as AppManifest) : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * Every step of `svc generate` (see `generate` in index.ts, which skips this when nothing changed).
  * @throws as `generate` does
@@ -38,15 +49,22 @@ export async function runGenerate(options: GenerateOptions): Promise<GenerateRes
   const { manifest, functionFiles, warnings } = await loadAndValidate(appDir, env, options.checkFilters);
   const files = buildFiles(manifest, functionFiles);
   // What the migration would do to stored rows is judged before anything is written.
-  const previous = lastSnapshot(appDir, manifest.provider).previous;
+  const last = lastSnapshot(appDir, manifest.provider).previous;
+  const renames = options.renames ?? [];
+  const badRenames = renameProblems(last, files['schema.prisma'], renames);
+  if (badRenames.length > 0) throw new DefinitionError(badRenames);
+  // Renamed columns keep their values: judged as if the last migration had the new names already.
+  const previous = last === null ? null : renameInSchema(last, renames);
   const risks = migrationRisks(previous, files['schema.prisma']);
   const lossRefused = options.acceptDataLoss
     ? []
     : risks.lossy.map((d) => ({ ...d, message: `${d.message}; run svc generate --accept-data-loss to write this migration` }));
   const unique = await uniqueClashDiagnostics({ ...options, appDir, env, manifest }, previous, files['schema.prisma']);
-  const refused = [...risks.unfillable, ...lossRefused, ...unique.problems];
+  const stricter = stricterColumns(previous, files['schema.prisma'], lastManifest(appDir), manifest);
+  const rules = await stricterRuleDiagnostics({ ...options, appDir, env, manifest }, stricter);
+  const refused = [...risks.unfillable, ...lossRefused, ...unique.problems, ...rules.problems];
   if (refused.length > 0) throw new DefinitionError(refused);
-  warnings.push(...unique.warnings);
+  warnings.push(...unique.warnings, ...rules.warnings);
   if (options.acceptDataLoss) warnings.push(...risks.lossy);
   const svcDir = join(appDir, '.svc');
   const { written } = writeFiles(svcDir, files);
@@ -60,6 +78,7 @@ export async function runGenerate(options: GenerateOptions): Promise<GenerateRes
       schema: files['schema.prisma'],
       name: options.migrationName,
       diffDatamodels: options.diffDatamodels,
+      renames,
     });
     return { manifest, written, migration, warnings };
   } finally {

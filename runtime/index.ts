@@ -11,9 +11,10 @@ export type { Change, ChangeAction, ChangeSink } from './data/changes.js';
 export { ANONYMOUS, type Caller } from './auth/caller.js';
 export { StartupError } from './load-manifest.js';
 export { diffDatamodels, applyMigrations } from './data/schema-engine-calls.js';
-export { migrationStatusInApp, resolveMigrationInApp, type MigrationStatus } from './migrate-commands.js';
+export { migrationStatusInApp, resolveMigrationInApp, discardMigrationInApp, squashMigrationsInApp, type MigrationStatus } from './migrate-commands.js';
 export { filterProblems, type FilterProblem } from './query/check-filters.js';
 export { uniqueClashes, type UniqueColumn, type UniqueClash, type UniqueClashReport } from './data/unique-clashes.js';
+export { ruleBreakers, type StricterColumn, type StricterRule, type RuleBreak, type RuleBreakReport } from './data/rule-breakers.js';
 export type {
   FunctionContext,
   FunctionApiClient,

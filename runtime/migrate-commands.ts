@@ -1,10 +1,13 @@
 /**
- * @module What `svc migrate --status` and `svc migrate --resolve <name>` run (issue 21 §5): the state of
- * the app's migrations folder in its database, and marking a failed migration rolled back. Plain
+ * @module What `svc migrate --status`, `--resolve <name>` and `--discard <name>` run (issue 21 §5, issue
+ * 31 §4): the state of the app's migrations folder in its database, marking a failed migration rolled
+ * back, and dropping a migration the database never applied. Plain
  * `svc migrate` is `migrateApp` (server.ts), which applies through `applyMigrationsSafely`.
  */
 import { join, resolve } from 'node:path';
-import { migrationStatus, resolveFailedMigration, type MigrationStatus } from './data/migrate-safely.js';
+import type { DatabaseProvider } from './manifest.js';
+import { discardMigration, migrationStatus, resolveFailedMigration, type MigrationStatus } from './data/migrate-safely.js';
+import { squashMigrations, type SqlFor } from './data/squash-migrations.js';
 import { loadManifest } from './load-manifest.js';
 import { databaseUrlFor } from './server.js';
 
@@ -33,4 +36,33 @@ export function migrationStatusInApp(appDir: string, env: NodeJS.ProcessEnv = pr
 export async function resolveMigrationInApp(appDir: string, name: string, env: NodeJS.ProcessEnv = process.env): Promise<{ resolved: string }> {
   await resolveFailedMigration({ ...target(appDir, env), name });
   return { resolved: name };
+}
+
+/**
+ * `svc migrate --discard <name>`: deletes the migration folder `name`, which the database never applied
+ * (pending, or failed and rolled back), and clears its failed records, so the next `svc generate`
+ * writes a fresh migration from the one before it.
+ * @throws Error naming the migration when it is applied, unknown, or has later migrations
+ */
+export async function discardMigrationInApp(appDir: string, name: string, env: NodeJS.ProcessEnv = process.env): Promise<{ discarded: string }> {
+  await discardMigration({ ...target(appDir, env), name });
+  return { discarded: name };
+}
+
+/**
+ * `svc migrate --squash <name>`: folds the consecutive `_dev` migrations at the end of the app's
+ * migrations folder into one migration named `name` with the same end schema, recorded as applied in
+ * the local database when they were (see `squashMigrations`).
+ * @param sqlFor - the migration SQL between two datamodels (the generator's `migrationSql`, with the provider and URL bound)
+ * @throws Error, one line, when there is nothing to squash or the `_dev` migrations are partly applied
+ */
+export async function squashMigrationsInApp(
+  appDir: string,
+  name: string,
+  sqlFor: (target: { provider: DatabaseProvider; url: string }, from: string | null, to: string) => Promise<string>,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ squashed: string[]; into: string | null }> {
+  const t = target(appDir, env);
+  const bound: SqlFor = (from, to) => sqlFor(t, from, to);
+  return squashMigrations({ ...t, name, sqlFor: bound });
 }

@@ -10,12 +10,15 @@
  *   types that `openapi.json` shows for functions follow with the next definition edit, or the next
  *   `svc generate`, whose fingerprint sees the changed code);
  * - `public/`: answered from disk at once (`no-cache`); `mcp/`: read by each new agent session.
+ * A `_dev` migration that fails when applied is rolled back and dropped (folder and failed record, as
+ * `svc migrate --discard` does), so undoing the edit recovers without manual steps; one found failing at
+ * start is dropped with the `_dev` migrations written after it, and generation runs again (issue 31 §4).
  * Nothing an edit does stops the process; SIGTERM/SIGINT drain and exit as `svc serve` does.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { DefinitionError, emitFunctionCode, formatDiagnostic, generate, warmGenerator, type Diagnostic } from '../../generator/index.js';
-import { diffDatamodels, filterProblems, startDevServer, uniqueClashes, type DevServer } from '../../runtime/index.js';
+import { diffDatamodels, discardMigrationInApp, filterProblems, ruleBreakers, startDevServer, uniqueClashes, type DevServer } from '../../runtime/index.js';
 import { describePaths, kindOf, reloadLine } from './changes.js';
 import { judgeDataLoss } from './data-loss.js';
 import { watchApp } from './watch.js';
@@ -33,6 +36,26 @@ const out = (text: string) => process.stdout.write(text);
 const err = (text: string) => process.stderr.write(text);
 const oneLine = (e: unknown) => (e instanceof Error ? e.message : String(e)).split('\n')[0];
 
+/** The `_dev` migration a migration error names as failed (`migration <name> failed and was rolled back …`), if any. */
+const failedDevMigration = (e: unknown): string | undefined => /^migration (\S+_dev) failed and was rolled back/.exec(oneLine(e))?.[1];
+
+/**
+ * Drops the `_dev` migration `name` that failed, and before it the `_dev` migrations written after it
+ * (newest first), as `svc migrate --discard` does.
+ * @returns the names dropped, newest first
+ * @throws the discard's error (an applied migration, a migration not written by svc dev after it)
+ */
+async function dropFailedDev(appDir: string, name: string): Promise<string[]> {
+  const { provider } = JSON.parse(readFileSync(join(appDir, '.svc', 'manifest.json'), 'utf8')) as { provider: string };
+  const dir = join(appDir, 'migrations', provider);
+  const later = readdirSync(dir)
+    .filter((n) => n > name && n.endsWith('_dev'))
+    .sort()
+    .reverse();
+  for (const n of [...later, name]) await discardMigrationInApp(appDir, n);
+  return [...later, name];
+}
+
 /**
  * Runs `svc dev` until SIGTERM/SIGINT.
  * @throws DefinitionError when the app has problems at start and no earlier `.svc/` to serve; the
@@ -49,6 +72,7 @@ export async function runDev(options: DevOptions): Promise<DevServer> {
       diffDatamodels,
       checkFilters: (m) => filterProblems(m),
       findUniqueClashes: uniqueClashes,
+      findRuleBreakers: ruleBreakers,
     });
   out("svc dev: for one developer's machine (it watches the app folder and swaps each edit in); run svc serve anywhere else\n");
   let startedBroken = false;
@@ -60,7 +84,26 @@ export async function runDev(options: DevOptions): Promise<DevServer> {
     if (!(e instanceof DefinitionError) || !existsSync(join(appDir, '.svc', 'manifest.json'))) throw e;
     startedBroken = true;
   }
-  const server = await startDevServer({ appDir, port: options.port, host: options.host });
+  let server: DevServer;
+  try {
+    server = await startDevServer({ appDir, port: options.port, host: options.host });
+  } catch (e) {
+    // A `_dev` migration left failing (by an older svc, or an edit the checks could not judge): drop it
+    // and the ones queued behind it, then generate again from the last migration that applied.
+    const failed = failedDevMigration(e);
+    if (!failed) throw e;
+    const dropped = await dropFailedDev(appDir, failed).catch(() => {
+      throw e;
+    });
+    err(`svc dev: ${oneLine(e)}\nsvc dev: dropped ${dropped.join(', ')} (svc migrate --discard); generating again\n`);
+    try {
+      await regenerate(false);
+    } catch (again) {
+      if (!(again instanceof DefinitionError) || !existsSync(join(appDir, '.svc', 'manifest.json'))) throw again;
+      startedBroken = true;
+    }
+    server = await startDevServer({ appDir, port: options.port, host: options.host });
+  }
   out(`svc: serving ${server.manifest.name} at ${server.url}\n`);
   void warmGenerator(appDir).catch(() => undefined);
 
@@ -89,7 +132,17 @@ export async function runDev(options: DevOptions): Promise<DevServer> {
     }
     for (const w of result.warnings) err(`svc: warning: ${formatDiagnostic(w)}\n`);
     if (result.unchanged && server.problems.length === 0) return out(reloadLine(paths, 'nothing to serve anew', startedAt));
-    const done = await server.reload();
+    let done;
+    try {
+      done = await server.reload();
+    } catch (e) {
+      const failed = result.migration && failedDevMigration(e) === result.migration ? result.migration : undefined;
+      if (!failed) throw e;
+      // The edit's own migration failed and was rolled back: drop it, so undoing the edit needs nothing else.
+      await dropFailedDev(appDir, failed);
+      const message = `${oneLine(e)}; svc dev dropped it: undo the edit, or fix the stored rows and save again`;
+      return report(paths, [{ code: 'DEV_MIGRATION_FAILED', file: `migrations/${result.manifest.provider}/${failed}`, path: '', message }], startedAt);
+    }
     if (result.unchanged || result.written.some((f) => f.startsWith('functions/'))) server.reloadFunctions();
     server.problems = [];
     const steps = [

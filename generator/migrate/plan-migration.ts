@@ -8,6 +8,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DatabaseProvider } from '../../runtime/index.js';
+import { columnsOf, newlyRequiredColumns, renameInSchema, type Rename } from './migration-risks.js';
 import { readSearchSpec, searchMigration } from './search-index.js';
 
 /** Computes the SQL from one datamodel to another (the runtime's schema engine, injected by the CLI). */
@@ -24,6 +25,8 @@ export interface PlanMigrationOptions {
   name?: string;
   diffDatamodels: DiffDatamodels;
   now?: Date;
+  /** Properties renamed in place (`svc generate --rename`, checked by `renameProblems`): their columns are renamed, keeping the values. */
+  renames?: Rename[];
 }
 
 /** Folder holding one provider's migrations. */
@@ -60,10 +63,12 @@ export function lastSnapshot(appDir: string, provider: DatabaseProvider): { last
 export async function planMigration(options: PlanMigrationOptions): Promise<string | null> {
   const dir = migrationsDir(options.appDir, options.provider);
   const { last, previous } = lastSnapshot(options.appDir, options.provider);
-  if (previous === options.schema) return null;
-  const prismaSql = await options.diffDatamodels({ provider: options.provider, url: options.url, from: previous, to: options.schema });
-  const search = searchMigration(options.provider, readSearchSpec(previous), readSearchSpec(options.schema), prismaSql);
-  const sqlText = [search.before, prismaSql.trim() ? prismaSql : '', search.after].filter(Boolean).join('\n');
+  const renames = options.renames ?? [];
+  if (previous === options.schema && renames.length === 0) return null;
+  // Renamed in place first, then the rest diffed from the datamodel with the new names.
+  const renameSql = previous === null ? '' : renames.map((r) => renameStatements(options.provider, previous, r)).join('');
+  const base = previous === null ? null : renameInSchema(previous, renames);
+  const sqlText = renameSql + (base === options.schema ? '' : await migrationSql({ ...options, previous: base }));
   if (sqlText.trim() === '') {
     // Only formatting or comments changed: keep the snapshot current, write no migration.
     if (last) writeFileSync(join(dir, last, 'schema.prisma'), options.schema);
@@ -82,4 +87,56 @@ export async function planMigration(options: PlanMigrationOptions): Promise<stri
   writeFileSync(join(dir, folder, 'schema.prisma'), options.schema);
   writeFileSync(join(dir, 'migration_lock.toml'), LOCK(options.provider));
   return folder;
+}
+
+/**
+ * The statements renaming one column in place, with the indexes and foreign key Prisma named after it
+ * (`<Model>_<field>_key`, `_idx`, `_fkey`), so later migrations find them under the new name. SQLite
+ * cannot rename an index: it is dropped and made again; its foreign keys have no name of their own.
+ */
+function renameStatements(provider: DatabaseProvider, previous: string, r: Rename): string {
+  const q = (name: string) => `"${name.replaceAll('"', '""')}"`;
+  const [table, from, to] = [r.collection, r.from, r.to];
+  const out = [`ALTER TABLE ${q(table)} RENAME COLUMN ${q(from)} TO ${q(to)};`];
+  const block = new RegExp(`^model ${table} \\{([\\s\\S]*?)^\\}`, 'm').exec(previous)?.[1] ?? '';
+  const indexes: [suffix: string, unique: boolean][] = [];
+  if (columnsOf(previous).get(table)?.get(from)?.unique) indexes.push(['key', true]);
+  if (new RegExp(`@@index\\(\\[${from}\\]\\)`).test(block)) indexes.push(['idx', false]);
+  for (const [suffix, unique] of indexes) {
+    const [old, now] = [`${table}_${from}_${suffix}`, `${table}_${to}_${suffix}`];
+    out.push(
+      provider === 'postgresql'
+        ? `ALTER INDEX ${q(old)} RENAME TO ${q(now)};`
+        : `DROP INDEX ${q(old)};\nCREATE ${unique ? 'UNIQUE ' : ''}INDEX ${q(now)} ON ${q(table)}(${q(to)});`,
+    );
+  }
+  if (provider === 'postgresql' && new RegExp(`fields: \\[${from}\\]`).test(block)) {
+    out.push(`ALTER TABLE ${q(table)} RENAME CONSTRAINT ${q(`${table}_${from}_fkey`)} TO ${q(`${table}_${to}_fkey`)};`);
+  }
+  return `${out.join('\n')}\n`;
+}
+
+/**
+ * The SQL of a migration from datamodel `previous` (null: an empty database) to `schema`: Prisma's diff,
+ * with the full-text search objects around it and, first, the `UPDATE`s that give a property made
+ * required its literal default where rows hold none. Also what `svc migrate --squash` writes.
+ * @returns '' when nothing changes
+ * @throws Error from the schema engine when the diff fails
+ */
+export async function migrationSql(
+  options: Pick<PlanMigrationOptions, 'provider' | 'url' | 'schema' | 'diffDatamodels'> & { previous: string | null },
+): Promise<string> {
+  const { previous } = options;
+  const prismaSql = await options.diffDatamodels({ provider: options.provider, url: options.url, from: previous, to: options.schema });
+  const search = searchMigration(options.provider, readSearchSpec(previous), readSearchSpec(options.schema), prismaSql);
+  // A property made required with a literal default: its stored nulls get the default before the
+  // column becomes NOT NULL (issue 31 §4; without a default, generate refused stored nulls already).
+  const fills = prismaSql.trim()
+    ? newlyRequiredColumns(previous, options.schema)
+        .map((c) => c.fill)
+        .filter(Boolean)
+        .join('\n')
+    : '';
+  const sqlText = [fills, search.before, prismaSql.trim() ? prismaSql : '', search.after].filter(Boolean).join('\n');
+  return sqlText.trim() === '' ? '' : sqlText.endsWith('\n') ? sqlText : `${sqlText}\n`;
 }

@@ -5,14 +5,14 @@
  * own, in one `BEGIN IMMEDIATE` transaction with foreign keys deferred and checked before the commit,
  * and is recorded in `_prisma_migrations` as the engine records it (sha256 checksum of the file,
  * started/finished times, one step). A script that fails is rolled back whole: the database is as it
- * was and the migration stays pending. The server's connections see the new schema on their next
+ * was, and the migration is recorded as failed and rolled back (tried again next time, or discarded). The server's connections see the new schema on their next
  * statement. PostgreSQL needs none of this (the engine's advisory lock lives beside open connections).
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Sqlite from 'better-sqlite3';
-import { APPLIED, pendingMigrations, type AppliedRow } from './migration-state.js';
+import { APPLIED, pendingMigrations, prismaTime, RECORD_FAILED, type AppliedRow } from './migration-state.js';
 import { registerSqliteFunctions } from './sqlite-functions.js';
 
 /** `_prisma_migrations` as Prisma's engine creates it (present once the server has started). */
@@ -20,13 +20,11 @@ const TABLE = `CREATE TABLE IF NOT EXISTS "_prisma_migrations" ("id" TEXT PRIMAR
   "finished_at" DATETIME, "migration_name" TEXT NOT NULL, "logs" TEXT, "rolled_back_at" DATETIME,
   "started_at" DATETIME NOT NULL DEFAULT current_timestamp, "applied_steps_count" INTEGER UNSIGNED NOT NULL DEFAULT 0)`;
 
-/** Prisma's timestamp text: `2026-11-25T23:24:52.386+00:00`. */
-const prismaTime = (d: Date) => d.toISOString().replace('Z', '+00:00');
-
 /**
  * Applies the pending migrations of `migrationsDir` to the SQLite file `file` beside open connections.
  * @returns the names applied, in order
- * @throws Error `migration <name> failed and was rolled back (…): <reason>`; the migrations before it stay applied
+ * @throws Error `migration <name> failed and was rolled back (…): <reason>`; the migrations before it stay
+ *   applied, and the failure is recorded (failed, rolled back, with its reason)
  */
 export async function applySqliteMigrationsLive(file: string, migrationsDir: string): Promise<string[]> {
   const db = new Sqlite(file, { fileMustExist: true, timeout: 5000 });
@@ -53,6 +51,8 @@ export async function applySqliteMigrationsLive(file: string, migrationsDir: str
       } catch (err) {
         if (db.inTransaction) db.exec('ROLLBACK');
         const reason = (err instanceof Error ? err.message : String(err)).split('\n')[0];
+        // Recorded (failed, rolled back), so `svc migrate --status` lists it and `--discard` clears it.
+        db.prepare(RECORD_FAILED('sqlite').replace(/\$\d+/g, '?')).run(randomUUID(), createHash('sha256').update(script).digest('hex'), name, reason);
         throw new Error(`migration ${name} failed and was rolled back (the database is as it was before it): ${reason}`, { cause: err });
       }
       applied.push(name);

@@ -1,36 +1,48 @@
 /**
- * @module Migrations that cannot strand a database (issue 21 §5). Prisma's engine records a migration
- * whose script fails as failed in `_prisma_migrations` and refuses every later run until someone
- * resolves it; on SQLite the statements before the failing one also stay applied (a half-built
- * `new_<Table>`). Here:
- * - SQLite: the database file is copied (SQLite's online backup) before pending migrations run; when one
- *   fails, the copy is put back, so the database is exactly as it was before the run.
+ * @module Migrations that cannot strand a database (issue 21 §5, issue 31 §4). Prisma's engine records a
+ * migration whose script fails as failed in `_prisma_migrations` and refuses every later run until
+ * someone resolves it; on SQLite the statements before the failing one also stay applied (a half-built
+ * `new_<Table>`). Here the pending migrations are applied one at a time, each on its own:
+ * - SQLite: the database file is copied (SQLite's online backup) before each migration; when one fails,
+ *   that copy is put back, so only the failing migration is undone and the ones before it stay applied.
  * - PostgreSQL: each migration script runs in one implicit transaction, so a failed one changed nothing;
  *   its failed record is marked rolled back, as `prisma migrate resolve --rolled-back` would.
- * Either way the failed migration is pending again once its cause is fixed, and the error says so in
- * one line. Instances that start together migrate one after the other: a PostgreSQL advisory lock, or on
- * SQLite a lock directory beside the file (`<file>.migrate.lock`, `proper-lockfile`: a holder that died
- * leaves it stale after 10 s). `migrationStatus` and `resolveFailedMigration` serve `svc migrate --status|--resolve`.
+ * Either way the failure is recorded (failed, rolled back, with its reason), so `svc migrate --status`
+ * lists it as failed; the next run tries it again, and `svc migrate --discard <name>` drops it (folder
+ * and record). Instances that start together migrate one after the other: a PostgreSQL advisory lock,
+ * or on SQLite a lock directory beside the file (`<file>.migrate.lock`, `proper-lockfile`: a holder that
+ * died leaves it stale after 10 s). `migrationStatus`, `resolveFailedMigration` and `discardMigration`
+ * serve `svc migrate --status|--resolve|--discard`.
  */
+import { randomUUID } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import Sqlite from 'better-sqlite3';
 import type { DatabaseProvider } from '../manifest.js';
-import { appliedAt, migrationRows, pendingMigrations, type AppliedRow } from './migration-state.js';
+import { appliedAt, migrationChecksum, migrationRows, pendingMigrations, RECORD_FAILED, type AppliedRow } from './migration-state.js';
 import { applyMigrations } from './schema-engine-calls.js';
 
 /** The migrations folder's state in a database, for `svc migrate --status`. */
 export interface MigrationStatus {
   /** Applied and finished, in name order. */
   applied: string[];
-  /** In the folder but not applied (a changed `migration.sql` counts as pending). */
+  /** In the folder, not applied and not failed (a changed `migration.sql` counts as pending). */
   pending: string[];
-  /** Recorded as started and never finished nor rolled back (left by an older svc or by Prisma's CLI). */
+  /**
+   * Not applied, and recorded as failed: rolled back (the next run tries it again) or, left by an older
+   * svc or by Prisma's CLI, never finished nor rolled back (`--resolve` first). In name order.
+   */
   failed: string[];
+  /** The reason each failed migration failed (the first line the database gave), by name. */
+  errors: Record<string, string>;
 }
 
+/** Recorded as started and never finished nor rolled back: the engine refuses to run until it is resolved. */
 const FAILED = 'SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NULL AND rolled_back_at IS NULL ORDER BY migration_name';
+
+/** Every unfinished record (failed, rolled back or not), oldest first. */
+const UNFINISHED = 'SELECT migration_name, logs, rolled_back_at FROM _prisma_migrations WHERE finished_at IS NULL ORDER BY started_at';
 
 /** Every row of `_prisma_migrations`, as far as the checks at start need them. */
 const RECORDED = 'SELECT migration_name, checksum, finished_at, rolled_back_at FROM _prisma_migrations';
@@ -45,17 +57,63 @@ const sqliteFile = (url: string) => url.replace(/^file:/, '').replace(/\?.*$/, '
 /** The migration names a query of `_prisma_migrations` answers. */
 const names = async (rows: Promise<{ migration_name: string }[]>) => (await rows).map((r) => r.migration_name);
 
+/** The first line of a recorded failure's `logs` that says something. */
+const firstLine = (logs: unknown) =>
+  String(logs ?? '')
+    .split('\n')
+    .map((l) => l.trim())
+    .find(Boolean) ?? 'no reason recorded';
+
 /**
  * Applied, pending and failed migrations of `migrationsDir` in the database at `url`.
  * @throws the driver's error when the database cannot be read
  */
 export async function migrationStatus(opts: { provider: DatabaseProvider; url: string; migrationsDir: string }): Promise<MigrationStatus> {
-  const failed = await names(migrationRows(opts.provider, opts.url, FAILED));
+  const unfinished = await migrationRows<{ migration_name: string; logs: unknown; rolled_back_at: unknown }>(opts.provider, opts.url, UNFINISHED);
   // One read of the applied rows serves both the list and the pending check.
   const rows = await appliedAt(opts.provider, opts.url)();
   const applied = rows.map((r) => r.migration_name).sort();
-  const pending = (await pendingMigrations(() => Promise.resolve(rows), opts.migrationsDir)).filter((n) => !failed.includes(n));
-  return { applied, pending, failed };
+  const inFolder = await pendingMigrations(() => Promise.resolve(rows), opts.migrationsDir);
+  const errors: Record<string, string> = {};
+  for (const r of unfinished) {
+    // A rolled-back failure counts while its folder is still pending; one never rolled back always does.
+    if (applied.includes(r.migration_name) || (r.rolled_back_at !== null && !inFolder.includes(r.migration_name))) continue;
+    errors[r.migration_name] = firstLine(r.logs);
+  }
+  const failed = Object.keys(errors).sort();
+  return { applied, pending: inFolder.filter((n) => !failed.includes(n)), failed, errors };
+}
+
+/**
+ * Drops the migration `name` that this database never applied (`svc migrate --discard <name>`): its
+ * folder is deleted and its failed records cleared, so the next `svc generate` writes a fresh one from
+ * the migration before it. Only the last migration folders can be dropped (a later one was written on
+ * top of it).
+ * @throws Error, one line, when `name` is applied to this database, is not a migration folder, has later
+ *   folders, or is recorded as failed without being rolled back (`--resolve` it first)
+ */
+export async function discardMigration(opts: { provider: DatabaseProvider; url: string; migrationsDir: string; name: string }): Promise<void> {
+  const status = await migrationStatus(opts);
+  const folders = [...status.applied, ...status.pending, ...status.failed].filter((n) => existsSync(join(opts.migrationsDir, n, 'migration.sql')));
+  if (status.applied.includes(opts.name)) {
+    throw new Error(
+      `migration ${opts.name} is applied to this database and cannot be discarded: write a new migration that undoes it (change the definitions and run svc generate)`,
+    );
+  }
+  if (!folders.includes(opts.name)) {
+    const open = [...status.pending, ...status.failed].sort();
+    throw new Error(`there is no migration ${opts.name} in ${opts.migrationsDir} (pending or failed: ${open.length ? open.join(', ') : 'none'})`);
+  }
+  const later = [...new Set(folders)].filter((n) => n > opts.name).sort();
+  if (later.length > 0) throw new Error(`migration ${opts.name} has later migrations written on top of it: discard them first (${later.reverse().join(', ')})`);
+  const stranded = await names(migrationRows(opts.provider, opts.url, FAILED));
+  if (stranded.includes(opts.name)) {
+    throw new Error(
+      `migration ${opts.name} is recorded as failed and not rolled back: undo what it left behind, run svc migrate --resolve ${opts.name}, then discard it`,
+    );
+  }
+  rmSync(join(opts.migrationsDir, opts.name), { recursive: true, force: true });
+  await migrationRows(opts.provider, opts.url, 'DELETE FROM _prisma_migrations WHERE migration_name = $1 AND finished_at IS NULL', [opts.name]);
 }
 
 /**
@@ -151,43 +209,76 @@ async function applyUnlocked(opts: { provider: DatabaseProvider; url: string; mi
       `migration ${stranded[0]} failed in an earlier run and is recorded as failed: undo what it left behind, then run svc migrate --resolve ${stranded[0]} and migrate again`,
     );
   }
+  const rows = (recorded ?? []).filter((r) => r.finished_at !== null && r.rolled_back_at === null);
+  const pending = await pendingMigrations(() => Promise.resolve(rows), opts.migrationsDir);
   // Nothing to apply (the usual start): no backup copy, no schema engine (a third of a second to load).
-  const rows = recorded?.filter((r) => r.finished_at !== null && r.rolled_back_at === null);
-  if (rows && rows.length > 0 && (await pendingMigrations(() => Promise.resolve(rows), opts.migrationsDir)).length === 0) return { applied: [] };
+  if (pending.length === 0) return { applied: [] };
   const file = opts.provider === 'sqlite' ? sqliteFile(opts.url) : undefined;
-  const scratch = file && existsSync(file) ? mkdtempSync(join(tmpdir(), 'svc-migrate-')) : undefined;
-  const backup = scratch ? join(scratch, 'before.db') : undefined;
+  const scratch = file ? mkdtempSync(join(tmpdir(), 'svc-migrate-')) : undefined;
+  const applied: string[] = [];
   try {
-    if (file && backup) {
-      const db = new Sqlite(file, { fileMustExist: true, timeout: 5000 });
+    // One at a time: a migration that fails is undone alone, the ones before it stay applied.
+    for (const name of pending) {
+      const backup = file && scratch && existsSync(file) ? join(scratch, 'before.db') : undefined;
+      if (file && backup) {
+        const db = new Sqlite(file, { fileMustExist: true, timeout: 5000 });
+        try {
+          await db.backup(backup);
+        } finally {
+          db.close();
+        }
+      }
       try {
-        await db.backup(backup);
-      } finally {
-        db.close();
+        applied.push(...(await applyMigrations({ ...opts, through: name })).applied);
+      } catch (err) {
+        throw await undoFailed(opts, err, backup, applied);
       }
     }
-    try {
-      return await applyMigrations(opts);
-    } catch (err) {
-      const reason = err instanceof Error ? err.message : String(err);
-      if (file && BUSY.test(reason)) {
-        throw new Error(`the database file ${file} is locked by another process (a running svc serve?): stop it, then run svc migrate again`, { cause: err });
-      }
-      const failed = await names(migrationRows<{ migration_name: string }>(opts.provider, opts.url, FAILED).catch(() => []));
-      if (failed.length === 0) throw err; // nothing ran (unreachable, edited migration…): nothing to undo
-      if (file) {
-        // Put the file back as it was: the copy, or no file at all when there was none.
-        for (const side of ['-wal', '-shm', '-journal']) rmSync(file + side, { force: true });
-        if (backup) copyFileSync(backup, file);
-        else rmSync(file, { force: true });
-      } else {
-        for (const name of failed) await resolveFailedMigration({ provider: opts.provider, url: opts.url, name });
-      }
-      const what = reason.replace(/^(migration \S+ failed|applying migrations failed): /, '');
-      const undone = file ? 'the database file is as it was before this run' : 'its statements were rolled back';
-      throw new Error(`migration ${failed[0]} failed and was rolled back (${undone}); fix it and migrate again: ${what}`, { cause: err });
-    }
+    return { applied };
   } finally {
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+/**
+ * After the engine failed: undoes the failed migration alone (SQLite: the copy taken before it is put
+ * back; PostgreSQL: its script changed nothing, its record is marked rolled back), records the failure
+ * with its reason, and returns the one-line error to throw.
+ * @param backup - the copy of the SQLite file taken before the migration (none: there was no file)
+ * @param applied - the migrations this run applied before it (they stay applied)
+ */
+async function undoFailed(
+  opts: { provider: DatabaseProvider; url: string; migrationsDir: string },
+  err: unknown,
+  backup: string | undefined,
+  applied: string[],
+): Promise<Error> {
+  const reason = err instanceof Error ? err.message : String(err);
+  const file = opts.provider === 'sqlite' ? sqliteFile(opts.url) : undefined;
+  if (file && BUSY.test(reason)) {
+    return new Error(`the database file ${file} is locked by another process (a running svc serve?): stop it, then run svc migrate again`, { cause: err });
+  }
+  const failed = await names(migrationRows<{ migration_name: string }>(opts.provider, opts.url, FAILED).catch(() => []));
+  if (failed.length === 0) return err instanceof Error ? err : new Error(reason); // nothing ran (unreachable, edited migration…): nothing to undo
+  const name = failed[0];
+  const what = reason.replace(/^(migration \S+ failed|applying migrations failed): /, '');
+  if (file) {
+    // Put the file back as it was before this migration: the copy, or no file at all when there was none.
+    for (const side of ['-wal', '-shm', '-journal']) rmSync(file + side, { force: true });
+    if (backup) copyFileSync(backup, file);
+    else rmSync(file, { force: true });
+    // The copy has no record of the failure: write one (a new file without the table keeps none).
+    const record = [randomUUID(), migrationChecksum(opts.migrationsDir, name), name, what];
+    await migrationRows(opts.provider, opts.url, RECORD_FAILED(opts.provider), record).catch(() => undefined);
+  } else {
+    // The engine's record says only "external connector error": keep the reason instead.
+    await migrationRows(opts.provider, opts.url, 'UPDATE _prisma_migrations SET logs = $2 WHERE migration_name = $1 AND finished_at IS NULL', [name, what]);
+    await resolveFailedMigration({ provider: opts.provider, url: opts.url, name });
+  }
+  const undone = file ? 'the database file is as it was before it' : 'its statements were rolled back';
+  const kept = applied.length > 0 ? `; ${applied.join(', ')} stayed applied` : '';
+  return new Error(
+    `migration ${name} failed and was rolled back (${undone}${kept}); fix it and migrate again, or drop it with svc migrate --discard ${name}: ${what}`,
+    { cause: err },
+  );
 }

@@ -45,7 +45,7 @@ function appliedRows(provider: DatabaseProvider, url: string): Promise<AppliedRo
 }
 
 /**
- * Runs `sql` (with `$1` for its one parameter, if any) against Prisma's `_prisma_migrations` table over a
+ * Runs `sql` (with `$1`, `$2`… for its parameters) against Prisma's `_prisma_migrations` table over a
  * short-lived connection to `url` (`svc migrate`, `svc serve` before the database is opened).
  * @returns its rows; [] when the database or the table does not exist yet, and for statements that return none
  * @throws the driver's error when the database cannot be reached
@@ -57,7 +57,7 @@ export async function migrationRows<T>(provider: DatabaseProvider, url: string, 
     const db = new Sqlite(file, { fileMustExist: true, readonly: /^\s*select\b/i.test(sql), timeout: 5000 });
     try {
       if (!db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_prisma_migrations'").get()) return [];
-      const statement = db.prepare(sql.replace('$1', '?'));
+      const statement = db.prepare(sql.replace(/\$\d+/g, '?'));
       if (!statement.reader) {
         statement.run(...params);
         return [];
@@ -100,3 +100,23 @@ export async function pendingMigrations(applied: () => Promise<AppliedRow[]>, mi
     return done.get(name) !== checksum;
   });
 }
+
+/** The sha256 of a migration folder's `migration.sql`, as Prisma records it. */
+export const migrationChecksum = (migrationsDir: string, name: string): string =>
+  createHash('sha256')
+    .update(readFileSync(join(migrationsDir, name, 'migration.sql')))
+    .digest('hex');
+
+/** Prisma's timestamp text: `2026-11-25T23:24:52.386+00:00`. */
+export const prismaTime = (d: Date): string => d.toISOString().replace('Z', '+00:00');
+
+/**
+ * The row that records migration `name` as failed and rolled back (issue 31 §4): `finished_at` null,
+ * `rolled_back_at` set, the reason in `logs`. The engine then applies it again on the next run (as
+ * after `prisma migrate resolve --rolled-back`), and `svc migrate --status` lists it as failed until it
+ * applies or is discarded. Parameters `$1`…`$4`: id, checksum, name, reason (SQLite takes them in order).
+ */
+export const RECORD_FAILED = (provider: DatabaseProvider): string =>
+  `INSERT INTO _prisma_migrations (id, checksum, finished_at, migration_name, logs, rolled_back_at, started_at, applied_steps_count) VALUES ($1, $2, NULL, $3, $4, ${
+    provider === 'sqlite' ? `'${prismaTime(new Date())}'` : 'now()'
+  }, ${provider === 'sqlite' ? `'${prismaTime(new Date())}'` : 'now()'}, 0)`;

@@ -11,6 +11,11 @@ export async function diffDatamodels(opts: { provider: DatabaseProvider; url: st
 }
 
 /** See `applyMigrations` in schema-engine.ts: applies the pending migration folders; `{ applied: names }`. */
-export async function applyMigrations(opts: { provider: DatabaseProvider; url: string; migrationsDir: string }): Promise<{ applied: string[] }> {
+export async function applyMigrations(opts: {
+  provider: DatabaseProvider;
+  url: string;
+  migrationsDir: string;
+  through?: string;
+}): Promise<{ applied: string[] }> {
   return (await import('./schema-engine.js')).applyMigrations(opts);
 }

@@ -185,20 +185,28 @@ async function readMigrations(dir: string): Promise<MigrationList> {
 
 /**
  * Applies every migration folder (`<migrationsDir>/<name>/migration.sql`) not yet recorded in
- * `_prisma_migrations`, in name order; returns `{ applied: names }` (empty when up to date). For
+ * `_prisma_migrations` (up to `through`, when given), in name order; returns `{ applied: names }` (empty when up to date). For
  * SQLite (`file:/abs/path.db`) the file's parent folder is created if missing.
  * @throws Error `migration <name> failed: <engine message>` when a script fails (Prisma records it as
  * failed; later runs then refuse with `applying migrations failed: ...` until it is resolved), or
  * `applying migrations failed: <engine message>` for other errors (edited migration, unreachable DB...).
  * Source: DESIGN §5.
  */
-export async function applyMigrations(opts: { provider: DatabaseProvider; url: string; migrationsDir: string }): Promise<{ applied: string[] }> {
+export async function applyMigrations(opts: {
+  provider: DatabaseProvider;
+  url: string;
+  migrationsDir: string;
+  /** Apply only the folders up to this name (inclusive): one migration at a time (`applyMigrationsSafely`). */
+  through?: string;
+}): Promise<{ applied: string[] }> {
   if (opts.provider === 'sqlite') {
     const file = opts.url.replace(/^file:/, '').replace(/\?.*$/, '');
     const abs = file.startsWith('//') ? fileURLToPath(`file:${file}`) : file;
     if (abs !== ':memory:') await mkdir(path.dirname(path.resolve(abs)), { recursive: true });
   }
   const migrationsList = await readMigrations(path.resolve(opts.migrationsDir));
+  const through = opts.through;
+  if (through !== undefined) migrationsList.migrationDirectories = migrationsList.migrationDirectories.filter((d) => d.path <= through);
   return withEngine(opts.provider, opts.url, async (engine) => {
     try {
       const res = await engine.applyMigrations({ migrationsList, filters: NO_FILTERS });

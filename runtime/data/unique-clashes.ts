@@ -34,7 +34,7 @@ const SHOWN_VALUES = 5;
 const SHOWN_IDS = 3;
 
 /** SQLite's "no such table/column", PostgreSQL's undefined_table (42P01) and undefined_column (42703). */
-const notMigratedYet = (err: unknown): boolean =>
+export const notMigratedYet = (err: unknown): boolean =>
   /no such (table|column)/i.test(String((err as Error).message)) || ['42P01', '42703'].includes(String((err as { code?: unknown }).code));
 
 const text = (v: unknown): string => (v instanceof Date ? v.toISOString() : String(v));
@@ -68,16 +68,7 @@ export async function uniqueClashes(options: {
   columns: UniqueColumn[];
 }): Promise<UniqueClashReport> {
   if (options.columns.length === 0) return { clashes: [] };
-  const url = resolveDatabaseUrl(options.env.DATABASE_URL || options.manifest.settings.database, options.appDir);
-  if (providerOf(url) !== options.manifest.provider) return { clashes: [], unchecked: `the database URL is not a ${options.manifest.provider} URL` };
-  if (options.manifest.provider === 'sqlite' && !existsSync(url.slice('file:'.length))) return { clashes: [] };
-  const db = await openDatabase(options.manifest.provider, url);
-  try {
-    try {
-      await db.ping();
-    } catch (err) {
-      return { clashes: [], unchecked: `the database cannot be reached (${(err as Error).message})` };
-    }
+  const read = await withAppDatabase(options, async (db) => {
     const clashes: UniqueClash[] = [];
     for (const c of options.columns) {
       // A table or column the database does not have yet (migrations pending) holds no rows to clash.
@@ -87,7 +78,32 @@ export async function uniqueClashes(options: {
       });
       if (found) clashes.push(found);
     }
-    return { clashes };
+    return clashes;
+  });
+  return 'unchecked' in read ? { clashes: [], unchecked: read.unchecked } : { clashes: read.value ?? [] };
+}
+
+/**
+ * Runs `work` over the database `manifest` names for `appDir` (`DATABASE_URL` of `env` first, as `svc
+ * serve` does), for the read-only checks of `svc generate`.
+ * @returns `{ value }` from `work`; `{ value: undefined }` for a SQLite file that does not exist (it is not
+ *   created: no rows); `{ unchecked: reason }` for a URL of another provider or a database not reachable
+ */
+export async function withAppDatabase<T>(
+  options: { appDir: string; manifest: AppManifest; env: NodeJS.ProcessEnv },
+  work: (db: Database) => Promise<T>,
+): Promise<{ value: T | undefined } | { unchecked: string }> {
+  const url = resolveDatabaseUrl(options.env.DATABASE_URL || options.manifest.settings.database, options.appDir);
+  if (providerOf(url) !== options.manifest.provider) return { unchecked: `the database URL is not a ${options.manifest.provider} URL` };
+  if (options.manifest.provider === 'sqlite' && !existsSync(url.slice('file:'.length))) return { value: undefined };
+  const db = await openDatabase(options.manifest.provider, url);
+  try {
+    try {
+      await db.ping();
+    } catch (err) {
+      return { unchecked: `the database cannot be reached (${(err as Error).message})` };
+    }
+    return { value: await work(db) };
   } finally {
     await db.close();
   }

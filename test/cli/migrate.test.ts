@@ -1,7 +1,8 @@
 /**
- * Migrations that cannot strand a database (issue 21 §5), through the real CLI on SQLite and
- * PostgreSQL: a migration that fails is rolled back whole and stays pending, `svc migrate --status`
- * tells applied, pending and failed apart, a database an older run left with a failed record is
+ * Migrations that cannot strand a database (issue 21 §5, issue 31 §4), through the real CLI on SQLite
+ * and PostgreSQL: a migration that fails is rolled back alone (the ones before it stay applied) and
+ * recorded as failed, `svc migrate --status` tells applied, pending and failed apart (with the reason),
+ * `--discard` drops a migration the database never applied, a database an older run left with a failed record is
  * refused with the way out (`--resolve`), and on SQLite a server holding the file is named in one line.
  * Each test migrates its own copy of the catalog fixture, generated once per backend for the run
  * (`prepareApp`), with a fresh database; the suites run side by side (each mostly waits on the CLI
@@ -38,7 +39,7 @@ async function tables(backend: Backend, url: string): Promise<string[]> {
 }
 
 describe.concurrent.each(backends())('svc migrate on %s', (backend) => {
-  it('rolls a failing migration back whole, keeps it pending, and applies it once fixed; --status tells the states apart', async () => {
+  it('rolls a failing migration back alone (the one before it in the same run stays applied), records it as failed, and applies it once fixed', async () => {
     const app = await prepareApp(CATALOG, backend);
     try {
       const { dir } = app;
@@ -47,25 +48,82 @@ describe.concurrent.each(backends())('svc migrate on %s', (backend) => {
       expect(init.code, init.stderr).toBe(0);
       const status = async () => JSON.parse((await runCli(['migrate', dir, '--status'], env)).stdout);
       expect((await status()).pending).toEqual([]);
-      expect((await status()).applied).toHaveLength(1);
+      const [first] = (await status()).applied;
 
-      // The first statement works, the second fails: nothing of it may stay.
-      const broken = join(dir, 'migrations', backend, '29990101000000_broken');
+      // Two pending migrations: a good one, then one whose first statement works and second fails.
+      const good = join(dir, 'migrations', backend, '29990101000000_good');
+      mkdirSync(good);
+      writeFileSync(join(good, 'migration.sql'), 'CREATE TABLE "Good" ("id" TEXT);\n');
+      const broken = join(dir, 'migrations', backend, '29990102000000_broken');
       mkdirSync(broken);
       writeFileSync(join(broken, 'migration.sql'), 'CREATE TABLE "Half" ("id" TEXT);\nINSERT INTO "Nowhere" ("id") VALUES (\'x\');\n');
       const failed = await runCli(['migrate', dir], env);
       expect(failed.code).toBe(1);
       expect(failed.stderr.trim().split('\n')).toHaveLength(1);
-      expect(failed.stderr).toContain('migration 29990101000000_broken failed and was rolled back');
-      expect(await tables(backend, env.DATABASE_URL)).not.toContain('Half');
-      expect(await status()).toMatchObject({ pending: ['29990101000000_broken'], failed: [] });
+      expect(failed.stderr).toContain('migration 29990102000000_broken failed and was rolled back');
+      expect(failed.stderr).toContain('29990101000000_good stayed applied');
+      expect(failed.stderr).toContain('svc migrate --discard 29990102000000_broken');
+      const after = await tables(backend, env.DATABASE_URL);
+      expect(after).toContain('Good');
+      expect(after).not.toContain('Half');
+      expect(await status()).toEqual({
+        applied: [first, '29990101000000_good'],
+        pending: [],
+        failed: ['29990102000000_broken'],
+        errors: { '29990102000000_broken': expect.stringMatching(/Nowhere/) },
+      });
 
       writeFileSync(join(broken, 'migration.sql'), 'CREATE TABLE "Half" ("id" TEXT);\n');
       const fixed = await runCli(['migrate', dir], env);
       expect(fixed.code, fixed.stderr).toBe(0);
-      expect(fixed.stdout).toContain('applied 29990101000000_broken');
+      expect(fixed.stdout).toContain('applied 29990102000000_broken');
       expect(await tables(backend, env.DATABASE_URL)).toContain('Half');
-      expect(await status()).toMatchObject({ pending: [], failed: [] });
+      expect(await status()).toMatchObject({ pending: [], failed: [], errors: {} });
+    } finally {
+      await app.cleanup();
+    }
+  }, 240_000);
+
+  it('--discard drops a failed or never-applied migration (folder and record) and refuses an applied one', async () => {
+    const app = await prepareApp(CATALOG, backend);
+    try {
+      const { dir } = app;
+      const env = { DATABASE_URL: String(app.env.DATABASE_URL) };
+      expect((await runCli(['migrate', dir], env)).code).toBe(0);
+      const status = async () => JSON.parse((await runCli(['migrate', dir, '--status'], env)).stdout);
+      const [first] = (await status()).applied;
+      const folder = (name: string, script: string) => {
+        mkdirSync(join(dir, 'migrations', backend, name));
+        writeFileSync(join(dir, 'migrations', backend, name, 'migration.sql'), script);
+      };
+      folder('29990101000000_broken', 'INSERT INTO "Nowhere" ("id") VALUES (\'x\');\n');
+      folder('29990102000000_later', 'CREATE TABLE "Later" ("id" TEXT);\n');
+      expect((await runCli(['migrate', dir], env)).code).toBe(1);
+      expect(await status()).toMatchObject({ pending: ['29990102000000_later'], failed: ['29990101000000_broken'] });
+
+      const behind = await runCli(['migrate', dir, '--discard', '29990101000000_broken'], env);
+      expect(behind.code).toBe(1);
+      expect(behind.stderr).toContain('migration 29990101000000_broken has later migrations written on top of it: discard them first (29990102000000_later)');
+      const later = await runCli(['migrate', dir, '--discard', '29990102000000_later'], env);
+      expect(later.code, later.stderr).toBe(0);
+      expect(JSON.parse(later.stdout)).toEqual({ discarded: '29990102000000_later' });
+      const dropped = await runCli(['migrate', dir, '--discard', '29990101000000_broken'], env);
+      expect(dropped.code, dropped.stderr).toBe(0);
+      expect(existsSync(join(dir, 'migrations', backend, '29990101000000_broken'))).toBe(false);
+      expect(await status()).toEqual({ applied: [first], pending: [], failed: [], errors: {} });
+
+      const applied = await runCli(['migrate', dir, '--discard', first], env);
+      expect(applied.code).toBe(1);
+      expect(applied.stderr.trim()).toBe(
+        `svc: migration ${first} is applied to this database and cannot be discarded: write a new migration that undoes it (change the definitions and run svc generate)`,
+      );
+      expect(existsSync(join(dir, 'migrations', backend, first))).toBe(true);
+      const unknown = await runCli(['migrate', dir, '--discard', 'nope'], env);
+      expect(unknown.code).toBe(1);
+      expect(unknown.stderr).toContain('there is no migration nope in');
+      const up = await runCli(['migrate', dir], env);
+      expect(up.code, up.stderr).toBe(0);
+      expect(up.stdout).toContain('database is up to date');
     } finally {
       await app.cleanup();
     }
