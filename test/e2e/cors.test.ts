@@ -35,7 +35,7 @@ const PAGE = `<!doctype html><html><head><meta charset="utf-8"><title>front end<
     }
   };
   window.openSocket = (url) => new Promise((ok) => {
-    const ws = new WebSocket(url);
+    const ws = new WebSocket(url, 'json.webpubsub.azure.v1');
     ws.onopen = () => { ws.close(); ok('open'); };
     ws.onerror = () => ok('error');
   });
@@ -212,6 +212,6 @@ describe('CORS from a front end on another origin (Chromium)', () => {
       body: JSON.stringify({ sku: 'C-3', name: 'Forged', price: 5 }),
     });
     expect(refused.status).toBe(403);
-    expect((await refused.json()).error).toMatchObject({ code: 'FORBIDDEN' });
+    expect(await refused.json()).toMatchObject({ code: 'FORBIDDEN', error: 'cross-origin requests authenticated by cookie are refused; send a bearer token instead' });
   });
 });
