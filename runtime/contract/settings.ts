@@ -362,7 +362,8 @@ export function parseCorsOrigin(entry: string): string | null {
   if (!m) return null;
   try {
     const url = new URL(entry);
-    return url.origin === 'null' || url.hostname === '' ? null : url.origin;
+    const name = /^([a-z0-9_-]+\.)*[a-z0-9_-]+\.?$|^\[[0-9a-f:.]+\]$/; // no wildcard or other signs
+    return url.origin === 'null' || !name.test(url.hostname) ? null : url.origin;
   } catch {
     return null;
   }

@@ -215,3 +215,45 @@ describe('CORS from a front end on another origin (Chromium)', () => {
     expect(await refused.json()).toMatchObject({ code: 'FORBIDDEN', error: 'cross-origin requests authenticated by cookie are refused; send a bearer token instead' });
   });
 });
+
+describe('CORS settings at start and when off', () => {
+  let app: PreparedApp;
+  beforeAll(async () => {
+    app = await prepareApp(SHOP, 'sqlite');
+  }, 120_000);
+  afterAll(async () => {
+    await app?.cleanup();
+  });
+
+  it('without svc.json cors: no Access-Control-* header, and a preflight is not answered (same origin only)', async () => {
+    const server = await startServer({ appDir: app.dir, port: 0, env: { ...process.env, ...app.env }, logger: pino({ level: 'silent' }) });
+    try {
+      const pre = await fetch(`${server.url}/Product`, { method: 'OPTIONS', headers: { origin: 'http://localhost:5173', 'access-control-request-method': 'GET' } });
+      expect(pre.status).toBe(405);
+      expect(pre.headers.get('access-control-allow-origin')).toBeNull();
+      const get = await fetch(`${server.url}/Product`, { headers: { origin: 'http://localhost:5173' } });
+      expect(get.status).toBe(200);
+      expect([...get.headers.keys()].filter((h) => h.startsWith('access-control-'))).toEqual([]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('refuses to start with cors.credentials but no https publicUrl (a manifest svc generate would refuse)', async () => {
+    const file = join(app.dir, '.svc', 'manifest.json');
+    const original = readFileSync(file, 'utf8');
+    const manifest = JSON.parse(original);
+    try {
+      for (const publicUrl of [undefined, 'http://shop.example']) {
+        manifest.settings.cors = { origins: ['https://app.example'], credentials: true, maxAgeSeconds: 600 };
+        if (publicUrl) manifest.settings.publicUrl = publicUrl;
+        writeFileSync(file, JSON.stringify(manifest));
+        const err = await startServer({ appDir: app.dir, port: 0, env: { ...process.env, ...app.env }, logger: pino({ level: 'silent' }) }).catch((e: Error) => e);
+        expect(err).toBeInstanceOf(Error);
+        expect((err as Error).message).toContain('svc.json cors.credentials is true, which needs cookies with SameSite=None; Secure: set svc.json "publicUrl"');
+      }
+    } finally {
+      writeFileSync(file, original);
+    }
+  });
+});
