@@ -218,7 +218,10 @@ function checkCors(raw: RawApp): Diagnostic[] {
       });
     }
   });
-  const problem = corsCredentialsProblem({ cors: { origins: [], maxAgeSeconds: 0, credentials }, publicUrl: typeof svc?.publicUrl === 'string' ? svc.publicUrl : undefined });
+  const problem = corsCredentialsProblem({
+    cors: { origins: [], maxAgeSeconds: 0, credentials },
+    publicUrl: typeof svc?.publicUrl === 'string' ? svc.publicUrl : undefined,
+  });
   if (problem) out.push({ code: 'DEF_CORS_CREDENTIALS', file: 'svc.json', path: pointer('cors', 'credentials'), message: problem });
   return out;
 }

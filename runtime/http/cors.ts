@@ -61,4 +61,3 @@ function isApiPath(url: string | undefined): boolean {
   const path = (url ?? '').split('?')[0];
   return path === '/api' || path.startsWith('/api/');
 }
-

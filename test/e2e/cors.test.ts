@@ -107,11 +107,24 @@ describe('CORS from a front end on another origin (Chromium)', () => {
     }>;
 
   it('answers the preflight of every /api route for a listed origin, and gives an unlisted one no Allow-Origin', async () => {
-    const paths = ['/api/Product', '/api/_auth', '/api/_token', '/api/_signup', '/api/Product/x/image/tus', '/api/_rt/ws', '/api/_agent/sessions', '/api/_fn/anything'];
+    const paths = [
+      '/api/Product',
+      '/api/_auth',
+      '/api/_token',
+      '/api/_signup',
+      '/api/Product/x/image/tus',
+      '/api/_rt/ws',
+      '/api/_agent/sessions',
+      '/api/_fn/anything',
+    ];
     for (const path of paths) {
       const r = await fetch(`${api.url.replace(/\/api$/, '')}${path}`, {
         method: 'OPTIONS',
-        headers: { origin: listed, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type,upload-length,tus-resumable' },
+        headers: {
+          origin: listed,
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'authorization,content-type,upload-length,tus-resumable',
+        },
       });
       expect([r.status, path]).toEqual([204, path]);
       expect(r.headers.get('access-control-allow-origin')).toBe(listed);
@@ -144,7 +157,12 @@ describe('CORS from a front end on another origin (Chromium)', () => {
     const bytes = 'hello from another origin';
     const start = await call(page, `${apiOrigin}/api/Product/${id}/image/tus`, {
       method: 'POST',
-      headers: { ...auth, 'tus-resumable': '1.0.0', 'upload-length': String(bytes.length), 'upload-metadata': `filename ${btoa('a.txt')},filetype ${btoa('text/plain')}` },
+      headers: {
+        ...auth,
+        'tus-resumable': '1.0.0',
+        'upload-length': String(bytes.length),
+        'upload-metadata': `filename ${btoa('a.txt')},filetype ${btoa('text/plain')}`,
+      },
     });
     expect(start.status, start.text).toBe(201);
     const location = start.headers!.location!;
@@ -212,7 +230,10 @@ describe('CORS from a front end on another origin (Chromium)', () => {
       body: JSON.stringify({ sku: 'C-3', name: 'Forged', price: 5 }),
     });
     expect(refused.status).toBe(403);
-    expect(await refused.json()).toMatchObject({ code: 'FORBIDDEN', error: 'cross-origin requests authenticated by cookie are refused; send a bearer token instead' });
+    expect(await refused.json()).toMatchObject({
+      code: 'FORBIDDEN',
+      error: 'cross-origin requests authenticated by cookie are refused; send a bearer token instead',
+    });
   });
 });
 
@@ -228,7 +249,10 @@ describe('CORS settings at start and when off', () => {
   it('without svc.json cors: no Access-Control-* header, and a preflight is not answered (same origin only)', async () => {
     const server = await startServer({ appDir: app.dir, port: 0, env: { ...process.env, ...app.env }, logger: pino({ level: 'silent' }) });
     try {
-      const pre = await fetch(`${server.url}/Product`, { method: 'OPTIONS', headers: { origin: 'http://localhost:5173', 'access-control-request-method': 'GET' } });
+      const pre = await fetch(`${server.url}/Product`, {
+        method: 'OPTIONS',
+        headers: { origin: 'http://localhost:5173', 'access-control-request-method': 'GET' },
+      });
       expect(pre.status).toBe(405);
       expect(pre.headers.get('access-control-allow-origin')).toBeNull();
       const get = await fetch(`${server.url}/Product`, { headers: { origin: 'http://localhost:5173' } });
@@ -248,7 +272,9 @@ describe('CORS settings at start and when off', () => {
         manifest.settings.cors = { origins: ['https://app.example'], credentials: true, maxAgeSeconds: 600 };
         if (publicUrl) manifest.settings.publicUrl = publicUrl;
         writeFileSync(file, JSON.stringify(manifest));
-        const err = await startServer({ appDir: app.dir, port: 0, env: { ...process.env, ...app.env }, logger: pino({ level: 'silent' }) }).catch((e: Error) => e);
+        const err = await startServer({ appDir: app.dir, port: 0, env: { ...process.env, ...app.env }, logger: pino({ level: 'silent' }) }).catch(
+          (e: Error) => e,
+        );
         expect(err).toBeInstanceOf(Error);
         expect((err as Error).message).toContain('svc.json cors.credentials is true, which needs cookies with SameSite=None; Secure: set svc.json "publicUrl"');
       }

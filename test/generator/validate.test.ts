@@ -405,7 +405,15 @@ describe('an app with many problems', () => {
       'svc.json': {
         name: 'shop',
         cors: {
-          origins: ['https://app.example.com', 'HTTP://LocalHost:5173', 'https://app.example.com/', 'app.example.com', 'https://*.example.com', 'ftp://x.example', '*'],
+          origins: [
+            'https://app.example.com',
+            'HTTP://LocalHost:5173',
+            'https://app.example.com/',
+            'app.example.com',
+            'https://*.example.com',
+            'ftp://x.example',
+            '*',
+          ],
           credentials: true,
         },
       },
@@ -423,9 +431,18 @@ describe('an app with many problems', () => {
     expect(formatDiagnostic(err.diagnostics[0])).toBe(
       'svc.json: /cors/origins/2: "https://app.example.com/" is not an origin: write scheme, host and port only, as a browser sends it in Origin ("https://app.example.com", "http://localhost:5173"; no path, no trailing slash, no wildcard), or "*" alone for any origin',
     );
-    expect(formatDiagnostic(err.diagnostics[5])).toMatch(/cors\.credentials is true.*set svc\.json "publicUrl" to the app's https:\/\/ origin \(it is absent\)/);
+    expect(formatDiagnostic(err.diagnostics[5])).toMatch(
+      /cors\.credentials is true.*set svc\.json "publicUrl" to the app's https:\/\/ origin \(it is absent\)/,
+    );
     const ok = await loadAndValidate(
-      writeApp({ ...shop, 'svc.json': { name: 'shop', publicUrl: 'https://shop.example', cors: { origins: ['https://app.example.com', 'HTTP://LocalHost:5173'], credentials: true } } }),
+      writeApp({
+        ...shop,
+        'svc.json': {
+          name: 'shop',
+          publicUrl: 'https://shop.example',
+          cors: { origins: ['https://app.example.com', 'HTTP://LocalHost:5173'], credentials: true },
+        },
+      }),
       {},
     );
     expect(ok.manifest.settings.cors).toEqual({ origins: ['https://app.example.com', 'http://localhost:5173'], credentials: true, maxAgeSeconds: 600 });
