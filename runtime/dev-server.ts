@@ -11,6 +11,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import Sqlite from 'better-sqlite3';
 import { buildAppVersion } from './app-version.js';
+import { credentialedOriginsOf } from './auth/auth-service.js';
 import { applySqliteMigrationsLive } from './data/migrate-live.js';
 import { ident, sql } from './query/sql.js';
 import { loadManifest } from './load-manifest.js';
@@ -91,6 +92,7 @@ export async function startDevServer(options: ServeOptions): Promise<DevServer> 
     auth.accessTokenTtlSeconds = a?.accessTokenTtlSeconds ?? 3600;
     auth.refreshTokenTtlDays = a?.refreshTokenTtlDays ?? 70;
     auth.secureCookies = a?.secureCookies ?? false;
+    auth.credentialedOrigins = credentialedOriginsOf(manifest.settings.cors);
     agent.reloadTools();
   };
   const server = launched.running as DevServer;

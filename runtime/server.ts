@@ -18,6 +18,7 @@ import type { AppRuntime } from './core/context.js';
 import type { ChangeSink } from './data/changes.js';
 import { createLogger, type Logger } from './log.js';
 import { loadManifest, StartupError } from './load-manifest.js';
+import { corsCredentialsProblem } from './contract/index.js';
 import type { AppManifest } from './manifest.js';
 import { createAuthService } from './auth/auth-service.js';
 import { checkPolicies } from './auth/authorize.js';
@@ -39,6 +40,7 @@ import { Presence } from './http/admin/presence.js';
 import { Metrics } from './metrics/metrics.js';
 import { flushTracing, startTracing, traceRequest, tracingOn } from './tracing/tracing.js';
 import { serveMetrics } from './metrics/metrics-server.js';
+import { corsLayer, type CorsLayer } from './http/cors.js';
 import { allowedHostsOf, allowedHostsWarning, hostChecker, hostNotAllowed, refuseHost } from './http/host-check.js';
 import { refuseUpgrade } from './realtime/guard.js';
 
@@ -169,6 +171,8 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   );
   const policyProblems = checkPolicies(manifest);
   if (policyProblems.length > 0) throw new StartupError(`invalid policy filters: ${policyProblems.join('; ')}`);
+  const corsProblem = corsCredentialsProblem(manifest.settings);
+  if (corsProblem) throw new StartupError(corsProblem);
   const applied = await applyPending(appDir, manifest, url);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
   await startTracing(env, manifest.name, logger);
@@ -273,6 +277,13 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
     if (hostCheck?.settings !== settings) hostCheck = { settings, allows: hostChecker(allowedHostsOf(settings, host)) };
     return hostCheck.allows(value);
   };
+  // CORS (svc.json `cors`, runtime/http/cors.ts): once here, so routes served outside Express get it too.
+  let corsCache: { settings: AppManifest['settings']; layer: CorsLayer } | undefined;
+  const corsOf = (): CorsLayer => {
+    const settings = current().manifest.settings;
+    if (corsCache?.settings !== settings) corsCache = { settings, layer: corsLayer(settings.cors) };
+    return corsCache.layer;
+  };
   const server: Server = createServer((req, res) => {
     if (!hostAllowed(req.headers.host)) {
       refuseHost(res, req.headers.host!);
@@ -285,8 +296,10 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
       inFlight -= 1;
       if (inFlight === 0) drainedHttp?.();
     });
-    if (traced) traceRequest(req, res, () => version!.handle(req, res));
-    else version!.handle(req, res);
+    corsOf()(req, res, () => {
+      if (traced) traceRequest(req, res, () => version!.handle(req, res));
+      else version!.handle(req, res);
+    });
   });
   server.on('upgrade', (req, socket, head) => {
     if (!hostAllowed(req.headers.host)) return refuseUpgrade(socket, hostNotAllowed(req.headers.host!));

@@ -14,6 +14,7 @@ import type {
   MetricsSettings,
   AllowedHostsSetting,
   PublicSettings,
+  CorsSettings,
   SignupSettings,
   ProviderSettings,
   ExternalConnection,
@@ -56,6 +57,8 @@ export interface RawSvcDefinition {
   trustedProxies?: string[];
   allowedHosts?: AllowedHostsSetting;
   public?: PublicSettings;
+  cors?: Partial<CorsSettings> & { origins: string[] };
+  publicUrl?: string;
 }
 
 /** A property as written in a collection file: the manifest's `Property` before defaults and naming. */

@@ -22,7 +22,16 @@ import type {
   View,
 } from '../../runtime/index.js';
 import type { RawApp, RawFile } from '../load/load-app.js';
-import { AGENT_DEFAULTS, CREDITS_DEFAULTS, LOGS_DEFAULTS, SIGNUP_DEFAULTS, STORAGE_DEFAULTS, SYSTEM_FIELD_TYPES } from '../../runtime/contract/index.js';
+import {
+  AGENT_DEFAULTS,
+  CORS_DEFAULTS,
+  CREDITS_DEFAULTS,
+  parseCorsOrigin,
+  LOGS_DEFAULTS,
+  SIGNUP_DEFAULTS,
+  STORAGE_DEFAULTS,
+  SYSTEM_FIELD_TYPES,
+} from '../../runtime/contract/index.js';
 import { compiledPathOf } from '../compile/compile-functions.js';
 import { DefinitionError } from '../validate/diagnostics.js';
 import {
@@ -108,6 +117,10 @@ function settingsOf(svc: RawSvcDefinition): AppSettings {
     ...(svc.trustedProxies !== undefined ? { trustedProxies: [...svc.trustedProxies] } : {}),
     ...(svc.allowedHosts !== undefined ? { allowedHosts: Array.isArray(svc.allowedHosts) ? [...svc.allowedHosts] : svc.allowedHosts } : {}),
     ...(svc.public !== undefined ? { public: structuredClone(svc.public) } : {}),
+    ...(svc.cors !== undefined
+      ? { cors: { ...CORS_DEFAULTS, ...structuredClone(svc.cors), origins: svc.cors.origins.map((o) => parseCorsOrigin(o) ?? o) } }
+      : {}),
+    ...(svc.publicUrl !== undefined ? { publicUrl: svc.publicUrl } : {}),
   };
 }
 

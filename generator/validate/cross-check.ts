@@ -23,7 +23,7 @@ import { checkProviders } from './check-providers.js';
 import { RESERVED_COLLECTION_NAMES } from '../emit/system-models.js';
 import { pointer, type Diagnostic } from './diagnostics.js';
 import { buildModelIndex, collectionRefProblem, type ModelIndex } from './model-index.js';
-import { behaviourOf, FUNCTION_INPUT_TYPES, parseAllowedHost, parseProxyEntry } from '../../runtime/contract/index.js';
+import { behaviourOf, FUNCTION_INPUT_TYPES, corsCredentialsProblem, parseAllowedHost, parseCorsOrigin, parseProxyEntry } from '../../runtime/contract/index.js';
 import { isIP } from 'node:net';
 
 /** Types a function may take as input (SPEC §2 "Function definition"): property types with a `functionInput`. */
@@ -37,7 +37,8 @@ const FOLDER_OF = { collection: 'collections', view: 'views', query: 'queries', 
  * @returns diagnostics (codes: `DEF_FILE_NAME_MISMATCH`, `DEF_DUPLICATE_NAME`, `DEF_RESERVED_NAME`, `DEF_UNKNOWN_COLLECTION`,
  *   `DEF_NOT_A_COLLECTION`, `DEF_CREATOR_IN_LISTEN`, `DEF_ENDPOINT_MISMATCH`, `DEF_INPUT_TYPE_NOT_SCALAR`, `DEF_ENUM_TYPE_MISMATCH`,
  *   `DEF_MISSING_FUNCTION_CODE`, `DEF_SEARCH_WITHOUT_TEXT`, `DEF_UNSUPPORTED_DATABASE_URL`, `DEF_SECRET_IN_CLEAR`,
- *   `DEF_CREATOR_ON_EXTERNAL`, `DEF_EXTERNAL_URL`, `DEF_PROVIDER_URL`, `DEF_TRUSTED_PROXY`, `DEF_ALLOWED_HOST`, and those of `checkProperty`/`checkQuery`/`checkProviders`)
+ *   `DEF_CREATOR_ON_EXTERNAL`, `DEF_EXTERNAL_URL`, `DEF_PROVIDER_URL`, `DEF_TRUSTED_PROXY`, `DEF_ALLOWED_HOST`, `DEF_CORS_ORIGIN`,
+ *   `DEF_CORS_CREDENTIALS`, and those of `checkProperty`/`checkQuery`/`checkProviders`)
  * Source: DESIGN §3, §4 "Function details"; SPEC §2, §5.7.
  */
 export function crossCheck(raw: RawApp, env: NodeJS.ProcessEnv, invalidFiles: Set<string>): Diagnostic[] {
@@ -49,6 +50,7 @@ export function crossCheck(raw: RawApp, env: NodeJS.ProcessEnv, invalidFiles: Se
     ...checkProviders(raw),
     ...checkTrustedProxies(raw),
     ...checkAllowedHosts(raw),
+    ...checkCors(raw),
   ];
   for (const d of index.all) {
     if (!d.isValid) continue;
@@ -185,6 +187,43 @@ function checkAllowedHosts(raw: RawApp): Diagnostic[] {
         ]
       : [],
   );
+}
+
+/**
+ * `cors.origins` entries must be exact origins `scheme://host[:port]`, or `"*"` (`DEF_CORS_ORIGIN`);
+ * `credentials: true` takes no `"*"` and needs an https `publicUrl` (`DEF_CORS_CREDENTIALS`).
+ */
+function checkCors(raw: RawApp): Diagnostic[] {
+  const svc = raw.svc?.data as Partial<RawSvcDefinition> | undefined;
+  const cors = svc?.cors;
+  if (typeof cors !== 'object' || cors === null || !Array.isArray(cors.origins)) return [];
+  const credentials = cors.credentials === true;
+  const out: Diagnostic[] = [];
+  cors.origins.forEach((entry, i) => {
+    if (typeof entry !== 'string' || entry === '') return; // the schema's
+    const origin = parseCorsOrigin(entry);
+    if (origin === null) {
+      out.push({
+        code: 'DEF_CORS_ORIGIN',
+        file: 'svc.json',
+        path: pointer('cors', 'origins', i),
+        message: `${JSON.stringify(entry)} is not an origin: write scheme, host and port only, as a browser sends it in Origin ("https://app.example.com", "http://localhost:5173"; no path, no trailing slash, no wildcard), or "*" alone for any origin`,
+      });
+    } else if (origin === '*' && credentials) {
+      out.push({
+        code: 'DEF_CORS_CREDENTIALS',
+        file: 'svc.json',
+        path: pointer('cors', 'origins', i),
+        message: '"*" cannot be used with cors.credentials: true (any site could act with the signed-in user\'s cookies): list the exact origins',
+      });
+    }
+  });
+  const problem = corsCredentialsProblem({
+    cors: { origins: [], maxAgeSeconds: 0, credentials },
+    publicUrl: typeof svc?.publicUrl === 'string' ? svc.publicUrl : undefined,
+  });
+  if (problem) out.push({ code: 'DEF_CORS_CREDENTIALS', file: 'svc.json', path: pointer('cors', 'credentials'), message: problem });
+  return out;
 }
 
 function checkListen(file: string, access: RawAccessRule[] | undefined): Diagnostic[] {

@@ -14,7 +14,7 @@ import { loadCaller } from './identities.js';
 import { IdentityCache } from './identity-cache.js';
 import { clientAddressOf, trustedPeerOf, type ClientAddress, type TrustedPeer } from './client-address.js';
 import { logMailer, type Mailer } from './mailer.js';
-import { SIGNUP_DEFAULTS, type SignupSettings } from '../contract/settings.js';
+import { SIGNUP_DEFAULTS, type CorsSettings, type SignupSettings } from '../contract/settings.js';
 import type { IdentityProvider } from './providers/types.js';
 
 export interface AuthService {
@@ -31,6 +31,11 @@ export interface AuthService {
   accessTokenTtlSeconds: number;
   refreshTokenTtlDays: number;
   secureCookies: boolean;
+  /**
+   * The other origins whose cookie-authenticated writes are accepted (svc.json `cors.origins` when
+   * `cors.credentials` is true, else empty); the session cookies are then `SameSite=None; Secure`.
+   */
+  credentialedOrigins: ReadonlySet<string>;
   /** svc.json `auth.signup`, defaults applied (DESIGN §11). */
   signup: SignupSettings;
   /** Outgoing mail, and the origin its links point at (and provider callbacks, DESIGN §11). */
@@ -76,6 +81,7 @@ export async function createAuthService(
     accessTokenTtlSeconds: auth?.accessTokenTtlSeconds ?? 3600,
     refreshTokenTtlDays: auth?.refreshTokenTtlDays ?? 70,
     secureCookies: auth?.secureCookies ?? false,
+    credentialedOrigins: credentialedOriginsOf(manifest.settings.cors),
     signup: { ...SIGNUP_DEFAULTS, ...auth?.signup },
     mail: mail ?? { mailer: logMailer(logger, `${manifest.name} <no-reply@localhost>`), origin: () => manifest.settings.mail?.baseUrl ?? 'http://localhost' },
     providers,
@@ -130,4 +136,12 @@ export async function continueSession(auth: AuthService, refreshToken: string, c
   });
   if ('failure' in rotated) return rotated;
   return sessionFor(auth, caller!, rotated.next);
+}
+
+/**
+ * The origins of svc.json `cors.origins` that may send cookies (`AuthService.credentialedOrigins`):
+ * all listed ones when `cors.credentials` is true (`"*"` never), else none.
+ */
+export function credentialedOriginsOf(cors: CorsSettings | undefined): ReadonlySet<string> {
+  return new Set(cors?.credentials === true ? cors.origins.filter((o) => o !== '*') : []);
 }

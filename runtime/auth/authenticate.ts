@@ -115,13 +115,30 @@ export function isSameOrigin(input: Pick<CredentialInput, 'origin' | 'referer' |
 }
 
 /**
- * Refuses an unsafe request (not GET, HEAD, OPTIONS) that comes from another origin (`isSameOrigin`).
+ * True when the request may carry the browser's session cookies: `isSameOrigin`, or its `Origin`
+ * header names exactly one of `credentialed` (svc.json `cors.origins` with `cors.credentials: true`).
+ */
+export function isCookieOrigin(
+  input: Pick<CredentialInput, 'origin' | 'referer' | 'host' | 'scheme'>,
+  credentialed: ReadonlySet<string> = NO_ORIGINS,
+): boolean {
+  return isSameOrigin(input) || (input.origin !== undefined && credentialed.has(input.origin));
+}
+
+const NO_ORIGINS: ReadonlySet<string> = new Set();
+
+/**
+ * Refuses an unsafe request (not GET, HEAD, OPTIONS) that comes from another origin than the
+ * server's own (`isSameOrigin`) and the `credentialed` ones (`isCookieOrigin`).
  * A request with neither `Origin` nor `Referer` is allowed: browsers send `Origin` on every
  * cross-origin POST, PUT, PATCH and DELETE, and non-browser clients send neither.
  * @throws HttpError FORBIDDEN (403)
  */
-export function requireSameOrigin(input: Pick<CredentialInput, 'method' | 'origin' | 'referer' | 'host' | 'scheme'>): void {
-  if (SAFE_METHODS.has(input.method.toUpperCase()) || isSameOrigin(input)) return;
+export function requireSameOrigin(
+  input: Pick<CredentialInput, 'method' | 'origin' | 'referer' | 'host' | 'scheme'>,
+  credentialed: ReadonlySet<string> = NO_ORIGINS,
+): void {
+  if (SAFE_METHODS.has(input.method.toUpperCase()) || isCookieOrigin(input, credentialed)) return;
   throw new HttpError('FORBIDDEN', 'cross-origin requests authenticated by cookie are refused; send a bearer token instead');
 }
 
@@ -149,7 +166,7 @@ export async function authenticateCredentials(auth: AuthService, input: Credenti
       // An expired or otherwise invalid cookie: anonymous.
     }
     if (caller) {
-      requireSameOrigin(input);
+      requireSameOrigin(input, auth.credentialedOrigins);
       return { caller, via: 'cookie' };
     }
   }

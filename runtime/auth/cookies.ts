@@ -1,7 +1,8 @@
 /**
  * @module The session cookies of browsers (SPEC §5.2): `svc_access` (the access token, path `/`) and
  * `svc_refresh` (the refresh token, path `/api`, where `_refresh` and `_logout` read it). Both are
- * HttpOnly and SameSite=Lax, and Secure when svc.json `auth.secureCookies` is true. Framework-free:
+ * HttpOnly and SameSite=Lax, and Secure when svc.json `auth.secureCookies` is true; with svc.json
+ * `cors.credentials` (pages of other sites send them) SameSite=None and always Secure. Framework-free:
  * these functions answer `Set-Cookie` header values and read a `Cookie` header; the HTTP layer
  * appends the values to its response.
  */
@@ -13,7 +14,8 @@ export const REFRESH_COOKIE = 'svc_refresh';
 const REFRESH_PATH = '/api';
 
 function options(auth: AuthService, path: string): SerializeOptions {
-  return { httpOnly: true, sameSite: 'lax', secure: auth.secureCookies, path };
+  const crossSite = auth.credentialedOrigins.size > 0;
+  return { httpOnly: true, sameSite: crossSite ? 'none' : 'lax', secure: auth.secureCookies || crossSite, path };
 }
 
 /** The `Set-Cookie` values of a session's two cookies; they live as long as their tokens. */

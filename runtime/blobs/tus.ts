@@ -160,7 +160,8 @@ export class TusUploads {
       path: '/api',
       datastore,
       maxSize: settings.maxBytes,
-      allowedOrigins: [],
+      allowedOrigins: [], // CORS is the server's (runtime/http/cors.ts): tus adds no Allow-Origin
+      exposedHeaders: ['X-Request-Id', 'ETag', 'Retry-After'], // tus replaces Access-Control-Expose-Headers: keep these
       ...(this.locker && { locker: this.locker }),
       namingFunction: (req) => `${uploadPrefix(of(req).target)}${randomBytes(16).toString('hex')}`,
       generateUrl: (req, { proto, host, id }) => `${proto}://${host}${of(req).base}/${id}`,

@@ -324,6 +324,62 @@ export interface AppSettings {
   allowedHosts?: AllowedHostsSetting;
   /** Absent unless svc.json has `public`: how the app's `public/` files are served. */
   public?: PublicSettings;
+  /**
+   * Absent unless svc.json has `cors`: which other origins' browser pages may call `/api`
+   * (`runtime/http/cors.ts`, docs/deploy.md "Calling the API from a front end on another origin").
+   * Absent: same origin only (no `Access-Control-*` header is sent).
+   */
+  cors?: CorsSettings;
+  /**
+   * svc.json `publicUrl`: the app's public origin (`https://app.example.com`). Here only read by the
+   * start-up check of `cors.credentials` (cookies across sites need `Secure`, i.e. https).
+   */
+  publicUrl?: string;
+}
+
+/** svc.json `cors` (docs/deploy.md "Calling the API from a front end on another origin"), defaults applied. */
+export interface CorsSettings {
+  /** Exact origins (`scheme://host[:port]`) whose pages may call the API; `"*"`: any origin (never with `credentials`). */
+  origins: string[];
+  /** Whether the listed origins may send cookies (then `SameSite=None; Secure`, and an https `publicUrl`). */
+  credentials: boolean;
+  /** How long a browser may cache a preflight answer (`Access-Control-Max-Age`). */
+  maxAgeSeconds: number;
+}
+
+/** Defaults of the `cors` keys besides `origins`. */
+export const CORS_DEFAULTS: Omit<CorsSettings, 'origins'> = { credentials: false, maxAgeSeconds: 600 };
+
+/**
+ * Normalises one `cors.origins` entry: an exact origin `scheme://host[:port]` (http or https, no
+ * path, query, user or trailing slash), answered as browsers send it in `Origin` (lower-case,
+ * default port dropped); `"*"` stays `"*"`.
+ * @returns null when the entry is not such an origin
+ */
+export function parseCorsOrigin(entry: string): string | null {
+  if (entry === '*') return '*';
+  const m = /^(https?):\/\/([^/?#@\s]+)$/i.exec(entry);
+  if (!m) return null;
+  try {
+    const url = new URL(entry);
+    const name = /^([a-z0-9_-]+\.)*[a-z0-9_-]+\.?$|^\[[0-9a-f:.]+\]$/; // no wildcard or other signs
+    return url.origin === 'null' || !name.test(url.hostname) ? null : url.origin;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Why `cors.credentials: true` cannot be served with this `publicUrl`, or null when it can: cookies
+ * sent across sites need `SameSite=None; Secure`, and a browser keeps `Secure` cookies of https
+ * origins only (and of `http://localhost`, which browsers treat as secure, for development).
+ */
+export function corsCredentialsProblem(settings: Pick<AppSettings, 'cors' | 'publicUrl'>): string | null {
+  if (settings.cors?.credentials !== true) return null;
+  const url = settings.publicUrl;
+  if (url !== undefined && /^https:\/\//i.test(url)) return null;
+  if (url !== undefined && /^http:\/\/([a-z0-9-]+\.)*localhost(:\d+)?\/?$/i.test(url)) return null;
+  return `svc.json cors.credentials is true, which needs cookies with SameSite=None; Secure: set svc.json "publicUrl" to the app's https:// origin (it is ${url === undefined ? 'absent' : JSON.stringify(url)})`;
 }
 
 /** svc.json `allowedHosts` (docs/deploy.md "Allowed hosts"): names, or `true`/`"all"` for any Host. */

@@ -9,7 +9,7 @@
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import { HttpError } from '../errors.js';
 import type { AuthService } from '../auth/auth-service.js';
-import { authenticateCredentials, credentialInput, isSameOrigin, requireSameOrigin } from '../auth/authenticate.js';
+import { authenticateCredentials, credentialInput, isCookieOrigin, requireSameOrigin } from '../auth/authenticate.js';
 import { callerOf } from '../auth/caller.js';
 import { clearedCookies, readCookie, REFRESH_COOKIE, sessionCookies } from '../auth/cookies.js';
 import { endSession, meBody, renewSession, signIn, webAppConfig } from '../auth/sign-in.js';
@@ -50,14 +50,15 @@ export function authRouter(auth: AuthService): Router {
   const router = Router();
   router.post('/_auth', form, async (req, res) => {
     const session = await signIn(auth, req.body, auth.clientAddress(req));
-    // Cookies only for same-origin (or non-browser) callers: a cross-site page must not sign a browser in.
-    if (isSameOrigin(credentialInput(req))) res.append('Set-Cookie', sessionCookies(auth, session));
+    // Cookies only for same-origin (or non-browser) callers, and the origins of svc.json `cors` with
+    // `credentials`: another site's page must not sign a browser in.
+    if (isCookieOrigin(credentialInput(req), auth.credentialedOrigins)) res.append('Set-Cookie', sessionCookies(auth, session));
     res.setHeader('Cache-Control', 'no-store');
     res.json(session.body);
   });
 
   router.post('/_refresh', async (req, res) => {
-    requireSameOrigin(credentialInput(req));
+    requireSameOrigin(credentialInput(req), auth.credentialedOrigins);
     const token = readCookie(req.headers.cookie, REFRESH_COOKIE);
     if (!token) throw new HttpError('UNAUTHORIZED', 'no refresh cookie: sign in again');
     const session = await renewSession(auth, token, res.locals.reqId as string);
@@ -74,7 +75,7 @@ export function authRouter(auth: AuthService): Router {
   // `refresh_token` of its body (JSON or form), which needs no origin check: it is no ambient authority.
   router.post('/_logout', form, async (req, res) => {
     const cookieToken = readCookie(req.headers.cookie, REFRESH_COOKIE);
-    if (cookieToken) requireSameOrigin(credentialInput(req));
+    if (cookieToken) requireSameOrigin(credentialInput(req), auth.credentialedOrigins);
     const body = (typeof req.body === 'object' && req.body !== null ? req.body : {}) as Record<string, unknown>;
     const bodyToken = typeof body.refresh_token === 'string' && body.refresh_token.length <= 1000 ? body.refresh_token : undefined;
     await endSession(auth, [cookieToken, bodyToken]);

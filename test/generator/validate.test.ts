@@ -364,7 +364,7 @@ describe('an app with many problems', () => {
       'collections/Product.json: /properties/price/type: unknown property type "money"; allowed types: string, text, integer, decimal, boolean, date, date-time, guid, lookup, blob',
       'functions/sendMail.json: /endpoint: endpoint must be "/sendMail" (the function is served at /api/sendMail); got "/send"',
       'functions/sendMail.json: /requestBody/0/type: requestBody field "payload" has type "object"; inputs must be scalar (string, text, integer, decimal, boolean, date, date-time, guid)',
-      'svc.json: /colour: unknown key "colour"; allowed keys: name, database, port, console, generate, auth, realtime, functions, agent, trustedProxies, allowedHosts, public, metrics, logs, credits, storage, mail',
+      'svc.json: /colour: unknown key "colour"; allowed keys: name, database, port, console, generate, auth, realtime, functions, agent, trustedProxies, allowedHosts, public, cors, publicUrl, metrics, logs, credits, storage, mail',
       'views/Customer.json: /name: name "Customer" is already used by collections/Customer.json',
     ]);
     expect(d.diagnostics.map((x) => x.code)).toEqual([
@@ -397,6 +397,60 @@ describe('an app with many problems', () => {
     expect(formatDiagnostic(err.diagnostics[1])).toBe(
       'svc.json: /trustedProxies/4: "proxy.local" is not an IP address or a CIDR range such as "10.0.0.0/8" or "fd00::/8"',
     );
+  });
+
+  test('cors.origins takes exact origins (or "*" without credentials); credentials needs an https publicUrl', async () => {
+    const files: Files = {
+      ...shop,
+      'svc.json': {
+        name: 'shop',
+        cors: {
+          origins: [
+            'https://app.example.com',
+            'HTTP://LocalHost:5173',
+            'https://app.example.com/',
+            'app.example.com',
+            'https://*.example.com',
+            'ftp://x.example',
+            '*',
+          ],
+          credentials: true,
+        },
+      },
+    };
+    const err = (await loadAndValidate(writeApp(files), {}).catch((e: unknown) => e)) as DefinitionError;
+    expect(err).toBeInstanceOf(DefinitionError);
+    expect(err.diagnostics.map((d) => [d.code, d.path])).toEqual([
+      ['DEF_CORS_ORIGIN', '/cors/origins/2'],
+      ['DEF_CORS_ORIGIN', '/cors/origins/3'],
+      ['DEF_CORS_ORIGIN', '/cors/origins/4'],
+      ['DEF_CORS_ORIGIN', '/cors/origins/5'],
+      ['DEF_CORS_CREDENTIALS', '/cors/origins/6'],
+      ['DEF_CORS_CREDENTIALS', '/cors/credentials'],
+    ]);
+    expect(formatDiagnostic(err.diagnostics[0])).toBe(
+      'svc.json: /cors/origins/2: "https://app.example.com/" is not an origin: write scheme, host and port only, as a browser sends it in Origin ("https://app.example.com", "http://localhost:5173"; no path, no trailing slash, no wildcard), or "*" alone for any origin',
+    );
+    expect(formatDiagnostic(err.diagnostics[5])).toMatch(
+      /cors\.credentials is true.*set svc\.json "publicUrl" to the app's https:\/\/ origin \(it is absent\)/,
+    );
+    const ok = await loadAndValidate(
+      writeApp({
+        ...shop,
+        'svc.json': {
+          name: 'shop',
+          publicUrl: 'https://shop.example',
+          cors: { origins: ['https://app.example.com', 'HTTP://LocalHost:5173'], credentials: true },
+        },
+      }),
+      {},
+    );
+    expect(ok.manifest.settings.cors).toEqual({ origins: ['https://app.example.com', 'http://localhost:5173'], credentials: true, maxAgeSeconds: 600 });
+    expect(ok.manifest.settings.publicUrl).toBe('https://shop.example');
+    const any = await loadAndValidate(writeApp({ ...shop, 'svc.json': { name: 'shop', cors: { origins: ['*'], maxAgeSeconds: 60 } } }), {});
+    expect(any.manifest.settings.cors).toEqual({ origins: ['*'], credentials: false, maxAgeSeconds: 60 });
+    const none = await loadAndValidate(writeApp({ ...shop, 'svc.json': { name: 'shop' } }), {});
+    expect(none.manifest.settings.cors).toBeUndefined();
   });
 
   test('allowedHosts takes host names and dotted domains (or true / "all"); public.frameAncestors no header separators', async () => {

@@ -3,7 +3,7 @@
  * `Origin` (or `Referer`) against the server's own `scheme://Host`.
  */
 import { describe, expect, test } from 'vitest';
-import { isSameOrigin, requireSameOrigin, type CredentialInput } from '../../../dist/runtime/auth/authenticate.js';
+import { isCookieOrigin, isSameOrigin, requireSameOrigin, type CredentialInput } from '../../../dist/runtime/auth/authenticate.js';
 import { HttpError } from '../../../dist/runtime/errors.js';
 
 const server = { host: 'app.example:8080', scheme: 'http' as const };
@@ -58,5 +58,20 @@ describe('requireSameOrigin', () => {
         method,
       ).toBe(0);
     expect(statusOf(() => requireSameOrigin({ ...server, method: 'POST', origin: 'http://app.example:8080' }))).toBe(0);
+  });
+
+  test('lets the credentialed origins of svc.json cors through (exact Origin only), every other origin still 403', () => {
+    const credentialed = new Set(['http://localhost:5173']);
+    expect(statusOf(() => requireSameOrigin({ ...server, method: 'POST', origin: 'http://localhost:5173' }, credentialed))).toBe(0);
+    expect(statusOf(() => requireSameOrigin({ ...server, method: 'POST', origin: 'http://localhost:5173' }))).toBe(403);
+    for (const origin of ['http://localhost:5174', 'https://localhost:5173', 'http://evil.example', 'null'])
+      expect(
+        statusOf(() => requireSameOrigin({ ...server, method: 'DELETE', origin }, credentialed)),
+        origin,
+      ).toBe(403);
+    // A Referer alone never counts as a credentialed origin.
+    expect(statusOf(() => requireSameOrigin({ ...server, method: 'POST', referer: 'http://localhost:5173/page' }, credentialed))).toBe(403);
+    expect(isCookieOrigin({ ...server, origin: 'http://localhost:5173' }, credentialed)).toBe(true);
+    expect(isCookieOrigin({ ...server, origin: 'http://app.example:8080' })).toBe(true);
   });
 });
