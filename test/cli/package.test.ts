@@ -12,7 +12,7 @@
  * Nothing is written into the repository: the tarball and the app live under os.tmpdir().
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,6 +27,23 @@ const work = mkdtempSync(join(tmpdir(), 'svc-package-'));
 const app = join(work, 'myapp');
 let server: ChildProcess | undefined;
 
+/**
+ * better-sqlite3's install downloads a prebuilt binary for this Node.js (prebuild-install) and compiles
+ * SQLite only when that fails, as it does on a machine without GitHub (2.5 minutes of CPU on 2 cores).
+ * The test hands it the binary this checkout's own install already has, as the same tarball the
+ * download would fetch, through prebuild-install's `local_prebuilds` setting: the install is otherwise
+ * the one a user's npm runs.
+ */
+const PREBUILDS = ((): Record<string, string> => {
+  const dir = join(work, 'prebuilds');
+  const source = join(ROOT, 'node_modules/better-sqlite3');
+  const { version } = JSON.parse(readFileSync(join(source, 'package.json'), 'utf8')) as { version: string };
+  const name = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
+  mkdirSync(dir, { recursive: true });
+  execFileSync('tar', ['-czf', join(dir, name), '-C', source, 'build/Release/better_sqlite3.node']);
+  return { npm_config_better_sqlite3_local_prebuilds: dir };
+})();
+
 interface Run {
   code: number | null;
   out: string;
@@ -35,7 +52,7 @@ interface Run {
 /** Runs `cmd args` in `cwd` to completion, stdout and stderr together. */
 function run(cmd: string, args: string[], cwd: string): Promise<Run> {
   return new Promise((ok, fail) => {
-    const child = spawn(cmd, args, { cwd, env: { ...process.env, SVC_LOG_LEVEL: 'warn' } });
+    const child = spawn(cmd, args, { cwd, env: { ...process.env, ...PREBUILDS, SVC_LOG_LEVEL: 'warn' } });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
