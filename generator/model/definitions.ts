@@ -55,6 +55,7 @@ export interface RawSvcDefinition {
   metrics?: MetricsSettings;
   trustedProxies?: string[];
   allowedHosts?: AllowedHostsSetting;
+  publicUrl?: string;
   public?: PublicSettings;
 }
 

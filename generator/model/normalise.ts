@@ -22,7 +22,7 @@ import type {
   View,
 } from '../../runtime/index.js';
 import type { RawApp, RawFile } from '../load/load-app.js';
-import { AGENT_DEFAULTS, CREDITS_DEFAULTS, LOGS_DEFAULTS, SIGNUP_DEFAULTS, STORAGE_DEFAULTS, SYSTEM_FIELD_TYPES } from '../../runtime/contract/index.js';
+import { AGENT_DEFAULTS, CREDITS_DEFAULTS, LOGS_DEFAULTS, SIGNUP_DEFAULTS, STORAGE_DEFAULTS, SYSTEM_FIELD_TYPES, parsePublicUrl } from '../../runtime/contract/index.js';
 import { compiledPathOf } from '../compile/compile-functions.js';
 import { DefinitionError } from '../validate/diagnostics.js';
 import {
@@ -107,6 +107,7 @@ function settingsOf(svc: RawSvcDefinition): AppSettings {
     ...(svc.metrics !== undefined ? { metrics: structuredClone(svc.metrics) } : {}),
     ...(svc.trustedProxies !== undefined ? { trustedProxies: [...svc.trustedProxies] } : {}),
     ...(svc.allowedHosts !== undefined ? { allowedHosts: Array.isArray(svc.allowedHosts) ? [...svc.allowedHosts] : svc.allowedHosts } : {}),
+    ...(svc.publicUrl !== undefined ? { publicUrl: parsePublicUrl(svc.publicUrl) ?? svc.publicUrl } : {}),
     ...(svc.public !== undefined ? { public: structuredClone(svc.public) } : {}),
   };
 }

@@ -322,6 +322,13 @@ export interface AppSettings {
    * an entry with a leading `.` allows that domain and its subdomains; `true` or `"all"`: any Host.
    */
   allowedHosts?: AllowedHostsSetting;
+  /**
+   * Absent unless svc.json has `publicUrl`: the app's one public origin (`https://club.example`, as
+   * `parsePublicUrl` normalises it). Origin checks compare with it, mail links, OpenID redirect URIs,
+   * `_rt` negotiate URLs and OpenAPI `servers` use it, cookies are `Secure` when it is https, and its
+   * host is allowed by the Host check (`runtime/auth/public-origin.ts`, docs/deploy.md).
+   */
+  publicUrl?: string;
   /** Absent unless svc.json has `public`: how the app's `public/` files are served. */
   public?: PublicSettings;
 }
@@ -356,6 +363,25 @@ export function parseAllowedHost(entry: string): string | null {
     return !e.startsWith('.') && /^[0-9a-f:.]+$/.test(e) && e.includes(':') ? e : null;
   }
   return e;
+}
+
+/**
+ * Normalises svc.json `publicUrl`: an absolute `http:` or `https:` origin (scheme, host, optional
+ * port), without user name, password, path (a lone `/` is allowed), query or fragment. The generator
+ * refuses what this refuses (`DEF_PUBLIC_URL`); the runtime uses what it answers.
+ * @returns the origin as `URL.origin` writes it (lower-case host, default port dropped: `https://club.example`), or null
+ */
+export function parsePublicUrl(value: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    return null;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
+  if (url.username || url.password || url.search || url.hash || (url.pathname !== '/' && url.pathname !== '')) return null;
+  if (/[?#]$/.test(value.trim())) return null;
+  return url.origin;
 }
 
 /**
