@@ -54,26 +54,31 @@ export class HaproxyProcess {
   /**
    * Starts HAProxy on a free loopback port in front of `upstreams` and waits until every upstream's
    * health check passes (each is UP).
-   * @returns its `http://127.0.0.1:<port>` (without `/api`)
+   * @param tlsPem - a PEM file with certificate and key: HAProxy terminates TLS (and sets `X-Forwarded-Proto`, `X-Forwarded-Host`)
+   * @returns its `http://127.0.0.1:<port>` (`https://` with `tlsPem`; without `/api`)
    * @throws when HAProxy is missing, rejects the configuration, or an upstream stays down 20 s
    */
-  static async start(upstreams: Upstream[], maxconn?: number): Promise<HaproxyProcess> {
+  static async start(upstreams: Upstream[], maxconn?: number, tlsPem?: string): Promise<HaproxyProcess> {
     const bin = findHaproxy();
     if (!bin) throw new Error('HAProxy is not installed: apt-get install -y haproxy');
     const dir = mkdtempSync(join(tmpdir(), 'svc-haproxy-'));
     const port = await freePort();
     const config = join(dir, 'haproxy.cfg');
-    writeFileSync(config, haproxyConfig(`127.0.0.1:${port}`, upstreams, join(dir, 'admin.sock'), maxconn));
+    writeFileSync(config, haproxyConfig(`127.0.0.1:${port}`, upstreams, join(dir, 'admin.sock'), maxconn, tlsPem));
     const child = spawn(bin, ['-db', '-f', config], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout!.on('data', (d) => (out += d));
     child.stderr!.on('data', (d) => (out += d));
-    const proxy = new HaproxyProcess(`http://127.0.0.1:${port}`, child, dir, () => out);
+    const proxy = new HaproxyProcess(`${tlsPem ? 'https' : 'http'}://127.0.0.1:${port}`, child, dir, () => out);
+    let states: Record<string, string> = {};
     await waitFor(async () => {
       if (child.exitCode !== null) throw new Error(`haproxy exited (${child.exitCode}): ${out}`);
-      const states = await proxy.serverStates().catch(() => ({}) as Record<string, string>);
+      states = await proxy.serverStates().catch(() => ({}) as Record<string, string>);
       return upstreams.every((u) => states[u.name] === 'UP');
-    }, 20_000);
+    }, 20_000).catch(async (err: Error) => {
+      await proxy.stop();
+      throw new Error(`${err.message}: upstream states ${JSON.stringify(states)}; haproxy said: ${out}`);
+    });
     return proxy;
   }
 
