@@ -22,7 +22,15 @@ import type {
   View,
 } from '../../runtime/index.js';
 import type { RawApp, RawFile } from '../load/load-app.js';
-import { AGENT_DEFAULTS, CREDITS_DEFAULTS, LOGS_DEFAULTS, SIGNUP_DEFAULTS, STORAGE_DEFAULTS, SYSTEM_FIELD_TYPES, parsePublicUrl } from '../../runtime/contract/index.js';
+import {
+  AGENT_DEFAULTS,
+  CREDITS_DEFAULTS,
+  LOGS_DEFAULTS,
+  SIGNUP_DEFAULTS,
+  STORAGE_DEFAULTS,
+  SYSTEM_FIELD_TYPES,
+  parsePublicUrl,
+} from '../../runtime/contract/index.js';
 import { compiledPathOf } from '../compile/compile-functions.js';
 import { DefinitionError } from '../validate/diagnostics.js';
 import {

@@ -81,7 +81,10 @@ export async function createAuthService(
     refreshTokenTtlDays: auth?.refreshTokenTtlDays ?? 70,
     secureCookies: auth?.secureCookies ?? false,
     signup: { ...SIGNUP_DEFAULTS, ...auth?.signup },
-    mail: mail ?? { mailer: logMailer(logger, `${manifest.name} <no-reply@localhost>`), origin: () => manifest.settings.mail?.baseUrl ?? manifest.settings.publicUrl ?? 'http://localhost' },
+    mail: mail ?? {
+      mailer: logMailer(logger, `${manifest.name} <no-reply@localhost>`),
+      origin: () => manifest.settings.mail?.baseUrl ?? manifest.settings.publicUrl ?? 'http://localhost',
+    },
     providers,
     clientAddress: clientAddressOf(manifest.settings.trustedProxies),
     trustedPeer,

@@ -75,7 +75,9 @@ export function realtimeHttpHandler(service: RealtimeService, app: AppRuntime): 
   const routes = new Map<string, Route>([
     [
       'GET /api/_rt/ws',
-      async ({ req, caller }) => ({ url: `${originOf(req, service.auth).ws}/api/_rt/client?access_token=${await signRealtimeToken(service.auth, 'ws', caller)}` }),
+      async ({ req, caller }) => ({
+        url: `${originOf(req, service.auth).ws}/api/_rt/client?access_token=${await signRealtimeToken(service.auth, 'ws', caller)}`,
+      }),
     ],
     ['GET /api/_rt/hub', ({ req, caller }) => hubInfo(req, caller)],
     ['POST /api/_rt/hub/negotiate', ({ req, caller }) => hubInfo(req, caller)],

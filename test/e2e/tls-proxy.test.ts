@@ -59,7 +59,14 @@ function send(
     const common = { method, path, headers: { ...headers, ...(body !== undefined ? { 'content-length': String(Buffer.byteLength(body)) } : {}) } };
     const req =
       via === 'proxy'
-        ? httpsRequest({ ...common, host: '127.0.0.1', port: proxyPort, servername: 'club.example', ca, headers: { host: `club.example:${proxyPort}`, ...common.headers } })
+        ? httpsRequest({
+            ...common,
+            host: '127.0.0.1',
+            port: proxyPort,
+            servername: 'club.example',
+            ca,
+            headers: { host: `club.example:${proxyPort}`, ...common.headers },
+          })
         : httpRequest({ ...common, host: new URL(via).hostname, port: Number(new URL(via).port), localAddress });
     req.on('response', (res) => {
       let text = '';
@@ -73,7 +80,10 @@ function send(
 }
 
 const cookiesOf = (a: Answer): string[] => a.headers['set-cookie'] ?? [];
-const cookieHeader = (a: Answer): string => cookiesOf(a).map((c) => c.split(';')[0]).join('; ');
+const cookieHeader = (a: Answer): string =>
+  cookiesOf(a)
+    .map((c) => c.split(';')[0])
+    .join('; ');
 const json = { 'content-type': 'application/json' };
 const formType = { 'content-type': 'application/x-www-form-urlencoded' };
 
@@ -86,10 +96,27 @@ beforeAll(async () => {
   certDir = mkdtempSync(join(tmpdir(), 'svc-tls-'));
   const key = join(certDir, 'key.pem');
   const cert = join(certDir, 'cert.pem');
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=club.example',
-    '-addext', 'subjectAltName=DNS:club.example', '-keyout', key, '-out', cert,
-  ], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=club.example',
+      '-addext',
+      'subjectAltName=DNS:club.example',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+    ],
+    { stdio: 'ignore' },
+  );
   ca = readFileSync(cert);
   const pem = join(certDir, 'haproxy.pem');
   writeFileSync(pem, Buffer.concat([ca, readFileSync(key)]));
@@ -104,7 +131,11 @@ beforeAll(async () => {
     const ready = await fetch(`${s.url}/_ready`);
     if (ready.status !== 200) throw new Error(`not ready: ${await ready.text()}`);
   }
-  proxy = await HaproxyProcess.start(servers.map((s, i) => ({ name: `s${i}`, address: new URL(s.url).host })), undefined, pem);
+  proxy = await HaproxyProcess.start(
+    servers.map((s, i) => ({ name: `s${i}`, address: new URL(s.url).host })),
+    undefined,
+    pem,
+  );
   proxyPort = Number(new URL(proxy.url).port);
   site = `https://club.example:${proxyPort}`;
   await createUser(app, 'alice', 'pw-alice-long');
@@ -125,7 +156,14 @@ afterAll(async () => {
 
 /** Signs alice in through `_auth` at `via` with `headers`; answers the response. */
 const signIn = (via: string, headers: Record<string, string>, user = 'alice', localAddress?: string) =>
-  send(via, 'POST', '/api/_auth', { ...json, ...headers }, JSON.stringify({ authority: 'password', username: user, password: `pw-${user}-long` }), localAddress);
+  send(
+    via,
+    'POST',
+    '/api/_auth',
+    { ...json, ...headers },
+    JSON.stringify({ authority: 'password', username: user, password: `pw-${user}-long` }),
+    localAddress,
+  );
 
 describe('two instances behind HAProxy terminating TLS (trustedProxies: 127.0.0.1)', () => {
   it('signs in at the hosted /login form: 303 with Secure cookies, not 403 "sent from another site"', async () => {
@@ -156,11 +194,23 @@ describe('two instances behind HAProxy terminating TLS (trustedProxies: 127.0.0.
       expect(patched.status).toBe(200);
     }
     // Another site's page is still refused.
-    const foreign = await send('proxy', 'PATCH', `/api/Customer/${id}`, { ...json, origin: 'https://evil.example', cookie: cookieHeader(r) }, JSON.stringify({ name: 'x' }));
+    const foreign = await send(
+      'proxy',
+      'PATCH',
+      `/api/Customer/${id}`,
+      { ...json, origin: 'https://evil.example', cookie: cookieHeader(r) },
+      JSON.stringify({ name: 'x' }),
+    );
     expect(foreign.status).toBe(403);
     expect(JSON.parse(foreign.text).code).toBe('FORBIDDEN');
     // The same host over http is another origin.
-    const plain = await send('proxy', 'PATCH', `/api/Customer/${id}`, { ...json, origin: `http://club.example:${proxyPort}`, cookie: cookieHeader(r) }, '{"name":"x"}');
+    const plain = await send(
+      'proxy',
+      'PATCH',
+      `/api/Customer/${id}`,
+      { ...json, origin: `http://club.example:${proxyPort}`, cookie: cookieHeader(r) },
+      '{"name":"x"}',
+    );
     expect(plain.status).toBe(403);
     const refreshed = await send('proxy', 'POST', '/api/_refresh', { origin: site, cookie: cookieHeader(r) });
     expect(refreshed.status).toBe(200);
@@ -186,7 +236,14 @@ describe('two instances behind HAProxy terminating TLS (trustedProxies: 127.0.0.
     const bearer = { authorization: `Bearer ${JSON.parse(mine.text).access_token}` };
     const created = await send(direct, 'POST', '/api/Customer', { ...json, ...bearer }, '{"name":"Bo","country":"SE"}', '127.0.0.2');
     const id = JSON.parse(created.text).data[0];
-    const patch = await send(direct, 'PATCH', `/api/Customer/${id}`, { ...json, ...forged, origin: 'https://club.example', cookie: cookieHeader(mine) }, '{"name":"x"}', '127.0.0.2');
+    const patch = await send(
+      direct,
+      'PATCH',
+      `/api/Customer/${id}`,
+      { ...json, ...forged, origin: 'https://club.example', cookie: cookieHeader(mine) },
+      '{"name":"x"}',
+      '127.0.0.2',
+    );
     expect(patch.status).toBe(403);
     expect(JSON.parse(patch.text).error).toMatch(/cross-origin requests authenticated by cookie are refused/);
     const ws = await send(direct, 'GET', '/api/_rt/ws', { ...forged, cookie: cookieHeader(mine) }, undefined, '127.0.0.2');
@@ -212,15 +269,39 @@ describe('svc.json publicUrl', () => {
     const bearer = { authorization: `Bearer ${JSON.parse(signedIn.text).access_token}` };
     const created = await send(direct, 'POST', '/api/Customer', { ...json, ...bearer }, '{"name":"Cy","country":"FR"}');
     const id = JSON.parse(created.text).data[0];
-    const ok = await send(direct, 'PATCH', `/api/Customer/${id}`, { ...json, ...host, origin: 'https://club.example', cookie: cookieHeader(signedIn) }, '{"name":"Cyd"}');
+    const ok = await send(
+      direct,
+      'PATCH',
+      `/api/Customer/${id}`,
+      { ...json, ...host, origin: 'https://club.example', cookie: cookieHeader(signedIn) },
+      '{"name":"Cyd"}',
+    );
     expect(ok.status).toBe(200);
-    const forged = await send(direct, 'PATCH', `/api/Customer/${id}`, { ...json, origin: 'http://evil.example', host: 'evil.example', 'x-forwarded-host': 'evil.example', cookie: cookieHeader(signedIn) }, '{"name":"x"}');
+    const forged = await send(
+      direct,
+      'PATCH',
+      `/api/Customer/${id}`,
+      { ...json, origin: 'http://evil.example', host: 'evil.example', 'x-forwarded-host': 'evil.example', cookie: cookieHeader(signedIn) },
+      '{"name":"x"}',
+    );
     expect([403, 421]).toContain(forged.status);
-    const viaIp = await send(direct, 'PATCH', `/api/Customer/${id}`, { ...json, origin: `http://${new URL(direct).host}`, cookie: cookieHeader(signedIn) }, '{"name":"x"}');
+    const viaIp = await send(
+      direct,
+      'PATCH',
+      `/api/Customer/${id}`,
+      { ...json, origin: `http://${new URL(direct).host}`, cookie: cookieHeader(signedIn) },
+      '{"name":"x"}',
+    );
     expect(viaIp.status).toBe(403);
     const ws = await send(direct, 'GET', '/api/_rt/ws', { cookie: cookieHeader(signedIn), 'x-forwarded-proto': 'http', 'x-forwarded-host': 'evil.example' });
     expect(JSON.parse(ws.text).url).toMatch(/^wss:\/\/club\.example\/api\/_rt\/client\?access_token=/);
-    const login = await send(direct, 'POST', '/login', { ...formType, ...host, origin: 'https://club.example' }, 'username=bob&password=pw-bob-long&returnUrl=%2F');
+    const login = await send(
+      direct,
+      'POST',
+      '/login',
+      { ...formType, ...host, origin: 'https://club.example' },
+      'username=bob&password=pw-bob-long&returnUrl=%2F',
+    );
     expect(login.status).toBe(303);
     for (const c of cookiesOf(login)) expect(c).toMatch(/;\s*Secure/i);
     const openapi = JSON.parse((await send(direct, 'GET', '/api/_openapi')).text);

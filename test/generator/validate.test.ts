@@ -400,10 +400,20 @@ describe('an app with many problems', () => {
   });
 
   test('publicUrl is an absolute http(s) origin, normalised; anything else is DEF_PUBLIC_URL', async () => {
-    for (const publicUrl of ['club.example', 'ftp://club.example', 'https://club.example/app', 'https://u:p@club.example', 'https://club.example/?x=1', 'https://club.example#top']) {
+    for (const publicUrl of [
+      'club.example',
+      'ftp://club.example',
+      'https://club.example/app',
+      'https://u:p@club.example',
+      'https://club.example/?x=1',
+      'https://club.example#top',
+    ]) {
       const err = (await loadAndValidate(writeApp({ ...shop, 'svc.json': { name: 'shop', publicUrl } }), {}).catch((e: unknown) => e)) as DefinitionError;
       expect(err, publicUrl).toBeInstanceOf(DefinitionError);
-      expect(err.diagnostics.map((d) => [d.code, d.path]), publicUrl).toEqual([['DEF_PUBLIC_URL', '/publicUrl']]);
+      expect(
+        err.diagnostics.map((d) => [d.code, d.path]),
+        publicUrl,
+      ).toEqual([['DEF_PUBLIC_URL', '/publicUrl']]);
     }
     for (const [publicUrl, want] of [
       ['https://Club.Example/', 'https://club.example'],
