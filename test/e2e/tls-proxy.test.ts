@@ -19,7 +19,8 @@ import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
-import { createUser } from '../support/auth.js';
+import { createServiceAccount, createUser } from '../support/auth.js';
+import { launchChromium } from '../support/browser.js';
 import { PrivateRedis } from '../support/redis-server.js';
 import { HaproxyProcess } from '../support/haproxy.js';
 
@@ -251,6 +252,59 @@ describe('two instances behind HAProxy terminating TLS (trustedProxies: 127.0.0.
     // The same headers from the trusted proxy's address are believed.
     const trusted = await send(direct, 'GET', '/api/_rt/ws', { ...forged, cookie: cookieHeader(mine) }, undefined, '127.0.0.1');
     expect(JSON.parse(trusted.text).url).toMatch(/^wss:\/\/club\.example\/api\/_rt\/client/);
+  });
+});
+
+describe('Chromium through the TLS proxy (https://club.example, certificate errors ignored)', () => {
+  it('signs in at /login, then signs in to /_/ and saves a row with a cookie-authenticated PATCH', async () => {
+    const admin = await createServiceAccount(app, 'console-admin', { admin: true });
+    const browser = await launchChromium([`--host-resolver-rules=MAP club.example 127.0.0.1`, '--ignore-certificate-errors'], true);
+    try {
+      const page = await browser.context.newPage();
+      await page.goto(`${site}/login?returnUrl=${encodeURIComponent('/api/_me')}`);
+      await page.fill('#username', 'alice');
+      await page.fill('#password', 'pw-alice-long');
+      await Promise.all([page.waitForURL(`${site}/api/_me`), page.click('button[type=submit]')]);
+      expect(JSON.parse((await page.textContent('body'))!)).toMatchObject({ username: 'alice' });
+      const cookies = await browser.context.cookies(`${site}/api/_refresh`);
+      expect(cookies.filter((c) => c.name.startsWith('svc_')).map((c) => [c.name, c.secure])).toEqual(
+        expect.arrayContaining([
+          ['svc_access', true],
+          ['svc_refresh', true],
+        ]),
+      );
+      const ada = await page.evaluate(async () => {
+        const r = await fetch('/api/Customer', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ name: 'Grace', country: 'US' }),
+        });
+        return { status: r.status, body: await r.json() };
+      });
+      expect(ada.status).toBe(201);
+      const id = ada.body.data[0];
+
+      await browser.context.clearCookies();
+      await page.goto(`${site}/_/`);
+      await page.click('#signin-service');
+      await page.fill('#signin-first', admin.clientId);
+      await page.fill('#signin-second', admin.clientSecret);
+      await page.click('button[type=submit]');
+      await page.waitForSelector('#who');
+      const patches: number[] = [];
+      page.on('response', (r) => {
+        if (r.request().method() === 'PATCH') patches.push(r.status());
+      });
+      await page.goto(`${site}/_/#/data/Customer/${encodeURIComponent(id)}`);
+      await page.waitForSelector('#row-props');
+      await page.click('#edit-row');
+      await page.fill('#field-name', 'Grace Hopper');
+      await page.click('#save-row');
+      await expect.poll(() => page.locator('#row-props [data-prop="name"] dd').textContent()).toBe('Grace Hopper');
+      expect(patches).toEqual([200]);
+    } finally {
+      await browser.close();
+    }
   });
 });
 
