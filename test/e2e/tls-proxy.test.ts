@@ -7,9 +7,13 @@
  * the hosted `/login` form signs in, `_auth` sets cookies (Secure), a cookie-authenticated PATCH is
  * served, and `_rt/ws` hands out a `wss://club.example` URL. A client that is not a trusted proxy
  * (it connects from 127.0.0.2) forging the forwarded headers straight at an instance changes
- * nothing. A third instance with svc.json `publicUrl` and no trusted proxy: the public origin is
- * that setting whatever the request says (Host allowed, origin check, Secure cookies, `_rt/ws`,
- * OpenAPI `servers`).
+ * nothing; Chromium (the certificate ignored, `club.example` mapped to 127.0.0.1) signs in at
+ * `/login` and saves a row in the console. A third instance with svc.json `publicUrl` and no trusted
+ * proxy, behind its own TLS HAProxy: the public origin is that setting whatever the request says
+ * (Host allowed, origin check, Secure cookies, `_rt/ws`, OpenAPI `servers`), and in Chromium an
+ * OpenID sign-in (`test/support/oidc-provider.ts`) comes back through the proxy to
+ * `<publicUrl>/login/demo/callback`, and the verification and reset mails (`test/support/smtp.ts`)
+ * link to `publicUrl` and their forms are accepted.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
@@ -23,6 +27,9 @@ import { createServiceAccount, createUser } from '../support/auth.js';
 import { launchChromium } from '../support/browser.js';
 import { PrivateRedis } from '../support/redis-server.js';
 import { HaproxyProcess } from '../support/haproxy.js';
+import { freePort } from '../support/pg-cluster.js';
+import { startOidcProvider, type TestOidcProvider } from '../support/oidc-provider.js';
+import { startSmtp, type TestSmtp } from '../support/smtp.js';
 
 const SHOP = join(ROOT, 'examples/shop');
 
@@ -34,6 +41,12 @@ let redis: PrivateRedis;
 let proxy: HaproxyProcess;
 const servers: TestServer[] = [];
 let publicServer: TestServer;
+let publicProxy: HaproxyProcess;
+let idp: TestOidcProvider;
+let smtp: TestSmtp;
+let pem = '';
+/** The publicUrl app's public origin, `https://club.example:<its proxy's port>`. */
+let pub = '';
 /** `https://club.example:<proxy port>`: the origin the browser sees. */
 let site = '';
 let proxyPort = 0;
@@ -119,7 +132,7 @@ beforeAll(async () => {
     { stdio: 'ignore' },
   );
   ca = readFileSync(cert);
-  const pem = join(certDir, 'haproxy.pem');
+  pem = join(certDir, 'haproxy.pem');
   writeFileSync(pem, Buffer.concat([ca, readFileSync(key)]));
 
   redis = await PrivateRedis.onFreePort();
@@ -141,13 +154,34 @@ beforeAll(async () => {
   site = `https://club.example:${proxyPort}`;
   await createUser(app, 'alice', 'pw-alice-long');
 
-  publicApp = await prepareApp(SHOP, 'sqlite', (dir) => trust(dir, { publicUrl: 'https://Club.Example/' }));
-  publicServer = await serve(publicApp.dir, publicApp.env);
+  idp = await startOidcProvider();
+  smtp = await startSmtp();
+  const publicPort = await freePort();
+  pub = `https://club.example:${publicPort}`;
+  publicApp = await prepareApp(SHOP, 'sqlite', (dir) => {
+    const file = join(dir, 'svc.json');
+    const svc = JSON.parse(readFileSync(file, 'utf8'));
+    svc.publicUrl = `https://Club.Example:${publicPort}/`;
+    svc.auth.providers.demo.issuer = '${env.TEST_OIDC_ISSUER}';
+    svc.mail = { ...svc.mail, smtp: { url: '${secrets.SMTP_URL}' } };
+    writeFileSync(file, JSON.stringify(svc, null, 2));
+  });
+  publicServer = await serve(publicApp.dir, {
+    ...publicApp.env,
+    TEST_OIDC_ISSUER: idp.issuer,
+    SVC_SECRET_DEMO_OIDC: 'idp-secret',
+    SVC_SECRET_SMTP_URL: smtp.url,
+  });
+  idp.register({ clientId: 'shop', clientSecret: 'idp-secret', redirectUris: [`${pub}/login/demo/callback`] });
+  publicProxy = await HaproxyProcess.start([{ name: 'p0', address: new URL(publicServer.url).host }], undefined, pem, publicPort);
   await createUser(publicApp, 'bob', 'pw-bob-long');
 }, 120_000);
 
 afterAll(async () => {
   await proxy?.stop();
+  await publicProxy?.stop();
+  await idp?.close();
+  await smtp?.close();
   for (const s of [...servers, publicServer]) if (s && s.child.exitCode === null && s.child.signalCode === null) await s.close();
   await redis?.stop();
   await app?.cleanup();
@@ -313,7 +347,7 @@ describe('svc.json publicUrl', () => {
     const direct = publicServer.url.replace(/\/api$/, '');
     const host = { host: 'club.example' };
     // Its host is allowed (no 421), whatever allowedHosts says.
-    const signedIn = await signIn(direct, { ...host, origin: 'https://club.example' }, 'bob');
+    const signedIn = await signIn(direct, { ...host, origin: pub }, 'bob');
     expect(signedIn.status).toBe(200);
     expect(cookiesOf(signedIn)).toHaveLength(2);
     for (const c of cookiesOf(signedIn)) expect(c).toMatch(/;\s*Secure/i);
@@ -323,13 +357,7 @@ describe('svc.json publicUrl', () => {
     const bearer = { authorization: `Bearer ${JSON.parse(signedIn.text).access_token}` };
     const created = await send(direct, 'POST', '/api/Customer', { ...json, ...bearer }, '{"name":"Cy","country":"FR"}');
     const id = JSON.parse(created.text).data[0];
-    const ok = await send(
-      direct,
-      'PATCH',
-      `/api/Customer/${id}`,
-      { ...json, ...host, origin: 'https://club.example', cookie: cookieHeader(signedIn) },
-      '{"name":"Cyd"}',
-    );
+    const ok = await send(direct, 'PATCH', `/api/Customer/${id}`, { ...json, ...host, origin: pub, cookie: cookieHeader(signedIn) }, '{"name":"Cyd"}');
     expect(ok.status).toBe(200);
     const forged = await send(
       direct,
@@ -348,17 +376,75 @@ describe('svc.json publicUrl', () => {
     );
     expect(viaIp.status).toBe(403);
     const ws = await send(direct, 'GET', '/api/_rt/ws', { cookie: cookieHeader(signedIn), 'x-forwarded-proto': 'http', 'x-forwarded-host': 'evil.example' });
-    expect(JSON.parse(ws.text).url).toMatch(/^wss:\/\/club\.example\/api\/_rt\/client\?access_token=/);
-    const login = await send(
-      direct,
-      'POST',
-      '/login',
-      { ...formType, ...host, origin: 'https://club.example' },
-      'username=bob&password=pw-bob-long&returnUrl=%2F',
-    );
+    expect(JSON.parse(ws.text).url.startsWith(`${pub.replace('https', 'wss')}/api/_rt/client?access_token=`)).toBe(true);
+    const login = await send(direct, 'POST', '/login', { ...formType, ...host, origin: pub }, 'username=bob&password=pw-bob-long&returnUrl=%2F');
     expect(login.status).toBe(303);
     for (const c of cookiesOf(login)) expect(c).toMatch(/;\s*Secure/i);
     const openapi = JSON.parse((await send(direct, 'GET', '/api/_openapi')).text);
-    expect(openapi.servers).toEqual([{ url: 'https://club.example/api' }]);
+    expect(openapi.servers).toEqual([{ url: `${pub}/api` }]);
+  });
+
+  it('in Chromium through its TLS proxy: OpenID sign-in comes back through the proxy; verification and reset mails link to publicUrl and work', async () => {
+    const browser = await launchChromium([`--host-resolver-rules=MAP club.example 127.0.0.1`, '--ignore-certificate-errors'], true);
+    try {
+      await browser.context.route(/fonts\.googleapis\.com/, (route) => route.abort());
+      const page = await browser.context.newPage();
+      const me = () => page.evaluate(async () => (await fetch('/api/_me')).json());
+      // OpenID: the redirect URI is <publicUrl>/login/demo/callback, registered at the provider.
+      await page.goto(`${pub}/login?returnUrl=${encodeURIComponent('/api/_me')}`);
+      await page.getByRole('link', { name: 'Continue with Demo ID' }).click();
+      await page.waitForURL((u) => u.origin === idp.issuer);
+      if (await page.locator('input[name="login"]').count()) {
+        await page.fill('input[name="login"]', 'dora');
+        await page.fill('input[name="password"]', 'any-password');
+        await page.click('button[type="submit"]');
+      }
+      await page.waitForLoadState();
+      if (new URL(page.url()).origin === idp.issuer && (await page.locator('button:has-text("Continue")').count()))
+        await page.click('button:has-text("Continue")');
+      await page.waitForURL(`${pub}/api/_me`);
+      expect((await me()).kind ?? (await me()).username).toBeTruthy();
+      expect((await browser.context.cookies(`${pub}/api/_refresh`)).filter((c) => c.name.startsWith('svc_')).every((c) => c.secure)).toBe(true);
+
+      // Sign-up mail: the verification link points at publicUrl and confirms through the proxy.
+      await browser.context.clearCookies();
+      await page.goto(`${pub}/login`);
+      const signup = await page.evaluate(async () => {
+        const r = await fetch('/api/_signup', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ username: 'carol', password: 'pw-carol-long', email: 'carol@example.test' }),
+        });
+        return r.status;
+      });
+      expect(signup).toBe(201);
+      const verifyLink = /https:\/\/\S+\/login\/verify\?token=\S+/.exec((await smtp.next('carol@example.test', 'Confirm')).text)![0];
+      expect(verifyLink.startsWith(`${pub}/login/verify?token=`)).toBe(true);
+      await page.goto(verifyLink);
+      await Promise.all([page.waitForLoadState(), page.click('button[type=submit]')]);
+      expect(await page.textContent('body')).not.toMatch(/another site/);
+
+      // Reset mail: the link points at publicUrl; the form it opens is accepted through the proxy.
+      await page.evaluate(async () => {
+        await fetch('/api/_password-reset', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ email: 'carol@example.test' }),
+        });
+      });
+      const resetLink = /https:\/\/\S+\/login\/reset\?token=\S+/.exec((await smtp.next('carol@example.test', 'Reset')).text)![0];
+      expect(resetLink.startsWith(`${pub}/login/reset?token=`)).toBe(true);
+      await page.goto(resetLink);
+      await page.fill('#password', 'pw-carol-new-1');
+      const [answer] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), page.click('button[type=submit]')]);
+      expect(answer.status()).toBeLessThan(400);
+      await page.goto(`${pub}/login?returnUrl=${encodeURIComponent('/api/_me')}`);
+      await page.fill('#username', 'carol');
+      await page.fill('#password', 'pw-carol-new-1');
+      await Promise.all([page.waitForURL(`${pub}/api/_me`), page.click('button[type=submit]')]);
+      expect((await me()).username).toBe('carol');
+    } finally {
+      await browser.close();
+    }
   });
 });

@@ -55,14 +55,15 @@ export class HaproxyProcess {
    * Starts HAProxy on a free loopback port in front of `upstreams` and waits until every upstream's
    * health check passes (each is UP).
    * @param tlsPem - a PEM file with certificate and key: HAProxy terminates TLS (and sets `X-Forwarded-Proto`, `X-Forwarded-Host`)
+   * @param port - the frontend's loopback port; default a free one
    * @returns its `http://127.0.0.1:<port>` (`https://` with `tlsPem`; without `/api`)
    * @throws when HAProxy is missing, rejects the configuration, or an upstream stays down 20 s
    */
-  static async start(upstreams: Upstream[], maxconn?: number, tlsPem?: string): Promise<HaproxyProcess> {
+  static async start(upstreams: Upstream[], maxconn?: number, tlsPem?: string, port?: number): Promise<HaproxyProcess> {
     const bin = findHaproxy();
     if (!bin) throw new Error('HAProxy is not installed: apt-get install -y haproxy');
     const dir = mkdtempSync(join(tmpdir(), 'svc-haproxy-'));
-    const port = await freePort();
+    port ??= await freePort();
     const config = join(dir, 'haproxy.cfg');
     writeFileSync(config, haproxyConfig(`127.0.0.1:${port}`, upstreams, join(dir, 'admin.sock'), maxconn, tlsPem));
     const child = spawn(bin, ['-db', '-f', config], { stdio: ['ignore', 'pipe', 'pipe'] });
