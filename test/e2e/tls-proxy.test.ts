@@ -23,7 +23,8 @@ import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
-import { createServiceAccount, createUser } from '../support/auth.js';
+import { createServiceAccount, createUser, serviceAccountToken } from '../support/auth.js';
+import { jpeg, sha256, uploadFile } from '../support/blobs.js';
 import { launchChromium } from '../support/browser.js';
 import { PrivateRedis } from '../support/redis-server.js';
 import { HaproxyProcess } from '../support/haproxy.js';
@@ -137,7 +138,14 @@ beforeAll(async () => {
 
   redis = await PrivateRedis.onFreePort();
   await redis.start();
-  app = await prepareApp(SHOP, 'postgresql', (dir) => trust(dir, { trustedProxies: ['127.0.0.1'], allowedHosts: ['club.example'] }));
+  app = await prepareApp(SHOP, 'postgresql', (dir) => {
+    trust(dir, { trustedProxies: ['127.0.0.1'], allowedHosts: ['club.example'] });
+    // Customer needs sign-in to read: its photo's URL is signed.
+    const file = join(dir, 'collections', 'Customer.json');
+    const customer = JSON.parse(readFileSync(file, 'utf8'));
+    customer.properties.photo = { type: 'blob' };
+    writeFileSync(file, JSON.stringify(customer));
+  });
   const env = { ...app.env, REDIS_URL: redis.url };
   servers.push(await serve(app.dir, env));
   servers.push(await serve(app.dir, env));
@@ -290,7 +298,7 @@ describe('two instances behind HAProxy terminating TLS (trustedProxies: 127.0.0.
 });
 
 describe('Chromium through the TLS proxy (https://club.example, certificate errors ignored)', () => {
-  it('signs in at /login, then signs in to /_/ and saves a row with a cookie-authenticated PATCH', async () => {
+  it('signs in at /login, then signs in to /_/ and saves a row with a cookie-authenticated PATCH; opens a signed blob URL', async () => {
     const admin = await createServiceAccount(app, 'console-admin', { admin: true });
     const browser = await launchChromium([`--host-resolver-rules=MAP club.example 127.0.0.1`, '--ignore-certificate-errors'], true);
     try {
@@ -336,6 +344,18 @@ describe('Chromium through the TLS proxy (https://club.example, certificate erro
       await page.click('#save-row');
       await expect.poll(() => page.locator('#row-props [data-prop="name"] dd').textContent()).toBe('Grace Hopper');
       expect(patches).toEqual([200]);
+
+      // A signed blob URL opens through the proxy without credentials.
+      const token = await serviceAccountToken(servers[1].url, admin.clientId, admin.clientSecret);
+      const bytes = await jpeg(20, 10);
+      const up = await uploadFile(`${servers[1].url}/Customer/${id}/photo`, bytes, { name: 'g.jpg', type: 'image/jpeg', headers: token.headers });
+      expect(up.status).toBe(200);
+      const signed = await page.evaluate(async (rowId) => (await (await fetch(`/api/Customer/${rowId}`)).json()).photo.url as string, id);
+      expect(signed).toMatch(/\?v=.+&exp=\d+&sig=/);
+      await browser.context.clearCookies();
+      const opened = await page.goto(`${site}${signed}`);
+      expect(opened!.status()).toBe(200);
+      expect(sha256(await opened!.body())).toBe(sha256(bytes));
     } finally {
       await browser.close();
     }
