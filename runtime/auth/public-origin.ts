@@ -60,8 +60,3 @@ export function publicOriginOf(req: OriginRequest, settings: Pick<AppSettings, '
   }
   return host === undefined ? undefined : originFrom(scheme, host);
 }
-
-/** Whether cookies set in answer to a request with this public origin are `Secure`: it is https, or svc.json `auth.secureCookies`. */
-export function secureCookiesFor(origin: string | undefined, secureCookiesSetting: boolean): boolean {
-  return secureCookiesSetting || (origin?.startsWith('https://') ?? false);
-}

@@ -4,7 +4,7 @@
  * the socket's scheme and `Host`. The Host check allows `publicUrl`'s host.
  */
 import { describe, expect, test } from 'vitest';
-import { publicOriginOf, secureCookiesFor } from '../../../dist/runtime/auth/public-origin.js';
+import { publicOriginOf } from '../../../dist/runtime/auth/public-origin.js';
 import { trustedPeerOf } from '../../../dist/runtime/auth/client-address.js';
 import { allowedHostsOf, hostChecker } from '../../../dist/runtime/http/host-check.js';
 
@@ -34,12 +34,6 @@ describe('publicOriginOf', () => {
   test('publicUrl wins over every header', () => {
     expect(publicOriginOf(req('127.0.0.1', forwarded), { publicUrl: 'https://shop.example' }, trusted)).toBe('https://shop.example');
     expect(publicOriginOf(req('10.9.9.9', { host: 'evil.example' }), { publicUrl: 'https://shop.example' }, trusted)).toBe('https://shop.example');
-  });
-
-  test('cookies are Secure for https origins or auth.secureCookies', () => {
-    expect(secureCookiesFor('https://a.example', false)).toBe(true);
-    expect(secureCookiesFor('http://a.example', false)).toBe(false);
-    expect(secureCookiesFor(undefined, true)).toBe(true);
   });
 });
 
