@@ -236,8 +236,8 @@ export interface MailSettings {
   /** An SMTP server: `smtp://user:pass@host:587` or `smtps://…:465`, usually `${secrets.SMTP_URL}`. */
   smtp?: { url: string };
   /**
-   * The public origin the links in mails point at, e.g. `https://shop.example`; default the
-   * address the server listens on. Never taken from a request's `Host` header (it could be forged).
+   * The public origin the links in mails point at, e.g. `https://shop.example`; default svc.json
+   * `publicUrl`, else the address the server listens on. Never taken from a request's `Host` header (it could be forged).
    */
   baseUrl?: string;
 }
