@@ -9,9 +9,12 @@
  * @param {string} socketPath - the admin socket (`show stat` reads server states)
  * @param {number} [maxconn] - connections the frontend and the process accept (default 4000; each
  *   needs two file descriptors, so the process's limit must be above twice this)
+ * @param {string} [tlsPem] - a PEM file with the certificate and its key: the frontend terminates TLS
+ *   and tells svc the public origin with `X-Forwarded-Proto: https` and `X-Forwarded-Host`
+ *   (docs/deploy.md "Behind a TLS-terminating proxy")
  * @returns {string} the configuration file's text
  */
-export function haproxyConfig(bind, upstreams, socketPath, maxconn = 4000) {
+export function haproxyConfig(bind, upstreams, socketPath, maxconn = 4000, tlsPem = undefined) {
   return `global
   maxconn ${maxconn}
   stats socket ${socketPath} mode 600 level admin
@@ -33,10 +36,10 @@ defaults
   option redispatch 1
 
 frontend svc
-  bind ${bind}
+  bind ${bind}${tlsPem ? ` ssl crt ${tlsPem}` : ''}
   maxconn ${maxconn}
   option forwardfor
-  default_backend svc
+${tlsPem ? '  http-request set-header X-Forwarded-Proto https\n  http-request set-header X-Forwarded-Host %[req.hdr(host)]\n' : ''}  default_backend svc
 
 backend svc
   balance roundrobin

@@ -183,7 +183,7 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   const db: Database = await openDatabase(manifest.provider, url, { statementTimeoutMs, observe: metrics?.statement });
   const redisUrl = redisUrlFor(manifest, env);
   const backplane = await realtimeBackplane(manifest.name, logger, redisUrl);
-  const mail = { mailer, origin: () => manifest.settings.mail?.baseUrl ?? baseUrl };
+  const mail = { mailer, origin: () => manifest.settings.mail?.baseUrl ?? manifest.settings.publicUrl ?? baseUrl };
   const auth = await createAuthService(
     db,
     manifest,

@@ -56,9 +56,9 @@ export interface RawSvcDefinition {
   metrics?: MetricsSettings;
   trustedProxies?: string[];
   allowedHosts?: AllowedHostsSetting;
+  publicUrl?: string;
   public?: PublicSettings;
   cors?: Partial<CorsSettings> & { origins: string[] };
-  publicUrl?: string;
 }
 
 /** A property as written in a collection file: the manifest's `Property` before defaults and naming. */

@@ -31,6 +31,7 @@ import {
   SIGNUP_DEFAULTS,
   STORAGE_DEFAULTS,
   SYSTEM_FIELD_TYPES,
+  parsePublicUrl,
 } from '../../runtime/contract/index.js';
 import { compiledPathOf } from '../compile/compile-functions.js';
 import { DefinitionError } from '../validate/diagnostics.js';
@@ -116,11 +117,11 @@ function settingsOf(svc: RawSvcDefinition): AppSettings {
     ...(svc.metrics !== undefined ? { metrics: structuredClone(svc.metrics) } : {}),
     ...(svc.trustedProxies !== undefined ? { trustedProxies: [...svc.trustedProxies] } : {}),
     ...(svc.allowedHosts !== undefined ? { allowedHosts: Array.isArray(svc.allowedHosts) ? [...svc.allowedHosts] : svc.allowedHosts } : {}),
+    ...(svc.publicUrl !== undefined ? { publicUrl: parsePublicUrl(svc.publicUrl) ?? svc.publicUrl } : {}),
     ...(svc.public !== undefined ? { public: structuredClone(svc.public) } : {}),
     ...(svc.cors !== undefined
       ? { cors: { ...CORS_DEFAULTS, ...structuredClone(svc.cors), origins: svc.cors.origins.map((o) => parseCorsOrigin(o) ?? o) } }
       : {}),
-    ...(svc.publicUrl !== undefined ? { publicUrl: svc.publicUrl } : {}),
   };
 }
 

@@ -23,7 +23,15 @@ import { checkProviders } from './check-providers.js';
 import { RESERVED_COLLECTION_NAMES } from '../emit/system-models.js';
 import { pointer, type Diagnostic } from './diagnostics.js';
 import { buildModelIndex, collectionRefProblem, type ModelIndex } from './model-index.js';
-import { behaviourOf, FUNCTION_INPUT_TYPES, corsCredentialsProblem, parseAllowedHost, parseCorsOrigin, parseProxyEntry } from '../../runtime/contract/index.js';
+import {
+  behaviourOf,
+  FUNCTION_INPUT_TYPES,
+  corsCredentialsProblem,
+  parseAllowedHost,
+  parseCorsOrigin,
+  parseProxyEntry,
+  parsePublicUrl,
+} from '../../runtime/contract/index.js';
 import { isIP } from 'node:net';
 
 /** Types a function may take as input (SPEC §2 "Function definition"): property types with a `functionInput`. */
@@ -51,6 +59,7 @@ export function crossCheck(raw: RawApp, env: NodeJS.ProcessEnv, invalidFiles: Se
     ...checkTrustedProxies(raw),
     ...checkAllowedHosts(raw),
     ...checkCors(raw),
+    ...checkPublicUrl(raw),
   ];
   for (const d of index.all) {
     if (!d.isValid) continue;
@@ -224,6 +233,20 @@ function checkCors(raw: RawApp): Diagnostic[] {
   });
   if (problem) out.push({ code: 'DEF_CORS_CREDENTIALS', file: 'svc.json', path: pointer('cors', 'credentials'), message: problem });
   return out;
+}
+
+/** `publicUrl` must be an absolute http(s) origin without path, query or credentials (`DEF_PUBLIC_URL`). */
+function checkPublicUrl(raw: RawApp): Diagnostic[] {
+  const value = (raw.svc?.data as Partial<RawSvcDefinition> | undefined)?.publicUrl;
+  if (typeof value !== 'string' || value === '' || parsePublicUrl(value) !== null) return []; // '' and other types are the schema's
+  return [
+    {
+      code: 'DEF_PUBLIC_URL',
+      file: 'svc.json',
+      path: '/publicUrl',
+      message: `${JSON.stringify(value)} is not a public origin: write the scheme and host the browser uses, such as "https://club.example" (http or https, optional port, no path, query or credentials)`,
+    },
+  ];
 }
 
 function checkListen(file: string, access: RawAccessRule[] | undefined): Diagnostic[] {

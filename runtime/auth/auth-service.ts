@@ -13,6 +13,7 @@ import { issueRefreshToken, rotateRefreshToken, type RotationFailure } from './r
 import { loadCaller } from './identities.js';
 import { IdentityCache } from './identity-cache.js';
 import { clientAddressOf, trustedPeerOf, type ClientAddress, type TrustedPeer } from './client-address.js';
+import { publicOriginOf, type OriginRequest } from './public-origin.js';
 import { logMailer, type Mailer } from './mailer.js';
 import { SIGNUP_DEFAULTS, type CorsSettings, type SignupSettings } from '../contract/settings.js';
 import type { IdentityProvider } from './providers/types.js';
@@ -46,6 +47,8 @@ export interface AuthService {
   clientAddress: ClientAddress;
   /** Whether a request's TCP peer is one of svc.json `trustedProxies` (whose `x-request-id` is kept). */
   trustedPeer: TrustedPeer;
+  /** The public origin of a request (`publicOriginOf`: svc.json `publicUrl`, a trusted proxy's forwarded headers, or the socket). */
+  publicOrigin: (req: OriginRequest) => string | undefined;
 }
 
 /** The mailer of the identity endpoints and the public origin of the links in their mails (`https://shop.example`). */
@@ -70,7 +73,8 @@ export async function createAuthService(
   providers: ReadonlyMap<string, IdentityProvider> = new Map(),
 ): Promise<AuthService> {
   const auth = manifest.settings.auth;
-  return {
+  const trustedPeer = trustedPeerOf(manifest.settings.trustedProxies);
+  const service: AuthService = {
     db,
     manifest,
     logger,
@@ -83,11 +87,17 @@ export async function createAuthService(
     secureCookies: auth?.secureCookies ?? false,
     credentialedOrigins: credentialedOriginsOf(manifest.settings.cors),
     signup: { ...SIGNUP_DEFAULTS, ...auth?.signup },
-    mail: mail ?? { mailer: logMailer(logger, `${manifest.name} <no-reply@localhost>`), origin: () => manifest.settings.mail?.baseUrl ?? 'http://localhost' },
+    mail: mail ?? {
+      mailer: logMailer(logger, `${manifest.name} <no-reply@localhost>`),
+      origin: () => manifest.settings.mail?.baseUrl ?? manifest.settings.publicUrl ?? 'http://localhost',
+    },
     providers,
     clientAddress: clientAddressOf(manifest.settings.trustedProxies),
-    trustedPeer: trustedPeerOf(manifest.settings.trustedProxies),
+    trustedPeer,
+    // The current manifest's (`svc dev` swaps it on reload).
+    publicOrigin: (req) => publicOriginOf(req, service.manifest.settings, trustedPeer),
   };
+  return service;
 }
 
 /** The token response of `_auth`, `_token` (DESIGN §4): `expires_in` in seconds. */

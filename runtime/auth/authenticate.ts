@@ -32,30 +32,31 @@ export interface CredentialInput {
   origin?: string;
   /** The `Referer` header (used when `Origin` is absent). */
   referer?: string;
-  /** The `Host` header. */
+  /** The host (and port) of the request's public origin (`publicOriginOf`); undefined when none is known. */
   host?: string;
-  /**
-   * 'http' | 'https' as the server sees it: 'https' only when the connection itself is TLS. No proxy
-   * is trusted (no `X-Forwarded-Proto`), so behind a TLS-terminating proxy the scheme is 'http'.
-   */
+  /** The scheme of the request's public origin (`publicOriginOf`: svc.json `publicUrl`, a trusted proxy's `X-Forwarded-Proto`, or the socket). */
   scheme: 'http' | 'https';
 }
 
 /**
  * The credentials and origin headers of a `node:http` request (an Express request, a WebSocket
- * upgrade). The scheme is 'https' only when the connection itself is TLS.
+ * upgrade), with the request's public origin as `scheme` and `host` (`AuthService.publicOrigin`,
+ * runtime/auth/public-origin.ts): what the origin checks compare `Origin` with.
+ * @param auth - whose `publicOrigin` names the request's origin (svc.json `publicUrl`, `trustedProxies`)
  */
-export function credentialInput(req: RequestLike): CredentialInput {
+export function credentialInput(req: RequestLike, auth: Pick<AuthService, 'publicOrigin'>): CredentialInput {
   const h = req.headers;
   const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+  const origin = auth.publicOrigin(req);
+  const url = origin === undefined ? undefined : new URL(origin);
   return {
     method: req.method ?? 'GET',
     authorization: one(h.authorization),
     cookie: one(h.cookie),
     origin: one(h.origin),
     referer: one(h.referer),
-    host: one(h.host),
-    scheme: (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http',
+    host: url?.host,
+    scheme: url?.protocol === 'https:' ? 'https' : 'http',
   };
 }
 

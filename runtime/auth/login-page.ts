@@ -151,7 +151,7 @@ export async function submitLogin(auth: AuthService, body: unknown, request: Cre
       return htmlResult(err.status, form(auth, { error: 'Confirm your e-mail address first: open the link in the mail we sent you.', username, returnUrl }));
     throw err;
   }
-  const cookies = sessionCookies(auth, await startSession(auth, caller, username));
+  const cookies = sessionCookies(auth, await startSession(auth, caller, username), request.scheme === 'https');
   if (returnUrl) return { status: 303, headers: { 'Cache-Control': 'no-store' }, redirect: returnUrl, cookies };
   return {
     ...htmlResult(

@@ -236,8 +236,8 @@ export interface MailSettings {
   /** An SMTP server: `smtp://user:pass@host:587` or `smtps://…:465`, usually `${secrets.SMTP_URL}`. */
   smtp?: { url: string };
   /**
-   * The public origin the links in mails point at, e.g. `https://shop.example`; default the
-   * address the server listens on. Never taken from a request's `Host` header (it could be forged).
+   * The public origin the links in mails point at, e.g. `https://shop.example`; default svc.json
+   * `publicUrl`, else the address the server listens on. Never taken from a request's `Host` header (it could be forged).
    */
   baseUrl?: string;
 }
@@ -322,6 +322,13 @@ export interface AppSettings {
    * an entry with a leading `.` allows that domain and its subdomains; `true` or `"all"`: any Host.
    */
   allowedHosts?: AllowedHostsSetting;
+  /**
+   * Absent unless svc.json has `publicUrl`: the app's one public origin (`https://club.example`, as
+   * `parsePublicUrl` normalises it). Origin checks compare with it, mail links, OpenID redirect URIs,
+   * `_rt` negotiate URLs and OpenAPI `servers` use it, cookies are `Secure` when it is https, and its
+   * host is allowed by the Host check (`runtime/auth/public-origin.ts`, docs/deploy.md).
+   */
+  publicUrl?: string;
   /** Absent unless svc.json has `public`: how the app's `public/` files are served. */
   public?: PublicSettings;
   /**
@@ -330,11 +337,6 @@ export interface AppSettings {
    * Absent: same origin only (no `Access-Control-*` header is sent).
    */
   cors?: CorsSettings;
-  /**
-   * svc.json `publicUrl`: the app's public origin (`https://app.example.com`). Here only read by the
-   * start-up check of `cors.credentials` (cookies across sites need `Secure`, i.e. https).
-   */
-  publicUrl?: string;
 }
 
 /** svc.json `cors` (docs/deploy.md "Calling the API from a front end on another origin"), defaults applied. */
@@ -412,6 +414,25 @@ export function parseAllowedHost(entry: string): string | null {
     return !e.startsWith('.') && /^[0-9a-f:.]+$/.test(e) && e.includes(':') ? e : null;
   }
   return e;
+}
+
+/**
+ * Normalises svc.json `publicUrl`: an absolute `http:` or `https:` origin (scheme, host, optional
+ * port), without user name, password, path (a lone `/` is allowed), query or fragment. The generator
+ * refuses what this refuses (`DEF_PUBLIC_URL`); the runtime uses what it answers.
+ * @returns the origin as `URL.origin` writes it (lower-case host, default port dropped: `https://club.example`), or null
+ */
+export function parsePublicUrl(value: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    return null;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
+  if (url.username || url.password || url.search || url.hash || (url.pathname !== '/' && url.pathname !== '')) return null;
+  if (/[?#]$/.test(value.trim())) return null;
+  return url.origin;
 }
 
 /**

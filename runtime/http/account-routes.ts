@@ -9,6 +9,7 @@ import { HttpError } from '../errors.js';
 import type { AuthService } from '../auth/auth-service.js';
 import { callerOf } from '../auth/caller.js';
 import { clearedCookies } from '../auth/cookies.js';
+import { credentialInput } from '../auth/authenticate.js';
 import { signUp, verifyEmail } from '../auth/signup.js';
 import { confirmPasswordReset, requestPasswordReset } from '../auth/password-reset.js';
 import { changePassword, deleteOwnAccount } from '../auth/account.js';
@@ -47,7 +48,7 @@ export function accountRouter(auth: AuthService): Router {
   });
   router.delete('/_me', async (req, res) => {
     await deleteOwnAccount(auth, callerOf(res), req.body, auth.clientAddress(req));
-    res.append('Set-Cookie', clearedCookies(auth));
+    res.append('Set-Cookie', clearedCookies(auth, credentialInput(req, auth).scheme === 'https'));
     res.status(204).end();
   });
   for (const path of ACCOUNT_PATHS)

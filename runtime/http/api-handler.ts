@@ -153,7 +153,7 @@ export function apiHandler(app: AppRuntime, auth: AuthService): (req: IncomingMe
     const reqId = trackRequest(app.logger, req, res, app.logs, series?.(target.name, target.id !== undefined), auth.trustedPeer);
     void (async () => {
       try {
-        const { caller } = await authenticateCredentials(auth, credentialInput(req));
+        const { caller } = await authenticateCredentials(auth, credentialInput(req, auth));
         noteCaller(res, caller);
         const ctx = requestContext(app, { caller, reqId });
         const answer = await runOperation(ctx, resource, {

@@ -125,11 +125,14 @@ export function createApp(options: AppOptions): express.Express {
     api.get('/_metrics', adminOnly, (_req, res, next) => {
       metrics.text().then((text) => res.type(metrics.contentType).send(text), next);
     });
+  // svc.json `publicUrl` names where the API is served (OpenAPI `servers`; paths are under `/api`).
+  const publicUrl = manifest.settings.publicUrl;
+  const openapi = publicUrl ? { ...options.openapi, servers: [{ url: `${publicUrl}/api` }] } : options.openapi;
   api.get('/_openapi', (_req, res) => {
-    res.json(options.openapi);
+    res.json(openapi);
   });
   // Collections, views and queries are served before this application (`api-handler.ts`).
-  api.use(functionRouter({ manifest, logger, ...options.functions }, options.invokeFunction));
+  api.use(functionRouter({ manifest, logger, publicOrigin: options.auth.publicOrigin, ...options.functions }, options.invokeFunction));
   app.use('/api', api);
   // Static files of the app's public/ folder, after every /api route so they never shadow one. They
   // may be framed only by svc.json `public.frameAncestors` (default the app's own pages: no clickjacking).

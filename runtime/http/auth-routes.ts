@@ -26,7 +26,7 @@ const form = express.urlencoded({ extended: false, limit: '16kb' });
  */
 export function authenticate(auth: AuthService) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
-    const { caller, via } = await authenticateCredentials(auth, credentialInput(req));
+    const { caller, via } = await authenticateCredentials(auth, credentialInput(req, auth));
     res.locals.caller = caller;
     if (via !== 'none') res.locals.authenticatedBy = via;
     next();
@@ -52,21 +52,24 @@ export function authRouter(auth: AuthService): Router {
     const session = await signIn(auth, req.body, auth.clientAddress(req));
     // Cookies only for same-origin (or non-browser) callers, and the origins of svc.json `cors` with
     // `credentials`: another site's page must not sign a browser in.
-    if (isCookieOrigin(credentialInput(req), auth.credentialedOrigins)) res.append('Set-Cookie', sessionCookies(auth, session));
+    const input = credentialInput(req, auth);
+    if (isCookieOrigin(input, auth.credentialedOrigins)) res.append('Set-Cookie', sessionCookies(auth, session, input.scheme === 'https'));
     res.setHeader('Cache-Control', 'no-store');
     res.json(session.body);
   });
 
   router.post('/_refresh', async (req, res) => {
-    requireSameOrigin(credentialInput(req), auth.credentialedOrigins);
+    const input = credentialInput(req, auth);
+    requireSameOrigin(input, auth.credentialedOrigins);
+    const https = input.scheme === 'https';
     const token = readCookie(req.headers.cookie, REFRESH_COOKIE);
     if (!token) throw new HttpError('UNAUTHORIZED', 'no refresh cookie: sign in again');
     const session = await renewSession(auth, token, res.locals.reqId as string);
     if (!session) {
-      res.append('Set-Cookie', clearedCookies(auth));
+      res.append('Set-Cookie', clearedCookies(auth, https));
       throw new HttpError('UNAUTHORIZED', 'the session has ended: sign in again');
     }
-    res.append('Set-Cookie', sessionCookies(auth, session));
+    res.append('Set-Cookie', sessionCookies(auth, session, https));
     res.setHeader('Cache-Control', 'no-store');
     res.json({ expires_in: session.body.expires_in });
   });
@@ -75,11 +78,12 @@ export function authRouter(auth: AuthService): Router {
   // `refresh_token` of its body (JSON or form), which needs no origin check: it is no ambient authority.
   router.post('/_logout', form, async (req, res) => {
     const cookieToken = readCookie(req.headers.cookie, REFRESH_COOKIE);
-    if (cookieToken) requireSameOrigin(credentialInput(req), auth.credentialedOrigins);
+    const input = credentialInput(req, auth);
+    if (cookieToken) requireSameOrigin(input, auth.credentialedOrigins);
     const body = (typeof req.body === 'object' && req.body !== null ? req.body : {}) as Record<string, unknown>;
     const bodyToken = typeof body.refresh_token === 'string' && body.refresh_token.length <= 1000 ? body.refresh_token : undefined;
     await endSession(auth, [cookieToken, bodyToken]);
-    res.append('Set-Cookie', clearedCookies(auth));
+    res.append('Set-Cookie', clearedCookies(auth, input.scheme === 'https'));
     res.status(204).end();
   });
 
@@ -143,7 +147,7 @@ export function loginRouter(auth: AuthService): Router {
     sendLoginPage(res, loginForm(auth, req.query.returnUrl));
   });
   router.post('/login', form, async (req, res) => {
-    sendLoginPage(res, await submitLogin(auth, req.body, { ...credentialInput(req), remoteAddress: auth.clientAddress(req) }));
+    sendLoginPage(res, await submitLogin(auth, req.body, { ...credentialInput(req, auth), remoteAddress: auth.clientAddress(req) }));
   });
   // The account pages of DESIGN §11: /login/signup, /login/forgot, /login/reset, /login/verify.
   router.get('/login/:page', (req, res, next) => {
@@ -152,7 +156,7 @@ export function loginRouter(auth: AuthService): Router {
   });
   router.post('/login/:page', form, async (req, res, next) => {
     if (!isAccountPage(req.params.page)) return next();
-    sendLoginPage(res, await submitAccountForm(auth, req.params.page, req.body, { ...credentialInput(req), remoteAddress: auth.clientAddress(req) }));
+    sendLoginPage(res, await submitAccountForm(auth, req.params.page, req.body, { ...credentialInput(req, auth), remoteAddress: auth.clientAddress(req) }));
   });
   return router;
 }

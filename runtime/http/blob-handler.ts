@@ -205,7 +205,7 @@ export function blobHandler(app: AppRuntime, auth: AuthService, blobs: BlobServi
         const reading = req.method === 'GET' || req.method === 'HEAD';
         // A signed URL (valid, or 403) stands instead of credentials; without exp and sig, the usual auth applies.
         const signed = reading && !path.tus && blobs.signer !== undefined && blobs.signer.verify(q < 0 ? url : url.slice(0, q), query);
-        const caller = signed ? SIGNED_URL_READER : (await authenticateCredentials(auth, credentialInput(req))).caller;
+        const caller = signed ? SIGNED_URL_READER : (await authenticateCredentials(auth, credentialInput(req, auth))).caller;
         noteCaller(res, caller);
         const ctx = requestContext(app, { caller, reqId });
         const t = blobTarget(resource, path.id, path.field);

@@ -117,7 +117,7 @@ export function functionHandler(
     const reqId = trackRequest(logger, req, res, logs, route.series, auth.trustedPeer);
     void (async () => {
       try {
-        const { caller } = await authenticateCredentials(auth, credentialInput(req));
+        const { caller } = await authenticateCredentials(auth, credentialInput(req, auth));
         noteCaller(res, caller);
         // The order of the Express routes: the JSON body, then access, then any other body. Without a
         // body (no Transfer-Encoding, no numeric Content-Length: `type-is`'s test) both parsers pass.

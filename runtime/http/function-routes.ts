@@ -29,6 +29,8 @@ import { StartupError } from '../load-manifest.js';
 export interface FunctionRoutesOptions {
   manifest: AppManifest;
   logger: Logger;
+  /** The public origin of a request (`AuthService.publicOrigin`), for the `api.baseUrl` functions see; absent: `http://` + `Host`. */
+  publicOrigin?: (req: Request) => string | undefined;
   /** The app's `.svc/` folder (compiled modules are at `<svcDir>/<FunctionDefinition.module>`). */
   svcDir: string;
   /** `secrets.<NAME>` from `SVC_SECRET_<NAME>` (see `secretsFromEnv`). */
@@ -246,7 +248,7 @@ export function functionRouter(options: FunctionRoutesOptions, invoke: FunctionI
         bodyJson: isJson ? (req.body as unknown) : null,
         bodyRaw: isJson ? req.rawBody!.toString('utf8') : typeof req.body === 'string' ? req.body : '',
         headers: visibleHeaders(req),
-        baseUrl: `${req.protocol}://${req.get('host') ?? 'localhost'}/api`,
+        baseUrl: `${options.publicOrigin?.(req) ?? `http://${req.get('host') ?? 'localhost'}`}/api`,
         reqId: String(res.locals.reqId),
       });
       res.status(answer.status);

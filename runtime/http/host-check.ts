@@ -29,12 +29,12 @@ export interface HostAllowList {
 /**
  * The hosts a server answers for, built from the settings in one place: svc.json `allowedHosts` and
  * the address the server is bound to (a name or a specific address; `0.0.0.0` and `::` add nothing).
- * A later setting naming the app's public origin adds its host here.
- * @param settings - the manifest's settings (svc.json `allowedHosts`)
+ * and the host of svc.json `publicUrl` (the app's public origin, issue 32 §1).
+ * @param settings - the manifest's settings (svc.json `allowedHosts`, `publicUrl`)
  * @param boundHost - the `host` the server listens on (`HOST`, `--host`; default 127.0.0.1)
  * Source: issue 30 item 11; docs/deploy.md "Allowed hosts".
  */
-export function allowedHostsOf(settings: Pick<AppSettings, 'allowedHosts'>, boundHost: string | undefined): HostAllowList {
+export function allowedHostsOf(settings: Pick<AppSettings, 'allowedHosts' | 'publicUrl'>, boundHost: string | undefined): HostAllowList {
   const setting = settings.allowedHosts;
   const names = new Set<string>();
   const domains: string[] = [];
@@ -45,6 +45,7 @@ export function allowedHostsOf(settings: Pick<AppSettings, 'allowedHosts'>, boun
       if (parsed.startsWith('.')) domains.push(parsed);
       else names.add(parsed);
     }
+  if (settings.publicUrl && URL.canParse(settings.publicUrl)) names.add(hostnameOf(new URL(settings.publicUrl).host));
   const bound = boundHost?.trim().toLowerCase();
   if (bound && !isWildcardAddress(bound)) names.add(bound);
   return { any: setting === true || setting === 'all', names, domains };
@@ -65,8 +66,8 @@ export function isLoopbackHost(host: string): boolean {
  * The start-up warning of a server bound beyond loopback without svc.json `allowedHosts`, one line;
  * undefined when there is nothing to say.
  */
-export function allowedHostsWarning(settings: Pick<AppSettings, 'allowedHosts'>, boundHost: string): string | undefined {
-  if (settings.allowedHosts !== undefined || isLoopbackHost(boundHost)) return undefined;
+export function allowedHostsWarning(settings: Pick<AppSettings, 'allowedHosts' | 'publicUrl'>, boundHost: string): string | undefined {
+  if (settings.allowedHosts !== undefined || settings.publicUrl !== undefined || isLoopbackHost(boundHost)) return undefined;
   return (
     `listening on ${boundHost} without svc.json "allowedHosts": requests whose Host is a name other than localhost are refused (421 HOST_NOT_ALLOWED); ` +
     `set "allowedHosts": ["app.example.com"] (or ".example.com" for a domain and its subdomains) to the names clients use`

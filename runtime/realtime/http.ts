@@ -18,6 +18,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpError } from '../errors.js';
 import { authenticateCredentials, credentialInput } from '../auth/authenticate.js';
 import { ANONYMOUS, type Caller } from '../auth/caller.js';
+import type { AuthService } from '../auth/auth-service.js';
 import type { AppRuntime } from '../core/context.js';
 import { readJsonBody } from '../http/body.js';
 import { sendError, trackRequest } from '../http/api-handler.js';
@@ -38,14 +39,13 @@ const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 type Route = (ctx: { req: IncomingMessage; caller: Caller; body: () => Promise<Record<string, unknown>> }) => Promise<unknown>;
 
-/** The public origin the client reached us at (`x-forwarded-proto` honoured behind a TLS proxy). */
-export function originOf(req: IncomingMessage): { http: string; ws: string } {
-  const forwarded = String(req.headers['x-forwarded-proto'] ?? '')
-    .split(',')[0]
-    .trim();
-  const secure = forwarded === 'https' || (req.socket as { encrypted?: boolean }).encrypted === true;
-  const host = req.headers.host ?? 'localhost';
-  return { http: `${secure ? 'https' : 'http'}://${host}`, ws: `${secure ? 'wss' : 'ws'}://${host}` };
+/**
+ * The public origin the client reached us at, as `http(s)://` and `ws(s)://` (`AuthService.publicOrigin`:
+ * svc.json `publicUrl`, else a trusted proxy's `X-Forwarded-Proto`/`X-Forwarded-Host`, else the socket).
+ */
+export function originOf(req: IncomingMessage, auth: Pick<AuthService, 'publicOrigin'>): { http: string; ws: string } {
+  const http = auth.publicOrigin(req) ?? 'http://localhost';
+  return { http, ws: http.replace(/^http/, 'ws') };
 }
 
 /** The object body of a real-time request. @throws HttpError INVALID_JSON (400) for anything else */
@@ -69,13 +69,15 @@ function connectionIdOf(body: Record<string, unknown>): string {
  */
 export function realtimeHttpHandler(service: RealtimeService, app: AppRuntime): (req: IncomingMessage, res: ServerResponse) => boolean {
   const hubInfo = async (req: IncomingMessage, caller: Caller) => ({
-    url: `${originOf(req).http}/api/_rt/signalr`,
+    url: `${originOf(req, service.auth).http}/api/_rt/signalr`,
     accessToken: await signRealtimeToken(service.auth, 'hub', caller),
   });
   const routes = new Map<string, Route>([
     [
       'GET /api/_rt/ws',
-      async ({ req, caller }) => ({ url: `${originOf(req).ws}/api/_rt/client?access_token=${await signRealtimeToken(service.auth, 'ws', caller)}` }),
+      async ({ req, caller }) => ({
+        url: `${originOf(req, service.auth).ws}/api/_rt/client?access_token=${await signRealtimeToken(service.auth, 'ws', caller)}`,
+      }),
     ],
     ['GET /api/_rt/hub', ({ req, caller }) => hubInfo(req, caller)],
     ['POST /api/_rt/hub/negotiate', ({ req, caller }) => hubInfo(req, caller)],
@@ -123,7 +125,7 @@ export function realtimeHttpHandler(service: RealtimeService, app: AppRuntime): 
     void (async () => {
       try {
         // The hub's negotiate carries the hub's own token as its bearer token, not an access token.
-        const caller = path === NEGOTIATE ? ANONYMOUS : (await authenticateCredentials(service.auth, credentialInput(req))).caller;
+        const caller = path === NEGOTIATE ? ANONYMOUS : (await authenticateCredentials(service.auth, credentialInput(req, service.auth))).caller;
         noteCaller(res, caller);
         const body = () => objectBody(req);
         const answer = listen ? await listenRoute(service, app, safeDecode(listen[1]), req.method ?? 'GET', caller, body) : await route!({ req, caller, body });

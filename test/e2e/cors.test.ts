@@ -17,6 +17,7 @@ import type { Page } from 'playwright-core';
 import { prepareApp, ROOT, type PreparedApp } from '../support/cli.js';
 import { adminIdentity, createUser, type Identity } from '../support/auth.js';
 import { launchChromium } from '../support/browser.js';
+import { freePort } from '../support/pg-cluster.js';
 import { startServer, type RunningServer } from '../../dist/runtime/index.js';
 
 const SHOP = join(ROOT, 'examples/shop');
@@ -64,14 +65,16 @@ describe('CORS from a front end on another origin (Chromium)', () => {
     pageServer = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE));
     pagePort = await listen(pageServer);
     listed = `http://localhost:${pagePort}`;
+    // The API's public origin is http://localhost:<its port> (Chromium keeps Secure cookies on localhost).
+    const apiPort = await freePort();
     app = await prepareApp(SHOP, 'sqlite', (dir) => {
       const file = join(dir, 'svc.json');
       const svc = JSON.parse(readFileSync(file, 'utf8'));
       svc.cors = { origins: [listed], credentials: true, maxAgeSeconds: 600 };
-      svc.publicUrl = 'http://localhost';
+      svc.publicUrl = `http://localhost:${apiPort}`;
       writeFileSync(file, JSON.stringify(svc));
     });
-    api = await startServer({ appDir: app.dir, port: 0, env: { ...process.env, ...app.env }, logger: pino({ level: 'silent' }) });
+    api = await startServer({ appDir: app.dir, port: apiPort, env: { ...process.env, ...app.env }, logger: pino({ level: 'silent' }) });
     apiOrigin = `http://localhost:${new URL(api.url).port}`;
     admin = await adminIdentity(app, api.url);
     // A counting proxy in front of the API: how many preflights reach the server.

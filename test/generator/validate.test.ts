@@ -364,7 +364,7 @@ describe('an app with many problems', () => {
       'collections/Product.json: /properties/price/type: unknown property type "money"; allowed types: string, text, integer, decimal, boolean, date, date-time, guid, lookup, blob',
       'functions/sendMail.json: /endpoint: endpoint must be "/sendMail" (the function is served at /api/sendMail); got "/send"',
       'functions/sendMail.json: /requestBody/0/type: requestBody field "payload" has type "object"; inputs must be scalar (string, text, integer, decimal, boolean, date, date-time, guid)',
-      'svc.json: /colour: unknown key "colour"; allowed keys: name, database, port, console, generate, auth, realtime, functions, agent, trustedProxies, allowedHosts, public, cors, publicUrl, metrics, logs, credits, storage, mail',
+      'svc.json: /colour: unknown key "colour"; allowed keys: name, database, port, console, generate, auth, realtime, functions, agent, trustedProxies, allowedHosts, publicUrl, public, cors, metrics, logs, credits, storage, mail',
       'views/Customer.json: /name: name "Customer" is already used by collections/Customer.json',
     ]);
     expect(d.diagnostics.map((x) => x.code)).toEqual([
@@ -451,6 +451,32 @@ describe('an app with many problems', () => {
     expect(any.manifest.settings.cors).toEqual({ origins: ['*'], credentials: false, maxAgeSeconds: 60 });
     const none = await loadAndValidate(writeApp({ ...shop, 'svc.json': { name: 'shop' } }), {});
     expect(none.manifest.settings.cors).toBeUndefined();
+  });
+
+  test('publicUrl is an absolute http(s) origin, normalised; anything else is DEF_PUBLIC_URL', async () => {
+    for (const publicUrl of [
+      'club.example',
+      'ftp://club.example',
+      'https://club.example/app',
+      'https://u:p@club.example',
+      'https://club.example/?x=1',
+      'https://club.example#top',
+    ]) {
+      const err = (await loadAndValidate(writeApp({ ...shop, 'svc.json': { name: 'shop', publicUrl } }), {}).catch((e: unknown) => e)) as DefinitionError;
+      expect(err, publicUrl).toBeInstanceOf(DefinitionError);
+      expect(
+        err.diagnostics.map((d) => [d.code, d.path]),
+        publicUrl,
+      ).toEqual([['DEF_PUBLIC_URL', '/publicUrl']]);
+    }
+    for (const [publicUrl, want] of [
+      ['https://Club.Example/', 'https://club.example'],
+      ['https://club.example:443', 'https://club.example'],
+      ['http://127.0.0.1:8080', 'http://127.0.0.1:8080'],
+    ]) {
+      const { manifest } = await loadAndValidate(writeApp({ ...shop, 'svc.json': { name: 'shop', publicUrl } }), {});
+      expect(manifest.settings.publicUrl).toBe(want);
+    }
   });
 
   test('allowedHosts takes host names and dotted domains (or true / "all"); public.frameAncestors no header separators', async () => {

@@ -11,14 +11,19 @@ import { DEBIAN_CHROMIUM } from './chromium.js';
 /** The browser the global set-up found (`SVC_TEST_CHROMIUM`), else Debian's. */
 export const CHROMIUM = process.env.SVC_TEST_CHROMIUM ?? DEBIAN_CHROMIUM;
 
-/** A headless Chromium with a fresh profile (`--user-data-dir`); `close()` stops it and deletes the profile. */
-export async function launchChromium(): Promise<{ context: BrowserContext; close(): Promise<void> }> {
+/**
+ * A headless Chromium with a fresh profile (`--user-data-dir`); `close()` stops it and deletes the profile.
+ * @param extraArgs - more command-line switches, e.g. `--host-resolver-rules=MAP club.example 127.0.0.1`
+ * @param ignoreHTTPSErrors - accept any certificate (a test's self-signed one)
+ */
+export async function launchChromium(extraArgs: string[] = [], ignoreHTTPSErrors = false): Promise<{ context: BrowserContext; close(): Promise<void> }> {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
   const profile = mkdtempSync(join(tmpdir(), 'svc-chromium-'));
   try {
     const context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
+      ignoreHTTPSErrors,
       args: [
         '--headless',
         '--no-sandbox',
@@ -28,6 +33,7 @@ export async function launchChromium(): Promise<{ context: BrowserContext; close
         '--disable-background-networking',
         '--disable-component-update',
         '--disable-sync',
+        ...extraArgs,
       ],
     });
     return {

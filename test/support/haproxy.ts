@@ -54,43 +54,48 @@ export class HaproxyProcess {
   /**
    * Starts HAProxy on a free loopback port in front of `upstreams` and waits until every upstream's
    * health check passes (each is UP).
-   * @returns its `http://127.0.0.1:<port>` (without `/api`)
+   * @param tlsPem - a PEM file with certificate and key: HAProxy terminates TLS (and sets `X-Forwarded-Proto`, `X-Forwarded-Host`)
+   * @param port - the frontend's loopback port; default a free one
+   * @returns its `http://127.0.0.1:<port>` (`https://` with `tlsPem`; without `/api`)
    * @throws when HAProxy is missing, rejects the configuration, or an upstream stays down 20 s
    */
-  static async start(upstreams: Upstream[], maxconn?: number): Promise<HaproxyProcess> {
+  static async start(upstreams: Upstream[], maxconn?: number, tlsPem?: string, port?: number): Promise<HaproxyProcess> {
     const bin = findHaproxy();
     if (!bin) throw new Error('HAProxy is not installed: apt-get install -y haproxy');
-    // The port of `freePort` may be taken before HAProxy binds it: then it starts again on another.
+    // The port of `freePort` may be taken before HAProxy binds it: then it starts again on another
+    // (a port the caller chose is tried once).
     for (let attempt = 1; ; attempt++) {
       const dir = mkdtempSync(join(tmpdir(), 'svc-haproxy-'));
       try {
-        return await HaproxyProcess.startOn(bin, dir, await freePort(), upstreams, maxconn);
+        return await HaproxyProcess.startOn(bin, dir, port ?? (await freePort()), upstreams, maxconn, tlsPem);
       } catch (err) {
         rmSync(dir, { recursive: true, force: true });
-        if (attempt === 3 || !portTaken((err as Error).message)) throw err;
+        if (attempt === 3 || port !== undefined || !portTaken((err as Error).message)) throw err;
       }
     }
   }
 
-  private static async startOn(bin: string, dir: string, port: number, upstreams: Upstream[], maxconn?: number): Promise<HaproxyProcess> {
+  private static async startOn(bin: string, dir: string, port: number, upstreams: Upstream[], maxconn?: number, tlsPem?: string): Promise<HaproxyProcess> {
     const config = join(dir, 'haproxy.cfg');
-    writeFileSync(config, haproxyConfig(`127.0.0.1:${port}`, upstreams, join(dir, 'admin.sock'), maxconn));
+    writeFileSync(config, haproxyConfig(`127.0.0.1:${port}`, upstreams, join(dir, 'admin.sock'), maxconn, tlsPem));
     const child = spawn(bin, ['-db', '-f', config], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout!.on('data', (d) => (out += d));
     child.stderr!.on('data', (d) => (out += d));
     let closed = false; // exited, and all it printed read
     child.on('close', () => (closed = true));
-    const proxy = new HaproxyProcess(`http://127.0.0.1:${port}`, child, dir, () => out);
+    const proxy = new HaproxyProcess(`${tlsPem ? 'https' : 'http'}://127.0.0.1:${port}`, child, dir, () => out);
+    let states: Record<string, string> = {};
     try {
       await waitFor(async () => {
         if (closed) throw new StopWaiting(`haproxy exited (${child.exitCode ?? child.signalCode}): ${out}`);
-        const states = await proxy.serverStates().catch(() => ({}) as Record<string, string>);
+        states = await proxy.serverStates().catch(() => ({}) as Record<string, string>);
         return upstreams.every((u) => states[u.name] === 'UP');
       }, 20_000);
     } catch (err) {
       if (!closed) await proxy.stop();
-      throw err;
+      if (err instanceof StopWaiting) throw err;
+      throw new Error(`${(err as Error).message}: upstream states ${JSON.stringify(states)}; haproxy said: ${out}`);
     }
     return proxy;
   }

@@ -111,5 +111,10 @@ export async function finishProviderLogin(
   if (user.disabledAt) return errorPage(auth, 403, 'This account is disabled.', null, cleared);
   const caller = await signedInUser(auth.db, user);
   const session = await startSession(auth, caller, user.username);
-  return { status: 303, headers: { 'Cache-Control': 'no-store' }, redirect: kept.returnUrl ?? '/', cookies: [...cleared, ...sessionCookies(auth, session)] };
+  return {
+    status: 303,
+    headers: { 'Cache-Control': 'no-store' },
+    redirect: kept.returnUrl ?? '/',
+    cookies: [...cleared, ...sessionCookies(auth, session, callbackUrl(auth, name).startsWith('https://'))],
+  };
 }

@@ -38,12 +38,24 @@ export async function loginStateCookie(auth: AuthService, state: LoginState): Pr
     .setIssuedAt()
     .setExpirationTime(Math.floor(Date.now() / 1000) + LOGIN_STATE_TTL_S)
     .sign(auth.keys.privateKey);
-  return serialize(LOGIN_STATE_COOKIE, jwt, { httpOnly: true, sameSite: 'lax', secure: auth.secureCookies, path: COOKIE_PATH, maxAge: LOGIN_STATE_TTL_S });
+  return serialize(LOGIN_STATE_COOKIE, jwt, {
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: auth.secureCookies || auth.mail.origin().startsWith('https://'),
+    path: COOKIE_PATH,
+    maxAge: LOGIN_STATE_TTL_S,
+  });
 }
 
 /** The `Set-Cookie` value that clears the cookie. */
 export function clearedLoginState(auth: AuthService): string {
-  return serialize(LOGIN_STATE_COOKIE, '', { httpOnly: true, sameSite: 'lax', secure: auth.secureCookies, path: COOKIE_PATH, expires: new Date(1) });
+  return serialize(LOGIN_STATE_COOKIE, '', {
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: auth.secureCookies || auth.mail.origin().startsWith('https://'),
+    path: COOKIE_PATH,
+    expires: new Date(1),
+  });
 }
 
 /** The state of the request's cookie, or null when it is missing, altered, expired or malformed. */
