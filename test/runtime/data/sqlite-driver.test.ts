@@ -143,7 +143,7 @@ describe('transactions', () => {
   });
 
   it('a transaction waiting in line gives up when its signal aborts, without running', async () => {
-    let release!: () => void;
+    let release: (() => void) | undefined;
     const holding = driver.transaction(
       () =>
         new Promise<void>((r) => {
@@ -158,10 +158,12 @@ describe('transactions', () => {
       },
       { signal: controller.signal },
     );
-    await new Promise((r) => setTimeout(r, 20));
+    // The first transaction holds the writer once its function runs (after BEGIN on the writer thread,
+    // which a loaded machine can take well over a fixed sleep to reach); the second then waits in line.
+    const releaseHolder = await waitFor(() => release, 10_000);
     controller.abort(new Error('gave up'));
     await expect(waiting).rejects.toThrow('gave up');
-    release();
+    releaseHolder();
     await holding;
     expect(ran).toBe(false);
   });
