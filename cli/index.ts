@@ -59,6 +59,15 @@ function port(value: string): number {
   return n;
 }
 
+// `svc openapi . | head`: a reader that stops early closes the pipe; end quietly with 0 as other
+// Unix tools do rather than with an unhandled 'error' event's stack trace.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
+}
+
 const program = new Command('svc')
   .description('svc: a folder of JSON definitions becomes a complete API')
   .version(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version)

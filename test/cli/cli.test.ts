@@ -122,6 +122,21 @@ describe('svc CLI', () => {
     expect(JSON.parse(doc.stdout).paths).toHaveProperty('/greet');
   });
 
+  it('svc openapi | head: a reader closing the pipe early ends the command quietly with 0, no EPIPE stack trace', async () => {
+    const dir = join(work, 'epipe');
+    mkdirSync(join(dir, '.svc'), { recursive: true });
+    writeFileSync(join(dir, '.svc/openapi.json'), JSON.stringify({ padding: 'x'.repeat(2_000_000) }));
+    const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((ok) => {
+      const child = spawn(process.execPath, [CLI, 'openapi', dir]);
+      let err = '';
+      child.stderr.on('data', (d) => (err += d));
+      child.stdout.once('data', () => child.stdout.destroy()); // `head` has read enough
+      child.on('close', (c) => ok({ code: c, stderr: err }));
+    });
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+  });
+
   it("svc init's tsconfig gives function code svc's types: import type { FunctionContext } from 'svc/runtime' checks with tsc", async () => {
     const dir = join(work, 'typed-init');
     expect((await runCli(['init', dir])).code).toBe(0);
