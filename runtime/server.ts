@@ -269,22 +269,18 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   let drainedHttp: (() => void) | undefined;
   const traced = tracingOn();
   const host = options.host ?? env.HOST ?? '127.0.0.1';
-  // The Host check (DNS rebinding, docs/deploy.md "Allowed hosts"): built again when a new version
-  // of the app brings other settings, else one cached lookup per request.
-  let hostCheck: { settings: AppManifest['settings']; allows: (host: string | undefined) => boolean } | undefined;
-  const hostAllowed = (value: string | undefined): boolean => {
+  // What the request's edge derives from the settings, built again only when a new version of the app
+  // brings other settings: the Host check (DNS rebinding, docs/deploy.md "Allowed hosts"; one cached
+  // lookup per request) and CORS (svc.json `cors`, runtime/http/cors.ts; here, so routes served outside
+  // Express get it too).
+  let edge: { settings: AppManifest['settings']; hostAllowed: (host: string | undefined) => boolean; cors: CorsLayer } | undefined;
+  const edgeOf = () => {
     const settings = current().manifest.settings;
-    if (hostCheck?.settings !== settings) hostCheck = { settings, allows: hostChecker(allowedHostsOf(settings, host)) };
-    return hostCheck.allows(value);
-  };
-  // CORS (svc.json `cors`, runtime/http/cors.ts): once here, so routes served outside Express get it too.
-  let corsCache: { settings: AppManifest['settings']; layer: CorsLayer } | undefined;
-  const corsOf = (): CorsLayer => {
-    const settings = current().manifest.settings;
-    if (corsCache?.settings !== settings) corsCache = { settings, layer: corsLayer(settings.cors) };
-    return corsCache.layer;
+    if (edge?.settings !== settings) edge = { settings, hostAllowed: hostChecker(allowedHostsOf(settings, host)), cors: corsLayer(settings.cors) };
+    return edge;
   };
   const server: Server = createServer((req, res) => {
+    const { hostAllowed, cors } = edgeOf();
     if (!hostAllowed(req.headers.host)) {
       refuseHost(res, req.headers.host!);
       return;
@@ -296,13 +292,13 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
       inFlight -= 1;
       if (inFlight === 0) drainedHttp?.();
     });
-    corsOf()(req, res, () => {
+    cors(req, res, () => {
       if (traced) traceRequest(req, res, () => version!.handle(req, res));
       else version!.handle(req, res);
     });
   });
   server.on('upgrade', (req, socket, head) => {
-    if (!hostAllowed(req.headers.host)) return refuseUpgrade(socket, hostNotAllowed(req.headers.host!));
+    if (!edgeOf().hostAllowed(req.headers.host)) return refuseUpgrade(socket, hostNotAllowed(req.headers.host!));
     if (!realtime.handleUpgrade(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
   });
   const port = options.port ?? (env.PORT ? Number(env.PORT) : manifest.settings.port);
