@@ -174,6 +174,41 @@ export interface FunctionDefinition {
   module: string;
   /** Present when the code is in default-export form and declares at least one type (SPEC §4.8 rule 7). */
   codeTypes?: FunctionCodeTypes;
+  /** Type 2 only: runs on a cron schedule, once per tick across every instance (DESIGN §12). */
+  schedule?: FunctionSchedule;
+}
+
+/** A function's `"schedule"` (DESIGN §12): five cron fields, or six with seconds, in an IANA time zone. */
+export interface FunctionSchedule {
+  cron: string;
+  /** IANA zone name; absent: UTC. */
+  timezone?: string;
+  /** Run the last tick missed while no instance ran (default false: missed ticks are skipped). */
+  catchUp?: boolean;
+}
+
+/** A change a trigger fires on (DESIGN §12). */
+export type TriggerOperation = 'create' | 'update' | 'delete';
+
+/**
+ * A trigger, `triggers/<Name>.json` (DESIGN §12): on a committed change of `collection` matching
+ * `filter` (and, for updates, changing one of `changed`), runs the type-2 `function` or POSTs the
+ * event to `webhook`, at least once, with retries up to `maxAttempts`.
+ */
+export interface Trigger {
+  name: string;
+  collection: string;
+  on: TriggerOperation[];
+  /** SPEC query-language filter, read on the row after the change (before it, for delete). */
+  filter?: string;
+  /** Update only: fire only when one of these properties changed. */
+  changed?: string[];
+  /** A type-2 function's name; exactly one of `function` and `webhook`. */
+  function?: string;
+  /** `url` and `secret` as written: `${env.X}` / `${secrets.Y}` references resolved at run time. */
+  webhook?: { url: string; secret: string };
+  /** Attempts before the job is kept as failed; default 10. */
+  maxAttempts: number;
 }
 
 /** An external collection (SPEC §4.10, DESIGN §3): reads forwarded to `url`. */
@@ -203,4 +238,6 @@ export interface AppManifest {
   queries: Query[];
   functions: FunctionDefinition[];
   externals: ExternalCollection[];
+  /** DESIGN §12; absent in manifests written before triggers existed (read as []). */
+  triggers?: Trigger[];
 }

@@ -337,6 +337,18 @@ export interface AppSettings {
    * Absent: same origin only (no `Access-Control-*` header is sent).
    */
   cors?: CorsSettings;
+  /** svc.json `jobs` (DESIGN §12); absent: jobs run with the defaults of `JobsSettings`. */
+  jobs?: JobsSettings;
+}
+
+/** svc.json `jobs` (DESIGN §12), defaults applied by the runtime. `false` in svc.json → `{ run: false }`. */
+export interface JobsSettings {
+  /** Whether this instance runs jobs (it captures events either way). Default true. */
+  run: boolean;
+  /** Jobs run at once by this instance; default: the function worker pool's size. */
+  concurrency?: number;
+  /** How often an idle runner looks for due jobs, in ms (SQLite; PostgreSQL also wakes on NOTIFY). Default 1000. */
+  pollIntervalMs: number;
 }
 
 /** svc.json `cors` (docs/deploy.md "Calling the API from a front end on another origin"), defaults applied. */
