@@ -16,6 +16,7 @@ import { IdentitiesPage } from './pages/identities';
 import { LogsPage } from './pages/logs';
 import { RealtimePage } from './pages/realtime';
 import { AgentPage } from './pages/agent';
+import { JobsPage } from './pages/jobs';
 
 type Who =
   { state: 'checking' } | { state: 'signedOut' } | { state: 'notAdmin'; name: string } | { state: 'admin'; name: string } | { state: 'failed'; error: string };
@@ -49,6 +50,7 @@ const PAGES: [string, string][] = [
   ['identities', 'Identities'],
   ['logs', 'Logs'],
   ['realtime', 'Real-time'],
+  ['jobs', 'Jobs'],
   ['agent', 'Agent'],
   ['health', 'Health'],
 ];
@@ -89,6 +91,7 @@ function Console({ name }: { name: string }) {
           {page === 'identities' && <IdentitiesPage />}
           {page === 'logs' && <LogsPage />}
           {page === 'realtime' && <RealtimePage model={model} />}
+          {page === 'jobs' && <JobsPage />}
           {page === 'agent' && <AgentPage />}
           {page === 'health' && <HealthPage />}
         </>
