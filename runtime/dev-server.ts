@@ -3,15 +3,17 @@
  * replaced in-process. After the CLI's watcher has regenerated `.svc/`, `reload()` applies the new
  * migrations (on SQLite beside the open connections: data/migrate-live.ts) and swaps in a version built from the new output; the long-lived services stay, so open
  * WebSocket connections and agent sessions live on, and requests in flight finish on their version
- * (see app-version.ts). `reloadFunctions()` only replaces the function worker threads. Settings that
- * shape the long-lived services (api name, database, port, real-time, storage, agent, credits) take
- * effect on the next start: `reload()` names them.
+ * (see app-version.ts). `reloadFunctions()` only replaces the function worker threads. `auth`, `mail`,
+ * `cors`, `trustedProxies`, `allowedHosts` and `publicUrl` apply on the swap. Settings that shape the
+ * long-lived services (api name, database, port, real-time, storage, agent, credits, identity
+ * providers) take effect on the next start: `reload()` names them.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import Sqlite from 'better-sqlite3';
 import { buildAppVersion } from './app-version.js';
-import { credentialedOriginsOf } from './auth/auth-service.js';
+import { applyAuthSettings } from './auth/auth-service.js';
+import { createMailer } from './auth/mailer.js';
 import { applySqliteMigrationsLive } from './data/migrate-live.js';
 import { ident, sql } from './query/sql.js';
 import { loadManifest } from './load-manifest.js';
@@ -87,12 +89,12 @@ export async function startDevServer(options: ServeOptions): Promise<DevServer> 
     const version = buildAppVersion(services, manifest);
     launched.swap(version);
     realtime.useManifest(manifest);
-    auth.manifest = manifest;
-    const a = manifest.settings.auth;
-    auth.accessTokenTtlSeconds = a?.accessTokenTtlSeconds ?? 3600;
-    auth.refreshTokenTtlDays = a?.refreshTokenTtlDays ?? 70;
-    auth.secureCookies = a?.secureCookies ?? false;
-    auth.credentialedOrigins = credentialedOriginsOf(manifest.settings.cors);
+    if (JSON.stringify(manifest.settings.mail) !== JSON.stringify(auth.manifest.settings.mail)) {
+      const previous = auth.mail.mailer as Partial<ReturnType<typeof createMailer>>;
+      auth.mail.mailer = createMailer(manifest.settings.mail, env, services.logger, manifest.name);
+      previous.close?.();
+    }
+    applyAuthSettings(auth, manifest);
     agent.reloadTools();
   };
   const server = launched.running as DevServer;
@@ -103,6 +105,7 @@ export async function startDevServer(options: ServeOptions): Promise<DevServer> 
     if (manifest.name !== started.name) restart.push('name');
     if (databaseUrlFor(appDir, manifest, env) !== url) restart.push('database');
     for (const key of RESTART_KEYS) if (JSON.stringify(manifest.settings[key]) !== JSON.stringify(started.settings[key])) restart.push(key);
+    if (JSON.stringify(manifest.settings.auth?.providers ?? {}) !== JSON.stringify(started.settings.auth?.providers ?? {})) restart.push('auth.providers');
     // Built first: a version that cannot be served leaves the database unmigrated.
     buildAppVersion(services, manifest);
     const applied =

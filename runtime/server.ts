@@ -32,7 +32,7 @@ import { resolveRefs } from './secret-refs.js';
 import { buildAppVersion, liveRuntime, type AppVersion, type ServerServices } from './app-version.js';
 
 export { createAppRuntime } from './app-version.js';
-import { createMailer } from './auth/mailer.js';
+import { createMailer, type Mailer } from './auth/mailer.js';
 import { mailsSettled } from './auth/account-mail.js';
 import { createProviders } from './auth/providers/registry.js';
 import { LogStore } from './logs/log-store.js';
@@ -183,7 +183,8 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   const db: Database = await openDatabase(manifest.provider, url, { statementTimeoutMs, observe: metrics?.statement });
   const redisUrl = redisUrlFor(manifest, env);
   const backplane = await realtimeBackplane(manifest.name, logger, redisUrl);
-  const mail = { mailer, origin: () => manifest.settings.mail?.baseUrl ?? manifest.settings.publicUrl ?? baseUrl };
+  // The current version's settings (`svc dev` swaps them): `auth` is set before any mail is sent.
+  const mail = { mailer: mailer as Mailer, origin: () => auth.manifest.settings.mail?.baseUrl ?? auth.manifest.settings.publicUrl ?? baseUrl };
   const auth = await createAuthService(
     db,
     manifest,
@@ -351,6 +352,7 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
         await blobs.close();
         await mailsSettled();
         mailer.close();
+        if (auth.mail.mailer !== mailer) (auth.mail.mailer as Partial<typeof mailer>).close?.(); // svc dev swapped in another
         await logs.close();
         await flushTracing();
         await db.close();

@@ -72,8 +72,6 @@ export async function createAuthService(
   mail?: MailContext,
   providers: ReadonlyMap<string, IdentityProvider> = new Map(),
 ): Promise<AuthService> {
-  const auth = manifest.settings.auth;
-  const trustedPeer = trustedPeerOf(manifest.settings.trustedProxies);
   const service: AuthService = {
     db,
     manifest,
@@ -82,22 +80,42 @@ export async function createAuthService(
     limiter: limiter ?? memoryLimiter(new FailureLimiter(rateLimit)),
     identities: new IdentityCache(db),
     issuer: tokenIssuer(manifest.name),
-    accessTokenTtlSeconds: auth?.accessTokenTtlSeconds ?? 3600,
-    refreshTokenTtlDays: auth?.refreshTokenTtlDays ?? 70,
-    secureCookies: auth?.secureCookies ?? false,
-    credentialedOrigins: credentialedOriginsOf(manifest.settings.cors),
-    signup: { ...SIGNUP_DEFAULTS, ...auth?.signup },
+    accessTokenTtlSeconds: 3600,
+    refreshTokenTtlDays: 70,
+    secureCookies: false,
+    credentialedOrigins: new Set(),
+    signup: SIGNUP_DEFAULTS,
     mail: mail ?? {
       mailer: logMailer(logger, `${manifest.name} <no-reply@localhost>`),
-      origin: () => manifest.settings.mail?.baseUrl ?? manifest.settings.publicUrl ?? 'http://localhost',
+      origin: () => service.manifest.settings.mail?.baseUrl ?? service.manifest.settings.publicUrl ?? 'http://localhost',
     },
     providers,
-    clientAddress: clientAddressOf(manifest.settings.trustedProxies),
-    trustedPeer,
-    // The current manifest's (`svc dev` swaps it on reload).
-    publicOrigin: (req) => publicOriginOf(req, service.manifest.settings, trustedPeer),
+    clientAddress: clientAddressOf(),
+    trustedPeer: trustedPeerOf(),
+    // The current manifest's and trusted proxies (`svc dev` swaps them on reload).
+    publicOrigin: (req) => publicOriginOf(req, service.manifest.settings, service.trustedPeer),
   };
+  applyAuthSettings(service, manifest);
   return service;
+}
+
+/**
+ * Points the service at `manifest` and applies the svc.json settings it reads on every request:
+ * `auth` (token lifetimes, cookies, `signup`), `cors` (credentialed origins), `trustedProxies`
+ * (client addresses, trusted peers) and `publicUrl` (read through `manifest`). Used at start and by
+ * `svc dev` on every swap (DESIGN §10); `auth.providers` and the limiter are built once at start.
+ * @throws Error when `trustedProxies` holds an entry that is not an address or CIDR range (checked by `svc generate` first)
+ */
+export function applyAuthSettings(service: AuthService, manifest: AppManifest): void {
+  const auth = manifest.settings.auth;
+  service.manifest = manifest;
+  service.accessTokenTtlSeconds = auth?.accessTokenTtlSeconds ?? 3600;
+  service.refreshTokenTtlDays = auth?.refreshTokenTtlDays ?? 70;
+  service.secureCookies = auth?.secureCookies ?? false;
+  service.credentialedOrigins = credentialedOriginsOf(manifest.settings.cors);
+  service.signup = { ...SIGNUP_DEFAULTS, ...auth?.signup };
+  service.clientAddress = clientAddressOf(manifest.settings.trustedProxies);
+  service.trustedPeer = trustedPeerOf(manifest.settings.trustedProxies);
 }
 
 /** The token response of `_auth`, `_token` (DESIGN §4): `expires_in` in seconds. */

@@ -229,6 +229,33 @@ describe.each(backends())('svc dev (%s)', (backend: Backend) => {
     expect(await again.text()).toContain('two');
   });
 
+  it('applies auth, mail, cors, trustedProxies and publicUrl from svc.json on the swap, and names what needs a restart', async () => {
+    const preflight = () => fetch(`${dev.url}/Note`, { method: 'OPTIONS', headers: { origin: 'http://front.test', 'access-control-request-method': 'POST' } });
+    const signUp = (username: string) => post(`${dev.url}/_signup`, { username, password: 'correct horse battery staple' });
+    expect((await signUp('before')).status).toBe(403);
+    expect((await preflight()).headers.get('access-control-allow-origin')).toBeNull();
+    edit(
+      'svc.json',
+      JSON.stringify({
+        name: 'devapp',
+        auth: { signup: { enabled: true, requireEmailVerification: false } },
+        mail: { from: 'Dev <dev@front.test>' },
+        cors: { origins: ['http://front.test'] },
+        trustedProxies: ['10.0.0.1'],
+        publicUrl: 'http://localhost:5999',
+      }),
+    );
+    expect(await reloaded()).toMatch(/svc\.json changed: new version swapped in/);
+    expect((await signUp('after')).status).toBe(201);
+    expect((await preflight()).headers.get('access-control-allow-origin')).toBe('http://front.test');
+    expect((await json(`${dev.url}/_openapi`)).body.servers).toEqual([{ url: 'http://localhost:5999/api' }]);
+    // A setting read once at start is named, not silently ignored; the rest is applied.
+    edit('svc.json', JSON.stringify({ name: 'devapp', realtime: { maxMessagesPerSecond: 500 } }));
+    expect(await reloaded()).toMatch(/restart svc dev to apply svc\.json realtime/);
+    expect((await signUp('off again')).status).toBe(403);
+    expect((await preflight()).headers.get('access-control-allow-origin')).toBeNull();
+  });
+
   it('keeps a WebSocket connection opened before the reloads open, and it still receives', async () => {
     const before = messages.length;
     const created = await post(`${dev.url}/Note`, { title: 'after reloads', size: 1 });
