@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { CreditChange } from '../runtime/index.js';
 import { exitOnStop } from './stop.js';
+import { servingBanner } from './banner.js';
 
 // The generator (TypeScript's compiler) and the runtime are loaded by the commands that
 // use them: `svc serve` and `svc user …` never pay for the compiler, `--help` for neither.
@@ -186,7 +187,7 @@ program
     const fromEnv = process.env.SVC_DRAIN_SECONDS;
     const drain = opts.drain ?? (fromEnv ? envDrainSeconds(fromEnv) : 0);
     const server = await (await runtime()).startServer({ appDir: resolve(dir), port: opts.port, host: opts.host });
-    process.stdout.write(`svc: serving ${server.manifest.name} at ${server.url}\n`);
+    process.stdout.write(servingBanner(server));
     exitOnStop(() => server.close(undefined, drain * 1000));
   });
 

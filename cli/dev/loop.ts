@@ -23,6 +23,7 @@ import { describePaths, kindOf, reloadLine } from './changes.js';
 import { judgeDataLoss } from './data-loss.js';
 import { watchApp } from './watch.js';
 import { exitOnStop } from '../stop.js';
+import { servingBanner } from '../banner.js';
 
 export interface DevOptions {
   appDir: string;
@@ -104,7 +105,7 @@ export async function runDev(options: DevOptions): Promise<DevServer> {
     }
     server = await startDevServer({ appDir, port: options.port, host: options.host });
   }
-  out(`svc: serving ${server.manifest.name} at ${server.url}\n`);
+  out(servingBanner(server));
   void warmGenerator(appDir).catch(() => undefined);
 
   const report = (paths: string[], diagnostics: Diagnostic[], startedAt: number, reason?: string) => {

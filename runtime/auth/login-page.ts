@@ -39,6 +39,10 @@ export function safeReturnUrl(value: unknown): string | null {
   return path.startsWith('//') || path.startsWith('/\\') ? null : path;
 }
 
+/** A small inline icon, so browsers do not ask for `/favicon.ico` (a 404 on every load). */
+export const ICON =
+  "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E%3Crect width='16' height='16' rx='3' fill='%23334'/%3E%3Ctext x='8' y='12' font-size='10' text-anchor='middle' fill='white' font-family='sans-serif'%3Es%3C/text%3E%3C/svg%3E";
+
 /** `s` with `& < > " '` as character references, for HTML text and attribute values. */
 export const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -46,7 +50,7 @@ export const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&
 export function page(title: string, body: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title>
+<title>${escapeHtml(title)}</title><link rel="icon" href="${ICON}">
 <style>body{font-family:system-ui,sans-serif;max-width:22rem;margin:4rem auto;padding:0 1rem}label{display:block;margin:.8rem 0 .2rem}
 input{width:100%;padding:.4rem;box-sizing:border-box}button{margin-top:1rem;padding:.5rem 1rem}.error{color:#a00}
 a.provider{display:block;padding:.5rem 1rem;border:1px solid #888;border-radius:4px;text-align:center;text-decoration:none;color:inherit}</style>

@@ -6,6 +6,7 @@
  * unknown-route handler and the one error middleware that writes the DESIGN §4 body. Stack traces
  * never leave the server.
  */
+import { apiIndex, indexLinks, sendIndexPage } from './index-pages.js';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { AppManifest } from '../manifest.js';
 import { PUBLIC_FRAME_ANCESTORS_DEFAULT } from '../contract/settings.js';
@@ -131,6 +132,8 @@ export function createApp(options: AppOptions): express.Express {
   api.get('/_openapi', (_req, res) => {
     res.json(openapi);
   });
+  // `GET /api` (the URL `svc serve` prints): what is here and where to go.
+  api.get('/', apiIndex(manifest));
   // Collections, views and queries are served before this application (`api-handler.ts`).
   api.use(functionRouter({ manifest, logger, publicOrigin: options.auth.publicOrigin, ...options.functions }, options.invokeFunction));
   app.use('/api', api);
@@ -150,6 +153,10 @@ export function createApp(options: AppOptions): express.Express {
         },
       }),
     );
+
+  // `/` without a public/index.html of the app's: a page linking the API description, sign-in and the console.
+  const links = indexLinks(manifest);
+  app.get('/', (_req, res) => sendIndexPage(res, links));
 
   app.use((req: Request) => {
     const name = req.path.startsWith('/api/') ? req.path.split('/')[2] : undefined;

@@ -97,6 +97,12 @@ export function consoleHandler(dir: string = CONSOLE_DIR) {
       return;
     }
     if (path.split('/').some((part) => part === '..' || part === '.')) return fail(res, 404, 'NOT_FOUND', 'no console page has a "." or ".." path segment');
+    // The console routes by hash (`/_/#/data/Order`): a path route, as a link written by hand, goes there.
+    if (path !== '/' && path !== '/index.html') {
+      const route = path.split('/').filter(Boolean).map(encodeURIComponent).join('/');
+      res.redirect(302, `/_/#/${route}`);
+      return;
+    }
     try {
       shell ??= readFileSync(join(root, 'index.html'), 'utf8');
     } catch {

@@ -141,13 +141,16 @@ describe.each(backends())('the console on %s', (backend) => {
       expect(asset.headers['content-type']).toMatch(path.endsWith('.js') ? /^text\/javascript/ : /^text\/css/);
       expectConsoleHeaders(asset.headers);
     }
-    // Client-side routes answer the shell; HEAD works; writes are refused with the same headers.
+    // A path route (a link written by hand) goes to the hash route the console reads; the shell's nonce is fresh per response.
     const route = await raw(origin, '/_/data/Product');
-    expect(route.status).toBe(200);
-    const routeNonce = nonceOf(route.body)!;
-    expect(routeNonce).not.toBe(nonce); // fresh per response
-    expect(route.body.replaceAll(routeNonce, nonce!)).toBe(shell.body);
-    expectConsoleHeaders(route.headers, routeNonce);
+    expect(route.status).toBe(302);
+    expect(route.headers.location).toBe('/_/#/data/Product');
+    expectConsoleHeaders(route.headers);
+    const again = await raw(origin, '/_/');
+    const againNonce = nonceOf(again.body)!;
+    expect(againNonce).not.toBe(nonce);
+    expect(again.body.replaceAll(againNonce, nonce!)).toBe(shell.body);
+    expectConsoleHeaders(again.headers, againNonce);
     expect((await raw(origin, '/_/', 'HEAD')).status).toBe(200);
     const post = await raw(origin, '/_/', 'POST');
     expect(post.status).toBe(405);
