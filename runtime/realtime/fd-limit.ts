@@ -2,14 +2,15 @@
  * @module The file-descriptor limit of the process, read at start (issue 24 §2): every socket is a
  * descriptor, so the soft limit caps the connections one instance can hold. Node cannot raise it
  * (that needs `setrlimit`, a native call), so `svc serve` logs one line saying the limit and how many
- * connections it allows when it is below `ENOUGH_DESCRIPTORS`; docs/realtime.md ("Many connections")
- * says how to raise it.
+ * connections it allows when it is below `ENOUGH_DESCRIPTORS` (a limit that would stop an instance
+ * at a few thousand connections, as the old 1,024 default does; 20,000 is not reported, issue 32 §4);
+ * docs/realtime.md ("Many connections") says how to raise it.
  */
 import { readFileSync } from 'node:fs';
 import type { Logger } from '../log.js';
 
-/** A soft limit at or above this is not reported. */
-export const ENOUGH_DESCRIPTORS = 65_536;
+/** A soft limit at or above this is not reported: room for about 4,000 connections beside everything else. */
+export const ENOUGH_DESCRIPTORS = 4_096;
 /** Descriptors kept for everything else (database, Redis, files, the listening socket). */
 export const RESERVED_DESCRIPTORS = 100;
 

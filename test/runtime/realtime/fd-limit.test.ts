@@ -1,6 +1,6 @@
 /**
  * The file-descriptor limit read at start (runtime/realtime/fd-limit.ts): `/proc/<pid>/limits` is
- * parsed, and a limit below 65,536 is logged once with the connections it allows.
+ * parsed, and a limit below 4,096 is logged once with the connections it allows; 20,000 is not (issue 32 §4).
  */
 import { describe, expect, it } from 'vitest';
 import { openFilesLimit, parseOpenFilesLimit, reportOpenFilesLimit } from '../../../dist/runtime/realtime/fd-limit.js';
@@ -33,11 +33,13 @@ describe('file-descriptor limit', () => {
 
   it('logs one line with the limit and the connections it allows when it is low, and nothing when it is high', () => {
     const low = recorder();
-    reportOpenFilesLimit(low.logger, { soft: 20_000, hard: 20_000 });
+    reportOpenFilesLimit(low.logger, { soft: 1024, hard: 524_288 });
     expect(low.lines).toHaveLength(1);
-    expect(low.lines[0].fields).toEqual({ softLimit: 20_000, hardLimit: 20_000, connections: 19_900 });
-    expect(low.lines[0].message).toMatch(/file-descriptor limit 20000 .*19900 real-time connections/);
+    expect(low.lines[0].fields).toEqual({ softLimit: 1024, hardLimit: 524_288, connections: 924 });
+    expect(low.lines[0].message).toMatch(/file-descriptor limit 1024 .*924 real-time connections/);
     const high = recorder();
+    reportOpenFilesLimit(high.logger, { soft: 20_000, hard: 20_000 });
+    reportOpenFilesLimit(high.logger, { soft: 4096, hard: 4096 });
     reportOpenFilesLimit(high.logger, { soft: 1_048_576, hard: 1_048_576 });
     reportOpenFilesLimit(high.logger, null);
     expect(high.lines).toHaveLength(0);
