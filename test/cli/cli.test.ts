@@ -162,6 +162,34 @@ describe('svc CLI', () => {
     const wrong = await tsc();
     expect(wrong.code).not.toBe(0);
     expect(wrong.stdout).toContain("Property 'nobody' does not exist on type 'FunctionContext");
+    // The README's typed client import in an ES module under NodeNext (what svc init's tsconfig uses): './.svc/client.js' checks, './.svc/client' does not.
+    const front = (from: string) => {
+      writeFileSync(join(dir, 'front.mts'), `import { createClient } from '${from}';\nexport const api = createClient({ baseUrl: '/api' });\n`);
+      return new Promise<CliResult>((ok) => {
+        const args = [
+          '--noEmit',
+          '--strict',
+          '--skipLibCheck',
+          '--target',
+          'ES2022',
+          '--module',
+          'NodeNext',
+          '--moduleResolution',
+          'NodeNext',
+          join(dir, 'front.mts'),
+        ];
+        const child = spawn(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), ...args]);
+        let stdout = '';
+        child.stdout.on('data', (d) => (stdout += d));
+        child.on('close', (code) => ok({ code, stdout, stderr: '' }));
+      });
+    };
+    const withJs = await front('./.svc/client.js');
+    expect(withJs.code, withJs.stdout).toBe(0);
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    expect(readme).toContain("from './.svc/client.js'");
+    expect(readme).not.toMatch(/from '\.\/\.svc\/client'/);
+    expect((await front('./.svc/client')).stdout).toMatch(/TS2835|explicit file extensions/);
   }, 240_000);
 
   it('generate skips every step when nothing changed, and runs them all again after any change to its inputs or outputs', async () => {
