@@ -88,7 +88,7 @@ function Console({ name }: { name: string }) {
           {page === 'data' && <DataPage model={model} route={route.slice(1)} />}
           {page === 'functions' && <FunctionsPage model={model} route={route.slice(1)} />}
           {page === 'schema' && <SchemaPage model={model} route={route.slice(1)} />}
-          {page === 'identities' && <IdentitiesPage />}
+          {page === 'identities' && <IdentitiesPage route={route.slice(1)} />}
           {page === 'logs' && <LogsPage />}
           {page === 'realtime' && <RealtimePage model={model} />}
           {page === 'jobs' && <JobsPage />}

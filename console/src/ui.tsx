@@ -84,3 +84,8 @@ export function Table({
     </table>
   );
 }
+
+/** `n` and the noun, singular for 1: `plural(1, 'row')` → "1 row", `plural(3, 'row')` → "3 rows". */
+export function plural(n: number, singular: string, pluralForm = `${singular}s`): string {
+  return `${n} ${n === 1 ? singular : pluralForm}`;
+}

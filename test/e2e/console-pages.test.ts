@@ -155,6 +155,36 @@ describe.each(backends())('the console pages on %s', (backend) => {
     expect(await page.textContent('#toggle-disabled')).toBe('Enable');
   });
 
+  it("names a row's creator with a link to its identity, shows users' e-mails, and says 1 row, not 1 rows", async () => {
+    const name = `Creator check ${randomUUID()}`;
+    const created = await api('POST', '/Customer', { name });
+    expect(created.status).toBe(201);
+    const rowId = (created.json as { data: string[] }).data[0];
+    await page.goto(`${origin}/_/#/data/Customer/${rowId}`);
+    const creator = page.locator('#row-props [data-prop="createdBy"] a.identity');
+    await expect.poll(() => creator.textContent()).toBe('console-admin');
+    expect(await creator.getAttribute('href')).toBe(`#/identities/${admin.id}`);
+    // The link opens that identity's panel.
+    await creator.click();
+    await page.waitForSelector('#identity-panel h3:has-text("console-admin")');
+    // The grid names the creator too, and a filter that finds one row says so in the singular.
+    await page.goto(`${origin}/_/#/data/Customer`);
+    await page.fill('#filter', `name eq "${name}"`);
+    await page.click('#apply');
+    await expect.poll(() => page.textContent('#row-count')).toBe('1 row');
+    await page.waitForSelector('.grid-row[data-index="0"] .td[data-col="createdBy"] a.identity:text-is("console-admin")');
+    // The identities list has an e-mail column.
+    expect((await api('POST', '/_admin/identities', { kind: 'user', username: 'grace', password: 'grace-password-1', email: 'grace@shop.test' })).status).toBe(
+      201,
+    );
+    await page.goto(`${origin}/_/#/identities`);
+    await page.fill('#identity-search', 'grace');
+    await page.press('#identity-search', 'Enter');
+    await expect
+      .poll(() => page.locator('#identities tr[data-key]:has(td[data-col="name"]:text-is("grace")) td[data-col="email"]').textContent())
+      .toBe('grace@shop.test');
+  });
+
   it("creates a service account and shows its secret once; a user's linked providers are shown", async () => {
     await page.goto(`${origin}/_/#/identities`);
     await page.selectOption('#create-kind', 'serviceAccount');

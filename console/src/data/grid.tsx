@@ -6,6 +6,7 @@
 import { useEffect, useLayoutEffect, useMemo, useReducer, useRef } from 'preact/hooks';
 import { Virtualizer, elementScroll, observeElementOffset, observeElementRect } from '@tanstack/virtual-core';
 import { cellText, type Prop } from '../model';
+import { IdentityName } from '../identity-name';
 import type { Row, RowLoader } from './loader';
 
 const ROW_HEIGHT = 28;
@@ -92,7 +93,13 @@ export function Grid({ loader, columns, sortBy, onSort, selected, onToggle, onOp
               )}
               {columns.map((c) => (
                 <span class="td" data-col={c.name}>
-                  {row ? cellText(c, row[c.name]) : '…'}
+                  {!row ? (
+                    '…'
+                  ) : c.name === 'createdBy' && typeof row[c.name] === 'string' ? (
+                    <IdentityName id={row[c.name] as string} />
+                  ) : (
+                    cellText(c, row[c.name])
+                  )}
                 </span>
               ))}
             </div>

@@ -7,6 +7,7 @@ import { useEffect, useMemo, useReducer, useState } from 'preact/hooks';
 import { api, messageOf } from '../api';
 import type { Model, Resource } from '../model';
 import { currentRoute, go, href } from '../router';
+import { plural } from '../ui';
 import { Grid } from './grid';
 import { RowLoader, type ListQuery } from './loader';
 import { RowPanel } from './row-panel';
@@ -82,7 +83,7 @@ function ResourceView({ model, resource, rowId }: { model: Model; resource: Reso
   const bulkDelete = async () => {
     try {
       await api('DELETE', `/${encodeURIComponent(resource.name)}`, [...selected]);
-      setNotice(`Deleted ${selected.size} rows.`);
+      setNotice(`Deleted ${plural(selected.size, 'row')}.`);
       setSelected(new Set());
       reload(0);
     } catch (err) {
@@ -168,7 +169,7 @@ function ResourceView({ model, resource, rowId }: { model: Model; resource: Reso
         )}
         {confirming && (
           <span class="confirm">
-            Delete {selected.size} rows in one request?{' '}
+            Delete {plural(selected.size, 'row')} in one request?{' '}
             <button type="button" class="danger" id="bulk-delete-confirm" onClick={bulkDelete}>
               Delete
             </button>
@@ -178,7 +179,9 @@ function ResourceView({ model, resource, rowId }: { model: Model; resource: Reso
           </span>
         )}
         <span class="muted count" id="row-count">
-          {loader.total !== undefined ? `${loader.total} rows` : `${loader.rows.length}${loader.done ? '' : '+'} rows`}
+          {loader.total !== undefined
+            ? plural(loader.total, 'row')
+            : `${loader.rows.length}${loader.done ? '' : '+'} ${loader.rows.length === 1 && loader.done ? 'row' : 'rows'}`}
         </span>
       </form>
       {notice && (

@@ -8,6 +8,8 @@ import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api, messageOf, qs } from '../api';
 import { labelOf, thumbSize, type Model, type Prop, type Resource } from '../model';
 import { go, href } from '../router';
+import { plural } from '../ui';
+import { IdentityName } from '../identity-name';
 import { editable, FieldInput, fromInput, toInput } from './fields';
 import type { Row } from './loader';
 
@@ -110,6 +112,7 @@ function RowActions({ resource, rowId, onEdit, onDeleted }: { resource: Resource
 
 function Value({ prop, value }: { prop: Prop; value: unknown }) {
   if (value === null || value === undefined) return <span class="muted">null</span>;
+  if (prop.name === 'createdBy' && typeof value === 'string') return <IdentityName id={value} />;
   if (prop.type === 'lookup' && typeof value === 'object') {
     const id = String((value as { id?: unknown }).id ?? '');
     return prop.target ? (
@@ -224,7 +227,7 @@ function ChildRows({ model, childKey, collection, rows }: { model: Model; childK
   return (
     <section class="children" data-children={childKey}>
       <h4>
-        {childKey} <small class="muted">{list.length} rows</small>
+        {childKey} <small class="muted">{plural(list.length, 'row')}</small>
       </h4>
       <ul>
         {list.map((r) => (

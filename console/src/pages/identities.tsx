@@ -6,6 +6,7 @@
 import { useState } from 'preact/hooks';
 import { api, messageOf, qs } from '../api';
 import { Json, Table, Unavailable, useGet } from '../ui';
+import { go } from '../router';
 
 type Identity = Record<string, unknown> & {
   id: string;
@@ -128,11 +129,12 @@ function IdentityPanel({ identity, onChanged }: { identity: Identity; onChanged:
   );
 }
 
-export function IdentitiesPage() {
+export function IdentitiesPage({ route = [] }: { route?: string[] }) {
   const [search, setSearch] = useState('');
   const [applied, setApplied] = useState('');
   const [again, setAgain] = useState(0);
-  const [chosen, setChosen] = useState<string>();
+  const chosen = route[0];
+  const setChosen = (id: string) => go('identities', id);
   const [form, setForm] = useState({ kind: 'user', username: '', password: '', roles: '', admin: false });
   const [message, setMessage] = useState('');
   const [secret, setSecret] = useState<{ clientId: unknown; clientSecret: unknown }>();
@@ -158,9 +160,12 @@ export function IdentitiesPage() {
       setMessage(messageOf(err));
     }
   };
-  if (list && list.status !== 200) return <Unavailable path="/api/_admin/identities" answer={list} />;
   const rows = list?.body.data ?? [];
-  const identity = rows.find((r) => r.id === chosen);
+  // A linked identity (a row's createdBy) may be outside the page loaded: read it alone.
+  const listed = rows.find((r) => r.id === chosen);
+  const alone = useGet<Identity>(chosen && list && !listed ? `/_admin/identities/${encodeURIComponent(chosen)}` : undefined, again);
+  const identity = listed ?? (alone?.status === 200 ? alone.body : undefined);
+  if (list && list.status !== 200) return <Unavailable path="/api/_admin/identities" answer={list} />;
   return (
     <div class="page">
       <h2>Identities</h2>
@@ -179,7 +184,7 @@ export function IdentitiesPage() {
           <Table
             id="identities"
             rows={rows.map((r) => ({ ...r, providers: (r.providers ?? []).map((p) => p.provider).join(', ') }))}
-            columns={['name', 'kind', 'roles', 'admin', 'disabled', 'providers', 'createdAt', 'lastSignInAt']}
+            columns={['name', 'kind', 'email', 'roles', 'admin', 'disabled', 'providers', 'createdAt', 'lastSignInAt']}
             onRow={(r) => setChosen(String(r.id))}
             rowKey={(r) => String(r.id)}
           />

@@ -27,7 +27,7 @@ export function RealtimePage({ model }: { model: Model }) {
         (state.status === 200 ? (
           <div id="realtime-state">
             <p>
-              <strong id="rt-connections">{String(state.body.connections ?? 0)}</strong> connections
+              <strong id="rt-connections">{String(state.body.connections ?? 0)}</strong> {(state.body.connections ?? 0) === 1 ? 'connection' : 'connections'}
             </p>
             <h3>Connections per instance</h3>
             <Table
