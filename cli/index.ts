@@ -228,9 +228,22 @@ user
   .argument('[dir]', 'app folder', '.')
   .requiredOption('--username <name>', 'the sign-in name')
   .requiredOption('--password <password>', 'at least 8 characters (stored as an argon2id hash)')
-  .option('--roles <a,b>', 'custom roles, comma-separated', roles, [] as string[])
+  .option(
+    '--roles <a,b>',
+    "app roles, comma-separated: names your access rules use (a role named 'admin' is just a role: it does not open the console)",
+    roles,
+    [] as string[],
+  )
   .option('--email <address>', 'an e-mail address (unique; counts as verified: you vouch for it)')
-  .option('--admin', 'an admin user: bypasses access rules and policies, and may use the console')
+  .option('--admin', 'a platform admin (not a role): bypasses access rules and policies, and may open the console at /_/')
+  .addHelpText(
+    'after',
+    `
+Two kinds of "admin":
+  --roles admin   an app role named "admin", granted only what your access rules give that role
+  --admin         a platform admin: every access rule and policy is bypassed, and the console at /_/ opens
+Give both to a first user who should manage the app's data as an admin role and open the console.`,
+  )
   .action(async (dir: string, opts: { username: string; password: string; roles: string[]; email?: string; admin?: boolean }) => {
     print(await (await runtime()).createUserInApp(dir, { ...opts, admin: opts.admin === true }));
   });

@@ -16,7 +16,10 @@ export interface UserSummary {
   username: string;
   email: string | null;
   emailVerified: boolean;
+  /** App roles, read by access rules and policies (SPEC §5). */
   roles: string[];
+  /** A platform admin: bypasses access rules and policies and may open the console (DESIGN §9); not a role. */
+  admin: boolean;
   disabled: boolean;
   /** Linked identity providers, oldest first (DESIGN §11). */
   providers: ProviderLink[];
@@ -30,6 +33,7 @@ async function summary(db: Database, row: Raw): Promise<UserSummary> {
     email: u.email,
     emailVerified: u.emailVerified,
     roles: u.roles,
+    admin: u.admin,
     disabled: u.disabledAt !== null,
     providers: await providerLinks(db, u.id),
   };
