@@ -25,7 +25,8 @@ import type { Database } from './data/database.js';
 import { compileInputChecker } from './data/input.js';
 import { appliedThrough, pendingMigrations } from './data/migration-state.js';
 import { externalSources, type ExternalSource } from './external/forward.js';
-import type { AgentRequest } from './functions/call-api.js';
+import type { AgentRequest, JobsRequest } from './functions/call-api.js';
+import type { JobsService } from './jobs/service.js';
 import type { WorkerPool } from './functions/worker-pool.js';
 import { apiHandler } from './http/api-handler.js';
 import { createApp } from './http/app.js';
@@ -71,7 +72,11 @@ export interface ServerServices {
   presence?: Presence;
   /** The server's metrics (docs/operations.md); absent when svc.json says `metrics: false`. */
   metrics?: Metrics;
+  /** Background jobs (DESIGN §12); absent where the database has no job engine yet. */
+  jobs?: JobsService;
 }
+
+const NO_JOBS = { status: 503, body: { error: 'jobs are not available on this database yet', code: 'SERVICE_UNAVAILABLE' } };
 
 /** One version: its manifest and services, and the HTTP handler that serves it. */
 export interface AppVersion {
@@ -135,6 +140,7 @@ export function buildAppVersion(services: ServerServices, manifest: AppManifest)
     callApi: (caller: Caller, request: ApiCall, signal: AbortSignal, reqId?: string) => apiClientFor(runtime, caller, { signal, reqId }).request(request),
     callRealtime: functionRealtime(realtime),
     callAgent: (request: AgentRequest) => services.agent!.handle(request),
+    callJobs: (request: JobsRequest, caller: Caller) => (services.jobs ? services.jobs.enqueue(request, caller) : Promise.resolve(NO_JOBS)),
     logs: services.logs,
   };
   const invokeFunction = traceCalls(countCalls(functionInvoker({ manifest, logger, ...functions }), manifest, metrics));

@@ -31,6 +31,9 @@ export type {
   AgentConnectOptions,
   AgentSessionInfo,
   AgentUiTool,
+  FunctionJobs,
+  EnqueueOptions,
+  TriggerEvent,
 } from './functions/context.js';
 export { agUiAdapter, type AgUiEvent, type AgentFrame } from './agent/ag-ui.js';
 export { creditsInApp } from './agent/credit-commands.js';

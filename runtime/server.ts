@@ -43,6 +43,8 @@ import { serveMetrics } from './metrics/metrics-server.js';
 import { corsLayer, type CorsLayer } from './http/cors.js';
 import { allowedHostsOf, allowedHostsWarning, hostChecker, hostNotAllowed, refuseHost } from './http/host-check.js';
 import { refuseUpgrade } from './realtime/guard.js';
+import { openJobEngine } from './jobs/index.js';
+import { JobsService } from './jobs/service.js';
 
 export interface ServeOptions {
   appDir: string;
@@ -198,14 +200,16 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
     logger.warn('sign-up is enabled but svc.json has no mail.smtp: verification and reset mails are written to the log, not sent (development only)');
   const realtime = await startRealtime({ manifest, auth, logger, backplane });
   const extra = options.sink;
-  const sink: ChangeSink = extra
-    ? {
-        publish(changes, origin) {
-          realtime.publish(changes);
-          extra.publish(changes, origin);
-        },
-      }
-    : realtime;
+  // After a commit: the real-time feed, a caller's own sink, and the SQLite job runner when the app has
+  // triggers (their SQL may just have added jobs; DESIGN §12).
+  let jobsAfterCommit: (() => void) | undefined;
+  const sink: ChangeSink = {
+    publish(changes, origin) {
+      realtime.publish(changes);
+      extra?.publish(changes, origin);
+      jobsAfterCommit?.();
+    },
+  };
   const blobs = await openBlobService(appDir, storage, logger, new BlobUrlSigner(auth.keys.derive('blob-url'), storage.signedUrlSeconds));
   const sweep = new OrphanSweep({
     store: blobs.store,
@@ -247,6 +251,22 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   let version: AppVersion | undefined;
   const current = () => version!;
   let baseUrl = '';
+  // Background jobs (DESIGN §12): the engine's storage is ready before the first version serves.
+  const engine = openJobEngine(db, { databaseUrl: url }, { logger });
+  if (engine) await engine.prepare();
+  const jobs =
+    engine &&
+    new JobsService({
+      engine,
+      manifest: () => current().manifest,
+      invokeFunction: (name, call) => current().invokeFunction(name, call),
+      baseUrl: () => `${baseUrl}/api`,
+      logger,
+      logs,
+      metrics,
+    });
+  services.jobs = jobs;
+  if (engine && engine.kind === 'sqlite') jobsAfterCommit = () => (current().manifest.triggers?.length ? engine.wake() : undefined);
   // The agent outlives versions: it reaches the current one through a live runtime and invoker.
   const agent = new AgentService({
     app: liveRuntime(services, current),
@@ -263,7 +283,8 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
     logger,
   });
   services.agent = agent;
-  if (metrics) metrics.sources = { pool: db.poolStats, realtime: () => realtime.stats(), agentSessions: () => agent.sessionCount };
+  if (metrics)
+    metrics.sources = { pool: db.poolStats, realtime: () => realtime.stats(), agentSessions: () => agent.sessionCount, jobs: engine && (() => engine.stats()) };
   version = buildAppVersion(services, manifest);
   await agent.start();
   let inFlight = 0;
@@ -312,6 +333,7 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   const actual = (server.address() as AddressInfo).port;
   const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
   baseUrl = `http://${shownHost}:${actual}`;
+  jobs?.start(manifest.settings.jobs, pool.capacity);
   // A metrics port of their own (env `SVC_METRICS_PORT` overrides svc.json `metrics.port`, as `PORT` does `port`).
   const metricsPort = metricsSettings === false ? undefined : env.SVC_METRICS_PORT ? Number(env.SVC_METRICS_PORT) : metricsSettings.port;
   const metricsServer = metrics && metricsPort !== undefined ? await serveMetrics(metrics, metricsPort, host) : undefined;
@@ -341,6 +363,7 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
         // HTTP first (in-flight requests finish), then the sockets get their close frame.
         if (inFlight > 0) await Promise.race([new Promise<void>((ok) => (drainedHttp = ok)), closed]);
         await agent.close();
+        await jobs?.engine.stop(graceMs);
         await realtime.close();
         await closed;
         clearTimeout(timer);

@@ -59,6 +59,7 @@ export interface RawSvcDefinition {
   publicUrl?: string;
   public?: PublicSettings;
   cors?: Partial<CorsSettings> & { origins: string[] };
+  jobs?: false | { concurrency?: number; pollIntervalMs?: number };
 }
 
 /** A property as written in a collection file: the manifest's `Property` before defaults and naming. */

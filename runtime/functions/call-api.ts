@@ -40,6 +40,16 @@ export interface AgentRequest {
   args: unknown;
 }
 
+/** `ctx.jobs.enqueue(function, payload, options)` of function code (DESIGN §12). */
+export interface JobsRequest {
+  function: string;
+  payload: unknown;
+  options: { runAt?: string; delaySeconds?: number; key?: string; maxAttempts?: number };
+}
+
+/** Answers one `JobsRequest`: 200 `{ id }`, or a 400/404 DESIGN §4 error body naming the problem. */
+export type CallJobs = (request: JobsRequest) => Promise<ApiReply>;
+
 /**
  * Answers one `AgentRequest` (the agent service).
  * @returns 200 and the operation's result, or the status and DESIGN §4 error body of the refusal

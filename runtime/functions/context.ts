@@ -123,6 +123,46 @@ export interface FunctionContext<TBody = unknown, TRes = unknown, TQuery = Funct
   rt: FunctionRealtime;
   /** The embedded agent: `agent.connect`, `wake`, `prompt`, `list`, `close`, `setCredits`, `ask`. */
   agent: FunctionAgent;
+  /** Background jobs (DESIGN §12): `ctx.jobs.enqueue('sendMail', { to }, { delaySeconds: 60 })`. */
+  jobs: FunctionJobs;
+  /** Set when this call runs as a job (a trigger, a schedule or `jobs.enqueue`); null for a request. */
+  job: { id: string; task: string; attempt: number } | null;
+  /** A trigger's event (DESIGN §12): `{ id, trigger, op, collection, rowId, before, after, at, callerId, attempt }`; null otherwise. */
+  event: TriggerEvent | null;
+  /** A scheduled run's tick (ISO 8601); null otherwise. */
+  schedule: { tick: string } | null;
+}
+
+/** The event a trigger delivers (DESIGN §12): `before`/`after` as a GET by the app answers, null where none. */
+export interface TriggerEvent {
+  /** The same on every attempt: use it as the idempotency key. */
+  id: string;
+  trigger: string;
+  op: 'create' | 'update' | 'delete';
+  collection: string;
+  rowId: string;
+  before: Record<string, unknown> | null;
+  after: Record<string, unknown> | null;
+  /** ISO 8601 time of the change. */
+  at: string;
+  callerId: string | null;
+  attempt: number;
+}
+
+/** Options of `ctx.jobs.enqueue`. `runAt` and `delaySeconds` exclude each other. */
+export interface EnqueueOptions {
+  runAt?: Date | string;
+  delaySeconds?: number;
+  /** A pending job with the same key is replaced (debounce). */
+  key?: string;
+  /** Default 10. */
+  maxAttempts?: number;
+}
+
+/** `ctx.jobs`. */
+export interface FunctionJobs {
+  /** Adds a job running the type-2 function `functionName` with `payload` as its JSON body; durable when it resolves. */
+  enqueue(functionName: string, payload?: unknown, options?: EnqueueOptions): Promise<{ id: string }>;
 }
 
 /** A uiTools entry (SPEC §2): `params` as a map of name → `{ type, description?, enum? }` or a full JSON Schema object. */

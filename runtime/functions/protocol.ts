@@ -7,7 +7,7 @@
  * `memory` (heap + external bytes, every `MEMORY_REPORT_MS` while a call runs), `done` (the outcome).
  */
 import type { ErrorDetail } from '../errors.js';
-import type { AgentRequest, ApiReply, ApiRequest, RealtimeRequest } from './call-api.js';
+import type { AgentRequest, ApiReply, ApiRequest, JobsRequest, RealtimeRequest } from './call-api.js';
 import type { FunctionCaller, FunctionRequest } from './context.js';
 
 /** How often a busy worker reports its memory, in ms. */
@@ -27,6 +27,17 @@ export interface FunctionJob {
   /** Names `get` may read (collections, views, queries) and `post`/`patch` may write (collections, views). */
   readable: string[];
   writable: string[];
+  /** Set when the call runs as a background job (DESIGN §12): `ctx.job`, `ctx.event`, `ctx.schedule`. */
+  run?: JobRunContext;
+}
+
+/** What a function run as a job sees besides the request (DESIGN §12). */
+export interface JobRunContext {
+  job: { id: string; task: string; attempt: number };
+  /** A trigger's event (`svc_trigger` jobs). */
+  event?: unknown;
+  /** A scheduled run's tick (`svc_schedule` jobs). */
+  schedule?: { tick: string };
 }
 
 /** What the worker answers: the response to send, or what the code threw. */
@@ -75,6 +86,8 @@ export type FromWorker =
   | { type: 'rt'; id: number; call: number; request: RealtimeRequest }
   /** `agent.connect` … `agent.ask`, answered with an `api-reply`. */
   | { type: 'agent'; id: number; call: number; request: AgentRequest }
+  /** `jobs.enqueue`, answered with an `api-reply`. */
+  | { type: 'jobs'; id: number; call: number; request: JobsRequest }
   /** `capped`: this is the one note that the call's output passed `maxOutputBytes` and the rest is dropped. */
   | { type: 'output'; id: number; stream: 'stdout' | 'stderr'; text: string; capped?: true }
   | { type: 'memory'; bytes: number }

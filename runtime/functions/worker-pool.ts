@@ -18,7 +18,7 @@ import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { HttpError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { AgentRequest, ApiReply, ApiRequest, RealtimeRequest } from './call-api.js';
+import type { AgentRequest, ApiReply, ApiRequest, JobsRequest, RealtimeRequest } from './call-api.js';
 import {
   KEPT_PARTS,
   MEMORY_REPORT_MS,
@@ -61,6 +61,8 @@ export interface InvocationOptions {
   callRealtime(request: RealtimeRequest): Promise<ApiReply>;
   /** Answers `agent.*` of the code; absent: 503 (no agent service). */
   callAgent?(request: AgentRequest): Promise<ApiReply>;
+  /** Answers `jobs.enqueue` of the code; absent: 503 (this server runs no jobs). */
+  callJobs?(request: JobsRequest): Promise<ApiReply>;
   /** Receives the call's output as it comes; `capped` marks the note that the rest is dropped. */
   output?(stream: 'stdout' | 'stderr', text: string, capped: boolean): void;
 }
@@ -89,6 +91,7 @@ interface Thread {
 
 const WORKER_URL = new URL('./worker.js', import.meta.url);
 const NO_AGENT: ApiReply = { status: 503, body: { error: 'the agent service is not running in this server', code: 'SERVICE_UNAVAILABLE' } };
+const NO_JOBS: ApiReply = { status: 503, body: { error: 'jobs are not available in this server', code: 'SERVICE_UNAVAILABLE' } };
 const MiB = 1024 * 1024;
 const RSS_SLACK = 128 * MiB;
 const GUARD_MS = 20;
@@ -121,6 +124,11 @@ export class WorkerPool {
     this.logger = options.logger;
     this.reaper = setInterval(() => this.reap(), Math.max(1000, this.idleMs / 2)).unref();
     this.refill();
+  }
+
+  /** Invocations that may run at once (one per thread): the default concurrency of the job runner. */
+  get capacity(): number {
+    return this.maxThreads;
   }
 
   /**
@@ -212,6 +220,7 @@ export class WorkerPool {
   private wireJob(thread: Thread, job: FunctionJob): WireJob {
     const version = this.versions.get(job.modulePath);
     const wire: WireJob = { modulePath: job.modulePath, req: job.req, me: job.me, api: job.api, allowFetch: job.allowFetch };
+    if (job.run) wire.run = job.run;
     if (version) wire.moduleVersion = version;
     for (const part of KEPT_PARTS) {
       if (thread.kept[part] === job[part]) continue;
@@ -257,6 +266,7 @@ export class WorkerPool {
       case 'api':
       case 'rt':
       case 'agent':
+      case 'jobs':
         if (!mine) {
           this.post(thread, { type: 'api-reply', call: m.call, error: 'this function call has ended; its API calls are refused' });
           return;
@@ -265,7 +275,9 @@ export class WorkerPool {
           ? inv.options.callApi(m.request, (inv.controller ??= new AbortController()).signal, m.asApp === true)
           : m.type === 'rt'
             ? inv.options.callRealtime(m.request)
-            : (inv.options.callAgent?.(m.request) ?? Promise.resolve(NO_AGENT))
+            : m.type === 'agent'
+              ? (inv.options.callAgent?.(m.request) ?? Promise.resolve(NO_AGENT))
+              : (inv.options.callJobs?.(m.request) ?? Promise.resolve(NO_JOBS))
         ).then(
           (reply) => this.post(thread, { type: 'api-reply', call: m.call, reply }),
           (err: unknown) => this.post(thread, { type: 'api-reply', call: m.call, error: err instanceof Error ? err.message : String(err) }),

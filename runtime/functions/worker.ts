@@ -12,9 +12,9 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
 import { getHeapStatistics } from 'node:v8';
 import type { ErrorDetail } from '../errors.js';
-import type { AgentRequest, ApiReply, ApiRequest, RealtimeRequest } from './call-api.js';
+import type { AgentRequest, ApiReply, ApiRequest, JobsRequest, RealtimeRequest } from './call-api.js';
 import { agentClient, collectionClient, FunctionApiError, FunctionUsageError, realtimeClient } from './collection-client.js';
-import type { FunctionContext, FunctionResponse } from './context.js';
+import type { FunctionContext, FunctionJobs, FunctionResponse, TriggerEvent } from './context.js';
 import { MEMORY_REPORT_MS, type FromWorker, type FunctionJob, type FunctionOutcome, type ToWorker, type WireJob, type WorkerSettings } from './protocol.js';
 
 const port = parentPort!;
@@ -124,6 +124,23 @@ async function load(job: FunctionJob): Promise<{ default?: unknown; __svc_script
   return mod;
 }
 
+/**
+ * `ctx.jobs` (DESIGN §12): `enqueue(functionName, payload, { runAt?, delaySeconds?, key?, maxAttempts? })`
+ * resolves to `{ id }` once the job is stored; a refusal (unknown or type-1 function, a bad payload or
+ * option) throws an Error with the server's message.
+ */
+function jobsClient(send: (request: JobsRequest) => Promise<ApiReply>): FunctionJobs {
+  return {
+    async enqueue(fn, payload, options = {}) {
+      const runAt = options.runAt instanceof Date ? options.runAt.toISOString() : options.runAt;
+      const reply = await send({ function: fn, payload: payload === undefined ? null : payload, options: { ...options, runAt } });
+      const body = reply.body as { id?: string; error?: string } | null;
+      if (reply.status !== 200 || typeof body?.id !== 'string') throw new Error(`jobs.enqueue(${JSON.stringify(fn)}): ${body?.error ?? `answered ${reply.status}`}`);
+      return { id: body.id };
+    },
+  };
+}
+
 async function invoke(id: number, job: FunctionJob): Promise<void> {
   current = id;
   outputBytes = 0;
@@ -158,6 +175,12 @@ async function run(id: number, job: FunctionJob): Promise<FunctionOutcome> {
         pending.set(call, { ok, fail });
         post({ type: 'agent', id, call, request });
       });
+    const sendJobs = (request: JobsRequest): Promise<ApiReply> =>
+      new Promise((ok, fail) => {
+        const call = ++calls;
+        pending.set(call, { ok, fail });
+        post({ type: 'jobs', id, call, request });
+      });
     const fetch = job.allowFetch ? platformFetch : (fetchDisabled as typeof globalThis.fetch);
     globalThis.fetch = fetch;
     const initialRes: FunctionResponse = {};
@@ -173,6 +196,10 @@ async function run(id: number, job: FunctionJob): Promise<FunctionOutcome> {
       validationErrors: [],
       rt: realtimeClient(sendRealtime),
       agent: agentClient(sendAgent),
+      jobs: jobsClient(sendJobs),
+      job: job.run?.job ?? null,
+      event: (job.run?.event as TriggerEvent | undefined) ?? null,
+      schedule: job.run?.schedule ?? null,
     };
     // Globals too, as the default-export form may read them (only ctx counts there, SPEC §4.8 rule 4), and a
     // bare `res = …` at its top level must not throw. One call at a time per thread keeps them apart.

@@ -21,8 +21,8 @@ import { callerOf, requireRole, type Caller } from '../auth/caller.js';
 import { validationFailed } from '../data/input.js';
 import { compileFunctionInputs, type FunctionInputChecker } from '../functions/input-checker.js';
 import type { FunctionCaller, FunctionRequest } from '../functions/context.js';
-import type { FunctionJob } from '../functions/protocol.js';
-import type { CallAgent, CallApi, CallRealtime } from '../functions/call-api.js';
+import type { FunctionJob, JobRunContext } from '../functions/protocol.js';
+import type { ApiReply, CallAgent, CallApi, CallRealtime, JobsRequest } from '../functions/call-api.js';
 import { WorkerPool } from '../functions/worker-pool.js';
 import { StartupError } from '../load-manifest.js';
 
@@ -45,6 +45,8 @@ export interface FunctionRoutesOptions {
   callRealtime: CallRealtime;
   /** Answers the code's `agent.*` calls (the agent service); absent: they answer 503. */
   callAgent?: CallAgent;
+  /** Answers the code's `jobs.enqueue` for a caller (the jobs runtime, DESIGN §12); absent: it answers 503. */
+  callJobs?: (request: JobsRequest, caller: Caller) => Promise<ApiReply>;
   /** The log store of DESIGN §9: each output line becomes an entry of kind `function`. */
   logs?: LogStore;
 }
@@ -104,6 +106,8 @@ export interface FunctionInvocation {
   /** The public base URL of the API (`http://host:port/api`). */
   baseUrl: string;
   reqId: string;
+  /** Set when the call runs as a background job (DESIGN §12); the caller then has the app's rights. */
+  run?: JobRunContext;
 }
 
 /** Runs an enabled function by name; the HTTP router and the agent's tools both use it (STYLE §10.15). */
@@ -133,8 +137,9 @@ export function functionInvoker(options: FunctionRoutesOptions): FunctionInvoker
     const { method, caller } = call;
     checkFunctionAccess(f, method, caller);
     const query = { ...call.query };
-    const details = inputs.checkQuery(query);
-    if ((method === 'POST' || method === 'PUT') && inputs.hasBody) details.push(...inputs.checkBody(call.bodyJson));
+    // A job's payload was checked when it was enqueued; a trigger's or a schedule's run has no request body.
+    const details = call.run ? [] : inputs.checkQuery(query);
+    if (!call.run && (method === 'POST' || method === 'PUT') && inputs.hasBody) details.push(...inputs.checkBody(call.bodyJson));
     if (details.length > 0) throw validationFailed(details);
     const job: FunctionJob = {
       modulePath,
@@ -145,6 +150,7 @@ export function functionInvoker(options: FunctionRoutesOptions): FunctionInvoker
       allowFetch: manifest.settings.functions.allowFetch,
       readable,
       writable,
+      ...(call.run && { run: call.run }),
     };
     const outcome = await options.pool.run(job, {
       name: f.name,
@@ -167,6 +173,7 @@ export function functionInvoker(options: FunctionRoutesOptions): FunctionInvoker
       },
       callRealtime: options.callRealtime,
       callAgent: options.callAgent,
+      callJobs: options.callJobs && ((request) => options.callJobs!(request, caller)),
       output: (stream, text, capped) => {
         options.logs?.record({
           kind: 'function',

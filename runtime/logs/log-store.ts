@@ -25,8 +25,8 @@ import { TABLE } from '../auth/store.js';
 import { CLIENT_LOG_DEFAULTS, LOGS_DEFAULTS, type ClientLogSettings, type LogsSettings } from '../contract/settings.js';
 
 /** What an entry is: a request's line, a client `_log` event, or a line a function printed. */
-export type LogKind = 'request' | 'client' | 'function';
-export const LOG_KINDS: readonly LogKind[] = ['request', 'client', 'function'];
+export type LogKind = 'request' | 'client' | 'function' | 'job';
+export const LOG_KINDS: readonly LogKind[] = ['request', 'client', 'function', 'job'];
 
 /** One entry as recorded; every field but `kind` may be absent. */
 export interface LogEntry {
@@ -120,7 +120,7 @@ type PerKind = Record<LogKind, number>;
 
 export class LogStore {
   /** What waits to be written, per kind (each bounded by `maxBuffer`). */
-  private buffers: Record<LogKind, Pending[]> = { request: [], client: [], function: [] };
+  private buffers: Record<LogKind, Pending[]> = { request: [], client: [], function: [], job: [] };
   private flushing: Promise<void> | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
   private warnedAt = 0;
@@ -129,7 +129,7 @@ export class LogStore {
   /** Entries dropped since start because their kind's buffer was full (the database did not take them). */
   dropped = 0;
   /** `dropped` per kind. */
-  readonly droppedByKind: PerKind = { request: 0, client: 0, function: 0 };
+  readonly droppedByKind: PerKind = { request: 0, client: 0, function: 0, job: 0 };
   /** Entries the database refused alone while it answered (dropped; see the module note), since start. */
   rejected = 0;
   readonly settings: LogsSettings;
@@ -200,8 +200,8 @@ export class LogStore {
     if (this.flushing) return this.flushing;
     if (this.buffered === 0) return Promise.resolve();
     // Request lines first: they are what a flood of the others must not hold up.
-    const batch = [...this.buffers.request, ...this.buffers.client, ...this.buffers.function];
-    this.buffers = { request: [], client: [], function: [] };
+    const batch = [...this.buffers.request, ...this.buffers.job, ...this.buffers.client, ...this.buffers.function];
+    this.buffers = { request: [], client: [], function: [], job: [] };
     this.flushing = this.write(batch)
       .catch((err: unknown) => {
         // write() puts back what it did not store; this is a last guard (never throws out of a timer).

@@ -41,6 +41,8 @@ const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 
 
 /** What the scrape reads from the services (each optional). */
 export interface MetricsSources {
+  /** The jobs engine's counts (DESIGN §12), read at each scrape. */
+  jobs?: () => Promise<{ pending: number; oldestPendingSeconds: number }>;
   pool?: () => { total: number; idle: number; waiting: number } | undefined;
   /** The real-time service's counters (`RealtimeService.stats`): counts since start, read as counter increments. */
   realtime?: () => {
@@ -123,6 +125,24 @@ export class Metrics {
     registers: [this.registry],
   });
   readonly agentCredits = new Counter({ name: 'svc_agent_credits_total', help: 'Credits charged for agent turns.', registers: [this.registry] });
+  readonly jobsPending = new Gauge({ name: 'svc_jobs_pending', help: 'Jobs waiting to run (due or not), read at scrape (DESIGN §12).', registers: [this.registry] });
+  readonly jobsOldest = new Gauge({
+    name: 'svc_jobs_oldest_pending_seconds',
+    help: 'How long the oldest due job has waited, in seconds (0 when none is due).',
+    registers: [this.registry],
+  });
+  readonly jobRuns = new Counter({
+    name: 'svc_job_runs_total',
+    help: 'Job runs on this instance by result (ok, failed: retried later, dead: out of attempts).',
+    labelNames: ['result'],
+    registers: [this.registry],
+  });
+  readonly jobDuration = new Histogram({
+    name: 'svc_job_duration_seconds',
+    help: 'Duration of job runs on this instance.',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
   private readonly routes = new Map<string, RouteSeries>();
   /** The totals read at the previous scrape (counters grow by the difference). */
   private readonly seen = { slowDropped: 0, framesOut: 0, messagesIn: 0, published: 0, received: 0 };
@@ -172,6 +192,11 @@ export class Metrics {
     }
     const sessions = this.sources.agentSessions?.();
     if (sessions !== undefined) this.agentSessions.set(sessions);
+    const jobs = await this.sources.jobs?.().catch(() => undefined);
+    if (jobs) {
+      this.jobsPending.set(jobs.pending);
+      this.jobsOldest.set(jobs.oldestPendingSeconds);
+    }
     return this.registry.metrics();
   }
 

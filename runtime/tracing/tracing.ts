@@ -145,6 +145,35 @@ export async function inSpan<T>(name: string, attributes: Record<string, string 
   });
 }
 
+/**
+ * Runs one job run (DESIGN §12) in a CONSUMER span named `name`, linked to the span of the request that
+ * made the job when `traceparent` (W3C `00-<trace>-<span>-<flags>`) names one; plain `fn()` when off.
+ */
+export async function inJobSpan<T>(name: string, attributes: Record<string, string | number>, traceparent: string | undefined, fn: () => Promise<T>): Promise<T> {
+  const t = on;
+  if (!t) return fn();
+  const m = traceparent ? /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/.exec(traceparent) : null;
+  const links = m ? [{ context: { traceId: m[1], spanId: m[2], traceFlags: parseInt(m[3], 16), isRemote: true } }] : [];
+  return t.tracer.startActiveSpan(name, { attributes, links, kind: t.api.SpanKind.CONSUMER, root: true }, async (span) => {
+    try {
+      return await fn();
+    } catch (err) {
+      span.setStatus({ code: t.api.SpanStatusCode.ERROR, message: (err as Error)?.message });
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/** The W3C `traceparent` of the active span (a request's), to link a job to it; undefined when off or outside a span. */
+export function activeTraceparent(): string | undefined {
+  const t = on;
+  const ctx = t?.api.trace.getActiveSpan()?.spanContext();
+  if (!ctx || !t?.api.isSpanContextValid(ctx)) return undefined;
+  return `00-${ctx.traceId}-${ctx.spanId}-0${(ctx.traceFlags & 1).toString(16)}`;
+}
+
 /** An ended agent turn as `traceTurn` writes it (times are `performance.now()` values). */
 export interface TracedTurn {
   identityId: string;
