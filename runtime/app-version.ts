@@ -183,6 +183,7 @@ export function buildAppVersion(services: ServerServices, manifest: AppManifest)
       presence: services.presence,
       logs: services.logs,
       mcpServers: services.agent?.mcpServers,
+      jobs: services.jobs?.engine,
     },
   });
   const data = apiHandler(runtime, auth);

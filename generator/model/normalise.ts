@@ -123,7 +123,16 @@ function settingsOf(svc: RawSvcDefinition): AppSettings {
       ? { cors: { ...CORS_DEFAULTS, ...structuredClone(svc.cors), origins: svc.cors.origins.map((o) => parseCorsOrigin(o) ?? o) } }
       : {}),
     ...(svc.jobs !== undefined
-      ? { jobs: svc.jobs === false ? { run: false, pollIntervalMs: 1000 } : { run: true, pollIntervalMs: svc.jobs.pollIntervalMs ?? 1000, ...(svc.jobs.concurrency !== undefined && { concurrency: svc.jobs.concurrency }) } }
+      ? {
+          jobs:
+            svc.jobs === false
+              ? { run: false, pollIntervalMs: 1000 }
+              : {
+                  run: true,
+                  pollIntervalMs: svc.jobs.pollIntervalMs ?? 1000,
+                  ...(svc.jobs.concurrency !== undefined && { concurrency: svc.jobs.concurrency }),
+                },
+        }
       : {}),
   };
 }

@@ -135,7 +135,8 @@ function jobsClient(send: (request: JobsRequest) => Promise<ApiReply>): Function
       const runAt = options.runAt instanceof Date ? options.runAt.toISOString() : options.runAt;
       const reply = await send({ function: fn, payload: payload === undefined ? null : payload, options: { ...options, runAt } });
       const body = reply.body as { id?: string; error?: string } | null;
-      if (reply.status !== 200 || typeof body?.id !== 'string') throw new Error(`jobs.enqueue(${JSON.stringify(fn)}): ${body?.error ?? `answered ${reply.status}`}`);
+      if (reply.status !== 200 || typeof body?.id !== 'string')
+        throw new Error(`jobs.enqueue(${JSON.stringify(fn)}): ${body?.error ?? `answered ${reply.status}`}`);
       return { id: body.id };
     },
   };

@@ -108,7 +108,10 @@ export class JobsService {
       return bad('maxAttempts must be an integer from 1 to 100', '/options/maxAttempts');
     const details = f.requestBody.length > 0 ? compileFunctionInputs(f).checkBody(request.payload) : [];
     if (details.length > 0)
-      return { status: 400, body: { error: `the payload does not fit function ${f.name}'s requestBody: ${details[0].message}`, code: 'VALIDATION_FAILED', details } };
+      return {
+        status: 400,
+        body: { error: `the payload does not fit function ${f.name}'s requestBody: ${details[0].message}`, code: 'VALIDATION_FAILED', details },
+      };
     const payload: FunctionJobPayload & { traceparent?: string } = { function: f.name, payload: request.payload ?? null, callerId: caller.id };
     const traceparent = activeTraceparent();
     if (traceparent) payload.traceparent = traceparent;
@@ -146,7 +149,11 @@ export class JobsService {
     });
     const line = { job: job.id, task: job.task, target, attempt: job.attempt, ...(eventId && { event: eventId }), ms: Math.round(seconds * 1000) };
     if (failure === undefined) this.options.logger.debug(line, 'job done');
-    else this.options.logger.warn({ ...line, err: errorLine(failure) }, result === 'dead' ? 'job failed for the last time; kept as failed' : 'job failed; retried later');
+    else
+      this.options.logger.warn(
+        { ...line, err: errorLine(failure) },
+        result === 'dead' ? 'job failed for the last time; kept as failed' : 'job failed; retried later',
+      );
     if (failure !== undefined) throw failure;
   }
 
@@ -186,6 +193,7 @@ export class JobsService {
       reqId: `job-${input.run.job.id}`,
       run: input.run,
     });
-    if (answer.status < 200 || answer.status > 299) throw new Error(`function ${f.name} answered ${answer.status}${answer.bodyText ? `: ${answer.bodyText.slice(0, 500)}` : ''}`);
+    if (answer.status < 200 || answer.status > 299)
+      throw new Error(`function ${f.name} answered ${answer.status}${answer.bodyText ? `: ${answer.bodyText.slice(0, 500)}` : ''}`);
   }
 }

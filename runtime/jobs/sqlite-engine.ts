@@ -94,7 +94,9 @@ export function createSqliteEngine(db: Database, options: { logger?: Logger } = 
       return;
     }
     const runAt = Date.now() + Math.round(backoffSeconds(job.attempt) * 1000);
-    await db.query(sql`UPDATE "_svc_jobs" SET "lockedAt" = NULL, "lockedBy" = NULL, "lastError" = ${errorLine(err)}, "runAt" = ${runAt} WHERE "id" = ${job.id}`);
+    await db.query(
+      sql`UPDATE "_svc_jobs" SET "lockedAt" = NULL, "lockedBy" = NULL, "lastError" = ${errorLine(err)}, "runAt" = ${runAt} WHERE "id" = ${job.id}`,
+    );
   };
 
   const runOne = (job: JobRun) => {

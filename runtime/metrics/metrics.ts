@@ -125,7 +125,11 @@ export class Metrics {
     registers: [this.registry],
   });
   readonly agentCredits = new Counter({ name: 'svc_agent_credits_total', help: 'Credits charged for agent turns.', registers: [this.registry] });
-  readonly jobsPending = new Gauge({ name: 'svc_jobs_pending', help: 'Jobs waiting to run (due or not), read at scrape (DESIGN §12).', registers: [this.registry] });
+  readonly jobsPending = new Gauge({
+    name: 'svc_jobs_pending',
+    help: 'Jobs waiting to run (due or not), read at scrape (DESIGN §12).',
+    registers: [this.registry],
+  });
   readonly jobsOldest = new Gauge({
     name: 'svc_jobs_oldest_pending_seconds',
     help: 'How long the oldest due job has waited, in seconds (0 when none is due).',

@@ -149,7 +149,12 @@ export async function inSpan<T>(name: string, attributes: Record<string, string 
  * Runs one job run (DESIGN §12) in a CONSUMER span named `name`, linked to the span of the request that
  * made the job when `traceparent` (W3C `00-<trace>-<span>-<flags>`) names one; plain `fn()` when off.
  */
-export async function inJobSpan<T>(name: string, attributes: Record<string, string | number>, traceparent: string | undefined, fn: () => Promise<T>): Promise<T> {
+export async function inJobSpan<T>(
+  name: string,
+  attributes: Record<string, string | number>,
+  traceparent: string | undefined,
+  fn: () => Promise<T>,
+): Promise<T> {
   const t = on;
   if (!t) return fn();
   const m = traceparent ? /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/.exec(traceparent) : null;

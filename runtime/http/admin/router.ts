@@ -1,6 +1,6 @@
 /**
  * @module The admin endpoints under `/api/_admin/` (DESIGN §9; shapes in docs/console.md "Admin
- * endpoints"): identities, logs, real-time, agent, schema and status. Admin users and admin service
+ * endpoints"): identities, logs, real-time, agent, jobs, schema and status. Admin users and admin service
  * accounts only (401 anonymous, 403 anyone else), JSON with the DESIGN §4 error body; in
  * `openapi.json` under the tag `admin` with `x-svc-agent: false`, never offered to the agent.
  */
@@ -14,6 +14,8 @@ import { agentAdminRouter } from './agent.js';
 import { systemRouter, type SystemDeps } from './system.js';
 import { requireAdmin } from './params.js';
 import type { McpServerConfig } from '../../agent/mcp.js';
+import type { JobEngine } from '../../jobs/engine.js';
+import { jobsAdminRouter } from './jobs.js';
 
 /** What the admin endpoints read and change. */
 export interface AdminDeps extends SystemDeps {
@@ -21,12 +23,20 @@ export interface AdminDeps extends SystemDeps {
   auth: AuthService;
   /** `agent.mcpServers` as the agent resolved them at start (none when the server has no agent). */
   mcpServers?: readonly McpServerConfig[];
+  /** The job engine (DESIGN §12); absent: the jobs endpoints answer 503. */
+  jobs?: JobEngine;
 }
 
 /** The router; mount it at `/api/_admin` after authentication and a JSON body parser. */
 export function adminRouter(deps: AdminDeps): Router {
   const router = Router();
-  router.use(identitiesRouter(deps.db, deps.auth), logsRouter(deps.db), agentAdminRouter(deps.db, deps.mcpServers), systemRouter(deps));
+  router.use(
+    identitiesRouter(deps.db, deps.auth),
+    logsRouter(deps.db),
+    agentAdminRouter(deps.db, deps.mcpServers),
+    jobsAdminRouter(deps.jobs),
+    systemRouter(deps),
+  );
   // Anything else under /api/_admin: the admin check first (no route list for others), then 404.
   router.use((req, res) => {
     requireAdmin(res);
