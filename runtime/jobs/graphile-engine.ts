@@ -11,10 +11,11 @@
  * reads join the private tables. State: failed = not locked and attempts >= max_attempts; running =
  * locked; else pending.
  */
-import { Logger as GraphileLogger, run, runMigrations, type Job, type Runner, type TaskList } from 'graphile-worker';
+import { Logger as GraphileLogger, runMigrations } from 'graphile-worker';
 import type { Logger } from '../log.js';
 import type { Database, Tx } from '../data/database.js';
 import { andAll, raw, sql, type Sql } from '../query/sql.js';
+import { startGraphileRunner, type GraphileRunner, type GraphileTuning } from './graphile-runner.js';
 import { JOB_TASKS, type JobEngine, type JobHandler, type JobRecord, type JobSpec, type JobState, type JobStats, type JobTask } from './engine.js';
 
 /** Options of `createGraphileEngine`. */
@@ -26,11 +27,15 @@ export interface GraphileEngineOptions {
   /** Graphile's errors and warnings go here (warn and above); its info lines at debug. */
   logger?: Logger;
   /**
-   * Graphile throughput settings (see bench/jobs.mjs): `localQueueSize` > 1 locks that many jobs per
-   * fetch; `completeJobBatchDelayMs`/`failJobBatchDelayMs` wait that long to write completions and
-   * failures in one statement. Defaults: no local queue, batches with no delay (0).
+   * Graphile throughput settings (see bench/jobs.mjs and its README section): `localQueueSize` > 1
+   * locks that many due jobs per fetch (0 or 1: each worker fetches its own);
+   * `completeJobBatchDelayMs`/`failJobBatchDelayMs` wait that long to write completions and failures
+   * in one statement (-1: one statement per job, not awaited by shutdown). Defaults: a local queue of
+   * 5 × concurrency (10..100) and 10 ms batches — about 4× Graphile's own defaults on 2 cores. The
+   * cost: jobs waiting in a runner's local queue are locked, so they list as running, a key added
+   * meanwhile adds a second job, and a killed process leaves them locked for Graphile's 4 hours.
    */
-  tuning?: { localQueueSize?: number; completeJobBatchDelayMs?: number; failJobBatchDelayMs?: number };
+  tuning?: GraphileTuning;
 }
 
 const SCHEMA = 'graphile_worker';
@@ -98,8 +103,6 @@ function graphileLogger(logger: Logger | undefined): GraphileLogger {
 /** True for a job id Graphile could hold (a bigint's digits); anything else matches no job. */
 const isJobId = (id: string) => /^[1-9][0-9]{0,18}$/.test(id);
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
-
 /**
  * The Graphile Worker engine of one PostgreSQL app database (see the module comment).
  * Nothing connects until a method is called; `start` opens the runner's own pool
@@ -108,8 +111,7 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref()
 export function createGraphileEngine(options: GraphileEngineOptions): JobEngine {
   const { db, connectionString, logger } = options;
   const gLogger = graphileLogger(logger);
-  let runner: Promise<Runner | null> | null = null;
-  let abort: AbortController | null = null;
+  let runner: GraphileRunner | null = null;
 
   /** Runs a read that finds nothing before `prepare()` ever ran. */
   async function read<T>(statement: Sql): Promise<T[]> {
@@ -146,46 +148,15 @@ export function createGraphileEngine(options: GraphileEngineOptions): JobEngine 
     },
 
     start(handler: JobHandler, { concurrency, pollIntervalMs }) {
-      if (runner) return;
-      const controller = new AbortController();
-      abort = controller;
-      const task = async (_payload: unknown, helpers: { job: Job; abortSignal?: AbortSignal }) => {
-        const record = toRecord({ ...helpers.job, task: helpers.job.task_identifier as JobTask } as unknown as JobRow);
-        await handler({ ...record, state: 'running', attempt: record.attempts }, controller.signal);
-      };
-      const taskList: TaskList = Object.fromEntries(OUR_TASKS.map((t) => [t, task]));
-      const { localQueueSize, completeJobBatchDelayMs = 0, failJobBatchDelayMs = 0 } = options.tuning ?? {};
-      runner = run(
-        {
-          connectionString,
-          maxPoolSize: concurrency + 2,
-          concurrency,
-          pollInterval: pollIntervalMs,
-          noHandleSignals: true,
-          logger: gLogger,
-          // stop(graceMs) aborts our own signal; Graphile's is left unfired.
-          gracefulShutdownAbortTimeout: 2 ** 31 - 1,
-          preset: {
-            worker: {
-              ...(localQueueSize && localQueueSize > 1 && { localQueue: { size: localQueueSize } }),
-              // Batched (even with no delay) completions are flushed before shutdown resolves; unbatched ones are not awaited.
-              completeJobBatchDelay: completeJobBatchDelayMs,
-              failJobBatchDelay: failJobBatchDelayMs,
-            },
-          },
-        },
-        taskList,
-        [],
-      ).then(
-        (r) => {
-          r.promise.catch((err: unknown) => logger?.error({ err, scope: 'graphile-worker' }, 'the job runner stopped with an error'));
-          return r;
-        },
-        (err: unknown) => {
-          logger?.error({ err, scope: 'graphile-worker' }, 'the job runner did not start');
-          return null;
-        },
-      );
+      runner ??= startGraphileRunner(handler, {
+        connectionString,
+        concurrency,
+        pollIntervalMs,
+        graphileLogger: gLogger,
+        logger,
+        tuning: options.tuning,
+        toRecord: (job) => toRecord({ ...job, task: job.task_identifier } as unknown as JobRow),
+      });
     },
 
     wake() {
@@ -193,18 +164,9 @@ export function createGraphileEngine(options: GraphileEngineOptions): JobEngine 
     },
 
     async stop(graceMs = 10_000) {
-      const pending = runner;
+      const stopping = runner;
       runner = null;
-      const r = await pending;
-      if (!r) return;
-      const stopped = r.stop().then(
-        () => true,
-        () => true,
-      );
-      if (await Promise.race([stopped, sleep(graceMs).then(() => false)])) return;
-      abort?.abort(new Error('the job engine is stopping'));
-      await Promise.race([r.kill().catch(() => {}), sleep(5000)]);
-      await Promise.race([stopped, sleep(1000)]);
+      await stopping?.stop(graceMs);
     },
 
     async list(opts = {}) {
@@ -222,7 +184,7 @@ export function createGraphileEngine(options: GraphileEngineOptions): JobEngine 
     },
 
     async retry(target) {
-      const which = 'id' in target ? (isJobId(target.id) ? sql`j.id = ${target.id}::bigint AND j.locked_at IS NULL` : null) : STATE_SQL.failed;
+      const which = 'id' in target ? (isJobId(target.id) ? sql`j.id = ${target.id}::bigint AND ${STATE_SQL.failed}` : null) : STATE_SQL.failed;
       if (!which) return 0;
       const rows = await read<{ n: string }>(
         sql`SELECT count(*) AS n FROM graphile_worker.reschedule_jobs(

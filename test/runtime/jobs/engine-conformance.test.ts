@@ -258,4 +258,18 @@ describe.each(ENGINES)('the %s job engine', (_name, backend, make) => {
     expect(runsOf('afterStop')).toEqual([]);
     expect((await engine.get(after.id))?.state).toBe('pending');
   });
+
+  it('stop() aborts the signal of a job still running after graceMs; the attempt fails and the job stays', async () => {
+    behaviour.set('stuck', (_job, signal) => new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('aborted by stop')))));
+    const engine = start(make(db, url));
+    const { id } = await engine.add(spec('stuck'));
+    await waitFor(() => runsOf('stuck').length === 1);
+    const began = Date.now();
+    await engine.stop(300);
+    expect(Date.now() - began).toBeGreaterThanOrEqual(300);
+    expect(Date.now() - began).toBeLessThan(8000);
+    const job = await engine.get(id);
+    expect(job).toMatchObject({ state: 'pending', attempts: 1 });
+    expect(job!.lastError).toEqual(expect.any(String));
+  });
 });
