@@ -11,11 +11,10 @@
  * reads join the private tables. State: failed = not locked and attempts >= max_attempts; running =
  * locked; else pending.
  */
-import { Logger as GraphileLogger, runMigrations } from 'graphile-worker';
 import type { Logger } from '../log.js';
 import type { Database, Tx } from '../data/database.js';
 import { andAll, raw, sql, type Sql } from '../query/sql.js';
-import { startGraphileRunner, type GraphileRunner, type GraphileTuning } from './graphile-runner.js';
+import type { GraphileRunner, GraphileTuning } from './graphile-runner.js';
 import { JOB_TASKS, type JobEngine, type JobHandler, type JobRecord, type JobSpec, type JobState, type JobStats, type JobTask } from './engine.js';
 
 /** Options of `createGraphileEngine`. */
@@ -88,17 +87,8 @@ function toRecord(row: JobRow): JobRecord {
   };
 }
 
-/** Graphile's `Logger` writing to svc's pino logger: errors and warnings as warn+, the rest at debug. */
-function graphileLogger(logger: Logger | undefined): GraphileLogger {
-  return new GraphileLogger((scope) => (level, message, meta) => {
-    if (!logger) return;
-    const fields = { scope: 'graphile-worker', ...(scope.taskIdentifier && { task: scope.taskIdentifier }), ...(scope.jobId && { jobId: scope.jobId }) };
-    // A failed attempt is the handler's business (the runtime logs each run); Graphile reports it as an error.
-    if (level === 'error' && !(meta as { failure?: boolean } | undefined)?.failure) logger.error(fields, message);
-    else if (level === 'warning') logger.warn(fields, message);
-    else logger.debug(fields, message);
-  });
-}
+/** Graphile Worker and its runner load on first use (≈ 200 ms of start-up an SQLite app or the CLI's listing does not pay). */
+const loadGraphile = () => import('./graphile-runner.js');
 
 /** True for a job id Graphile could hold (a bigint's digits); anything else matches no job. */
 const isJobId = (id: string) => /^[1-9][0-9]{0,18}$/.test(id);
@@ -110,8 +100,7 @@ const isJobId = (id: string) => /^[1-9][0-9]{0,18}$/.test(id);
  */
 export function createGraphileEngine(options: GraphileEngineOptions): JobEngine {
   const { db, connectionString, logger } = options;
-  const gLogger = graphileLogger(logger);
-  let runner: GraphileRunner | null = null;
+  let runner: Promise<GraphileRunner> | null = null;
 
   /** Runs a read that finds nothing before `prepare()` ever ran. */
   async function read<T>(statement: Sql): Promise<T[]> {
@@ -133,7 +122,8 @@ export function createGraphileEngine(options: GraphileEngineOptions): JobEngine 
       // Graphile tolerates a concurrent first install but not concurrent migrations; one at a time.
       await db.transaction(async (tx) => {
         await db.query(sql`SELECT pg_advisory_xact_lock(${PREPARE_LOCK}::bigint)`, tx);
-        await runMigrations({ connectionString, maxPoolSize: 2, logger: gLogger, noHandleSignals: true });
+        const { runMigrations, graphileLogger } = await loadGraphile();
+        await runMigrations({ connectionString, maxPoolSize: 2, logger: graphileLogger(logger), noHandleSignals: true });
       });
     },
 
@@ -148,15 +138,16 @@ export function createGraphileEngine(options: GraphileEngineOptions): JobEngine 
     },
 
     start(handler: JobHandler, { concurrency, pollIntervalMs }) {
-      runner ??= startGraphileRunner(handler, {
-        connectionString,
-        concurrency,
-        pollIntervalMs,
-        graphileLogger: gLogger,
-        logger,
-        tuning: options.tuning,
-        toRecord: (job) => toRecord({ ...job, task: job.task_identifier } as unknown as JobRow),
-      });
+      runner ??= loadGraphile().then(({ startGraphileRunner }) =>
+        startGraphileRunner(handler, {
+          connectionString,
+          concurrency,
+          pollIntervalMs,
+          logger,
+          tuning: options.tuning,
+          toRecord: (job) => toRecord({ ...job, task: job.task_identifier } as unknown as JobRow),
+        }),
+      );
     },
 
     wake() {
@@ -166,7 +157,7 @@ export function createGraphileEngine(options: GraphileEngineOptions): JobEngine 
     async stop(graceMs = 10_000) {
       const stopping = runner;
       runner = null;
-      await stopping?.stop(graceMs);
+      await (await stopping)?.stop(graceMs);
     },
 
     async list(opts = {}) {

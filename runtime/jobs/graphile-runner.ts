@@ -2,15 +2,30 @@
  * @module The runner half of the PostgreSQL job engine (DESIGN §12): Graphile Worker's `run()` with
  * one task list mapping svc's three task identifiers to the engine's handler, on its own pool of
  * `concurrency + 2` connections, with `noHandleSignals` (svc handles SIGTERM itself). A runner that
- * dies (the database went away at start, a fatal error) is started again after `RESTART_MS`.
+ * dies (the database went away at start, a fatal error) is started again after `RESTART_MS`. Loaded
+ * on first use by graphile-engine.ts, so Graphile Worker costs nothing to apps that run no jobs on it.
  */
-import { run, type Job, type Logger as GraphileLogger, type Runner, type TaskList } from 'graphile-worker';
+import { Logger as GraphileLogger, run, type Job, type Runner, type TaskList } from 'graphile-worker';
 import type { Logger } from '../log.js';
 import { JOB_TASKS, type JobHandler, type JobRecord, type JobTask } from './engine.js';
 
 /** How long a runner that died waits before it starts again, in ms. */
 const RESTART_MS = 5000;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+
+/** Graphile's `Logger` writing to svc's pino logger: errors and warnings as warn+, the rest at debug. */
+export function graphileLogger(logger: Logger | undefined): GraphileLogger {
+  return new GraphileLogger((scope) => (level, message, meta) => {
+    if (!logger) return;
+    const fields = { scope: 'graphile-worker', ...(scope.taskIdentifier && { task: scope.taskIdentifier }), ...(scope.jobId && { jobId: scope.jobId }) };
+    // A failed attempt is the handler's business (the runtime logs each run); Graphile reports it as an error.
+    if (level === 'error' && !(meta as { failure?: boolean } | undefined)?.failure) logger.error(fields, message);
+    else if (level === 'warning') logger.warn(fields, message);
+    else logger.debug(fields, message);
+  });
+}
+
+export { runMigrations } from 'graphile-worker';
 
 /** Throughput settings; see `GraphileEngineOptions.tuning`. */
 export interface GraphileTuning {
@@ -24,7 +39,7 @@ export interface GraphileRunnerOptions {
   connectionString: string;
   concurrency: number;
   pollIntervalMs: number;
-  graphileLogger: GraphileLogger;
+  /** svc's logger; Graphile's own lines go to it through `graphileLogger`. */
   logger?: Logger;
   tuning?: GraphileTuning;
   /** The job as the engine lists it (states and dates decoded). */
@@ -61,7 +76,7 @@ export function startGraphileRunner(handler: JobHandler, options: GraphileRunner
         concurrency,
         pollInterval: pollIntervalMs,
         noHandleSignals: true,
-        logger: options.graphileLogger,
+        logger: graphileLogger(logger),
         // stop(graceMs) aborts our own signal; Graphile's is left unfired.
         gracefulShutdownAbortTimeout: 2 ** 31 - 1,
         preset: {
