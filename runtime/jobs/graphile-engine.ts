@@ -90,8 +90,8 @@ function toRecord(row: JobRow): JobRecord {
 /** Graphile Worker and its runner load on first use (≈ 200 ms of start-up an SQLite app or the CLI's listing does not pay). */
 const loadGraphile = () => import('./graphile-runner.js');
 
-/** True for a job id Graphile could hold (a bigint's digits); anything else matches no job. */
-const isJobId = (id: string) => /^[1-9][0-9]{0,18}$/.test(id);
+/** True for a job id Graphile could hold (digits, at most 18: always within bigint); anything else matches no job. */
+const isJobId = (id: string) => /^[1-9][0-9]{0,17}$/.test(id);
 
 /**
  * The Graphile Worker engine of one PostgreSQL app database (see the module comment).

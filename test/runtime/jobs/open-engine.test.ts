@@ -38,6 +38,8 @@ describe('openJobEngine on PostgreSQL', () => {
 
     const server = openJobEngine(db, { databaseUrl: url });
     await server.prepare();
+    expect(await cli.get('9999999999999999999')).toBeNull(); // beyond bigint: no job, not an SQL error
+    expect(await cli.discard('x1')).toBe(false);
     const { id } = await server.add({ task: 'svc_schedule', payload: { function: 'nightly', tick: '2026-01-01T03:00:00.000Z' }, maxAttempts: 3 });
     expect(await cli.list({ task: 'svc_schedule' })).toEqual([
       expect.objectContaining({ id, state: 'pending', attempts: 0, maxAttempts: 3, payload: { function: 'nightly', tick: '2026-01-01T03:00:00.000Z' } }),
