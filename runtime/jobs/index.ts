@@ -7,6 +7,7 @@
 import type { Database } from '../data/database.js';
 import type { Logger } from '../log.js';
 import type { JobEngine } from './engine.js';
+import { createGraphileEngine } from './graphile-engine.js';
 import { createSqliteEngine } from './sqlite-engine.js';
 
 export type { JobEngine } from './engine.js';
@@ -18,10 +19,10 @@ export interface JobEngineSettings {
 }
 
 /**
- * The engine for `db`'s provider: SQLite → `_svc_jobs`; PostgreSQL → none yet (Graphile Worker lands
- * with its engine), so jobs answer 503 there.
+ * The engine for `db`'s provider: PostgreSQL → Graphile Worker, SQLite → `_svc_jobs`.
+ * `options.logger`: the engine's own warnings and errors (svc's pino logger).
  */
-export function openJobEngine(db: Database, _settings: JobEngineSettings, options: { logger?: Logger } = {}): JobEngine | undefined {
-  if (db.provider === 'postgresql') return undefined;
+export function openJobEngine(db: Database, settings: JobEngineSettings, options: { logger?: Logger } = {}): JobEngine {
+  if (db.provider === 'postgresql') return createGraphileEngine({ db, connectionString: settings.databaseUrl, logger: options.logger });
   return createSqliteEngine(db, { logger: options.logger });
 }

@@ -5,9 +5,10 @@
  * polls every `pollIntervalMs` and runs at once on `wake()` (a local commit that may have added one).
  *
  * A claim marks the row locked, clears its key (so a new job with the key can be added while this one
- * runs) and counts the attempt before the handler runs, so a crash mid-run counts as an attempt. Rows
- * still locked when a runner starts were held by a process that is gone (kill -9): they are released
- * and run again. Back-off after the n-th failure: `exp(min(n, 10))` seconds.
+ * runs) and counts the attempt before the handler runs, so a crash mid-run counts as an attempt. A
+ * runner renews the locks of the jobs it runs every `HEARTBEAT_MS`; a lock not renewed for
+ * `STALE_LOCK_MS` was held by a process that is gone (kill -9) and is released, so its job runs again.
+ * Back-off after the n-th failure: `exp(min(n, 10))` seconds.
  */
 import { randomUUID } from 'node:crypto';
 import type { Database, Tx } from '../data/database.js';
@@ -32,6 +33,11 @@ export const SQLITE_JOBS_DDL = [
 )`,
   `CREATE INDEX IF NOT EXISTS "_svc_jobs_due" ON "_svc_jobs" ("runAt") WHERE "lockedAt" IS NULL`,
 ];
+
+/** How often a runner renews the locks of its running jobs, in ms. */
+export const HEARTBEAT_MS = 10_000;
+/** A lock older than this (not renewed) belongs to a process that is gone, in ms. */
+export const STALE_LOCK_MS = 30_000;
 
 /** Seconds to wait after the `attempts`-th failure (Graphile Worker's rule). */
 export const backoffSeconds = (attempts: number): number => Math.exp(Math.min(attempts, 10));
@@ -85,6 +91,7 @@ export function createSqliteEngine(db: Database, options: { logger?: Logger } = 
   let claiming = false;
   let again = false;
   let poll: NodeJS.Timeout | undefined;
+  let heartbeat: NodeJS.Timeout | undefined;
   const controller = new AbortController();
   const inFlight = new Set<Promise<void>>();
 
@@ -182,10 +189,16 @@ export function createSqliteEngine(db: Database, options: { logger?: Logger } = 
       if (handler) return;
       handler = run;
       concurrency = Math.max(1, opts.concurrency);
-      // Rows locked by a process that is gone (this database has one runner) run again.
-      void db
-        .query(sql`UPDATE "_svc_jobs" SET "lockedAt" = NULL, "lockedBy" = NULL WHERE "lockedAt" IS NOT NULL AND "lockedBy" <> ${me}`)
-        .then(tick, (err) => options.logger?.warn({ err }, 'could not release the jobs of an earlier process'));
+      // Renew this runner's locks; release those of a process that is gone (they run again).
+      const keepAlive = () => {
+        const now = Date.now();
+        db.query(sql`UPDATE "_svc_jobs" SET "lockedAt" = ${now} WHERE "lockedBy" = ${me} AND "lockedAt" IS NOT NULL`)
+          .then(() => db.query(sql`UPDATE "_svc_jobs" SET "lockedAt" = NULL, "lockedBy" = NULL WHERE "lockedAt" < ${now - STALE_LOCK_MS}`))
+          .then(tick, (err) => options.logger?.warn({ err }, 'could not renew or release job locks'));
+      };
+      keepAlive();
+      heartbeat = setInterval(keepAlive, HEARTBEAT_MS);
+      heartbeat.unref();
       poll = setInterval(tick, Math.max(10, opts.pollIntervalMs));
       poll.unref();
     },
@@ -195,6 +208,7 @@ export function createSqliteEngine(db: Database, options: { logger?: Logger } = 
     async stop(graceMs = 10_000) {
       stopped = true;
       if (poll) clearInterval(poll);
+      if (heartbeat) clearInterval(heartbeat);
       if (inFlight.size === 0) return;
       let timer: NodeJS.Timeout | undefined;
       const grace = new Promise<void>((ok) => {
