@@ -373,7 +373,14 @@ export class RealtimeService implements ChangeSink {
 export type RpcResult = { delivered: false } | { delivered: true; timedOut: true } | { delivered: true; reply: unknown; timedOut?: undefined };
 
 /** A JSON channel message from the server (no sending connection or identity). */
-const serverMessage = (group: string, data: string): GroupMessage => ({ group, dataType: 'json', data, fromConnectionId: null, fromUserId: null, noEcho: false });
+const serverMessage = (group: string, data: string): GroupMessage => ({
+  group,
+  dataType: 'json',
+  data,
+  fromConnectionId: null,
+  fromUserId: null,
+  noEcho: false,
+});
 
 const unknownConnection = (id: string): OpResult => ({ ok: false, code: 'NOT_FOUND', message: `no connection ${JSON.stringify(id)} is open` });
 

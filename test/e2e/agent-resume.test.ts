@@ -68,7 +68,7 @@ function turnFrames(client: ChatClient, from: number): any[] {
  * from `history.seq + 1` to `turn-completed`, and the same text, reasoning and tools as `full`.
  */
 function expectResumed(late: ChatClient, full: any[], threadId: string, earlier: string): void {
-  const histories = late.events.filter((e) => e.type === "history");
+  const histories = late.events.filter((e) => e.type === 'history');
   expect(histories, 'one history frame').toHaveLength(1);
   const history = histories[0];
   expect(history.threadId).toBe(threadId);
@@ -105,8 +105,7 @@ async function reloadsDuringTurn(
   const late: ChatClient[] = [];
   model.script({ text: ['Earlier ', 'answer.'] });
   await observer.turn('An earlier question');
-  const threadId = (await postJson(base, who, '_invoke/agentAdmin', { op: 'list' })).json.result.find((s: any) => s.identityId === who.id)
-    .threadId as string;
+  const threadId = (await postJson(base, who, '_invoke/agentAdmin', { op: 'list' })).json.result.find((s: any) => s.identityId === who.id).threadId as string;
   scriptSlowTurn(model);
   const from = observer.events.length;
   await observer.send({ type: 'message', text: 'Read me the shelves' });
@@ -173,6 +172,29 @@ for (const backend of backends()) {
       await observer.connect();
       await reloadsDuringTurn(observer, server.url, server.url, reader, model, clients);
     }, 60_000);
+
+    it('a client joining while a UI tool call waits finds it pending in the history and answers it; the turn goes on', async () => {
+      const observer = new ChatClient(server.url, reader);
+      clients.push(observer);
+      await observer.connect();
+      model.script({ text: ['Showing it. '], toolCalls: [{ name: 'showBook', args: { id: 'b-1' } }] }, { text: ['Shown.'] });
+      const from = observer.events.length;
+      await observer.send({ type: 'message', text: 'Show me b-1' });
+      // The observer sees the call and, like a page being reloaded, never answers it.
+      const call = await observer.next('tool-call', from);
+      const reloaded = new ChatClient(server.url, reader);
+      clients.push(reloaded);
+      await reloaded.connect();
+      const history = await reloaded.next('history');
+      expect(history.running.pending).toEqual([{ type: 'tool-call', tool: 'showBook', params: { id: 'b-1' }, reqId: call.reqId }]);
+      const partial = history.items.slice(history.items.findLastIndex((i: any) => i.type === 'turn-started'));
+      expect(partial).toEqual([{ type: 'turn-started' }, { type: 'text', delta: 'Showing it. ' }, { type: 'tool-start', name: 'showBook', id: call.reqId }]);
+      await reloaded.send({ type: 'tool-result', reqId: call.reqId, result: { shown: 'b-1' } });
+      expect(await reloaded.next('turn-completed')).toMatchObject({ status: 'completed', seq: expect.any(Number) });
+      expect(JSON.stringify(model.requests.at(-1)!.body.messages.findLast((m) => m.role === 'tool')!.content)).toContain('b-1');
+      // One history; the rest of the turn came live.
+      expect(reloaded.events.filter((e) => e.type === 'history')).toHaveLength(1);
+    }, 30_000);
 
     it("another identity asking for this identity's thread is refused, whatever the threadId looks like", async () => {
       const listed = await postJson(server.url, reader, '_invoke/agentAdmin', { op: 'list' });
