@@ -17,8 +17,14 @@ const DELTAS = new Set(['text', 'thinking', 'command-output', 'file-output']);
 /** Frames that ask the client for an answer; open until `settle(reqId)`. */
 const ASKS = new Set(['tool-call', 'approval-request']);
 
-/** The last `seq` used per thread on this instance: a new turn never goes below it (kept for the process). */
+/**
+ * The last `seq` used per thread on this instance: a new turn never goes below it, even when its
+ * turn before sent frames faster than one a millisecond. Bounded: the oldest threads are forgotten
+ * (their next turn starts from the clock, far past them).
+ */
 const lastSeqOf = new Map<string, number>();
+/** Threads remembered in `lastSeqOf`. */
+const SEQ_THREADS = 10_000;
 
 /** The `history` frame a client joining a running turn receives (DESIGN §7a). */
 export interface RunningHistory {
@@ -55,7 +61,9 @@ export class TurnLog {
   /** Gives `event` the next `seq` and folds it into the partial state. @returns the event as sent (with `seq`) */
   stamp(event: EngineEvent): EngineEvent {
     this.seq += 1;
+    lastSeqOf.delete(this.threadId);
     lastSeqOf.set(this.threadId, this.seq);
+    if (lastSeqOf.size > SEQ_THREADS) lastSeqOf.delete(lastSeqOf.keys().next().value!);
     const { type } = event;
     if (ENVELOPE.has(type)) return { ...event, seq: this.seq };
     if (ASKS.has(type)) {
