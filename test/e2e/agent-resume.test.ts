@@ -24,8 +24,11 @@ const FIXTURE = join(ROOT, 'test/fixtures/apps/agent');
 const LATE_CLIENTS = 10;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** A turn with reasoning, streamed text around two API tool calls, slow enough to join in the middle (about 2 s). */
-function scriptSlowTurn(model: ModelServer): void {
+/**
+ * A turn with reasoning, streamed text around two API tool calls, slow enough to join in the middle
+ * (about 2 s); its end is held back until `gate` settles, so every join lands before it.
+ */
+function scriptSlowTurn(model: ModelServer, gate: Promise<unknown>): void {
   model.script(
     {
       reasoning: ['Looking ', 'at the ', 'shelves.'],
@@ -37,7 +40,7 @@ function scriptSlowTurn(model: ModelServer): void {
       delayMs: 40,
       usage: { prompt: 20, completion: 10 },
     },
-    { text: Array.from({ length: 30 }, (_, i) => `then-${i} `), delayMs: 40, usage: { prompt: 30, completion: 30 } },
+    { text: Array.from({ length: 30 }, (_, i) => `then-${i} `), delayMs: 40, usage: { prompt: 30, completion: 30 }, gate },
   );
 }
 
@@ -106,11 +109,13 @@ async function reloadsDuringTurn(
   model.script({ text: ['Earlier ', 'answer.'] });
   await observer.turn('An earlier question');
   const threadId = (await postJson(base, who, '_invoke/agentAdmin', { op: 'list' })).json.result.find((s: any) => s.identityId === who.id).threadId as string;
-  scriptSlowTurn(model);
+  let joined = () => {};
+  scriptSlowTurn(model, new Promise<void>((ok) => (joined = ok)));
   const from = observer.events.length;
   await observer.send({ type: 'message', text: 'Read me the shelves' });
   await observer.next('turn-started', from);
-  const delaysMs = Array.from({ length: LATE_CLIENTS }, () => 20 + Math.floor(Math.random() * 1200)).sort((x, y) => x - y);
+  const delaysMs = Array.from({ length: LATE_CLIENTS }, () => 20 + Math.floor(Math.random() * 2000)).sort((x, y) => x - y);
+  // The clients join at random points of the turn: in the reasoning, the text, the tool calls, the held end.
   await Promise.all(
     delaysMs.map(async (ms) => {
       await sleep(ms);
@@ -120,6 +125,7 @@ async function reloadsDuringTurn(
       await client.connect();
     }),
   );
+  joined();
   await observer.next('turn-completed', from, 30_000);
   const full = turnFrames(observer, from);
   expect(shown(full).text).toBe([...Array.from({ length: 8 }, (_, i) => `first-${i} `), ...Array.from({ length: 30 }, (_, i) => `then-${i} `)].join(''));

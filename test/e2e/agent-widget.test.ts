@@ -97,7 +97,7 @@ describe('the shop chat widget in Chromium', () => {
     await expect.poll(() => page.textContent('#status'), { timeout: 10_000 }).toBe('Assistant: idle');
     const deltas = Array.from({ length: 60 }, (_, i) => `word${i} `);
     const full = deltas.join('').trim();
-    model.script({ text: deltas, delayMs: 50 });
+    model.script({ text: deltas, delayMs: 80 });
     await page.fill('#text', 'Tell me a long story');
     await page.click('#send button');
     await expect.poll(() => page.locator('.assistant').last().textContent(), { timeout: 10_000 }).toContain('word5 ');
