@@ -195,6 +195,8 @@ for (const backend of backends()) {
       expect(history.running.pending).toEqual([{ type: 'tool-call', tool: 'showBook', params: { id: 'b-1' }, reqId: call.reqId }]);
       const partial = history.items.slice(history.items.findLastIndex((i: any) => i.type === 'turn-started'));
       expect(partial).toEqual([{ type: 'turn-started' }, { type: 'text', delta: 'Showing it. ' }, { type: 'tool-start', name: 'showBook', id: call.reqId }]);
+      // The same socket connecting again (ack recovery) is a member already: no second history.
+      expect((await postJson(server.url, reader, 'agentConnect', { connectionId: reloaded.connectionId })).status).toBe(200);
       await reloaded.send({ type: 'tool-result', reqId: call.reqId, result: { shown: 'b-1' } });
       expect(await reloaded.next('turn-completed')).toMatchObject({ status: 'completed', seq: expect.any(Number) });
       expect(JSON.stringify(model.requests.at(-1)!.body.messages.findLast((m) => m.role === 'tool')!.content)).toContain('b-1');
