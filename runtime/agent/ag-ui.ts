@@ -16,7 +16,8 @@
  * | `turn-completed { status: completed }` | `TEXT_MESSAGE_END` (if open), `RUN_FINISHED` |
  * | `turn-completed { status: failed, error }` | `TEXT_MESSAGE_END` (if open), `RUN_ERROR { message: error }` |
  * | `error { willRetry: true }` | `CUSTOM { name: "svc.retry", value: { message } }` |
- * | anything else (`status`, `credits`, `info`, `history`, …) | `CUSTOM { name: "svc.<type>", value: frame }` |
+ * | `history` | `CUSTOM { name: "svc.history", value: frame }`; joined mid-turn (`running`), then the events of that turn so far |
+ * | anything else (`status`, `credits`, `info`, …) | `CUSTOM { name: "svc.<type>", value: frame }` |
  */
 import { randomUUID } from 'node:crypto';
 import type {
@@ -71,7 +72,7 @@ export function agUiAdapter(threadId: string): (frame: AgentFrame) => AgUiEvent[
     reasoningId = null;
     return [ev('REASONING_MESSAGE_END', { messageId: id }), ev('REASONING_END', { messageId: id })];
   };
-  return (frame) => {
+  const adapt = (frame: AgentFrame): AgUiEvent[] => {
     switch (frame.type) {
       case 'turn-started':
         runId = randomUUID();
@@ -122,10 +123,29 @@ export function agUiAdapter(threadId: string): (frame: AgentFrame) => AgUiEvent[
       case 'error':
         if (frame.willRetry === true) return [ev('CUSTOM', { name: 'svc.retry', value: { message: frame.message } })];
         return [ev('CUSTOM', { name: 'svc.error', value: { message: frame.message } })];
-      default: {
-        const value = Object.fromEntries(Object.entries(frame).filter(([k]) => k !== '_from'));
-        return [ev('CUSTOM', { name: `svc.${frame.type}`, value })];
-      }
+      case 'history':
+        return [ev('CUSTOM', { name: 'svc.history', value: withoutMarker(frame) }), ...replayRunning(frame, adapt)];
+      default:
+        return [ev('CUSTOM', { name: `svc.${frame.type}`, value: withoutMarker(frame) })];
     }
   };
+  return adapt;
+}
+
+const withoutMarker = (frame: AgentFrame) => Object.fromEntries(Object.entries(frame).filter(([k]) => k !== '_from'));
+
+/**
+ * The running turn of a `history` a client got on joining mid-turn (DESIGN §7a), as the events its
+ * live frames gave: its items from `turn-started` on, then the requests still pending (a waiting UI
+ * tool call told once, whole, from `pending`). None for a `history` without `running`.
+ */
+function replayRunning(frame: AgentFrame, adapt: (frame: AgentFrame) => AgUiEvent[]): AgUiEvent[] {
+  const running = frame.running as { pending?: AgentFrame[] } | undefined;
+  if (!running || !Array.isArray(frame.items)) return [];
+  const items = frame.items as AgentFrame[];
+  const from = items.map((i) => i.type).lastIndexOf('turn-started');
+  if (from < 0) return [];
+  const pending = running.pending ?? [];
+  const waiting = new Set(pending.map((p) => p.reqId));
+  return [...items.slice(from).filter((i) => !(i.type === 'tool-start' && waiting.has(i.id))), ...pending].flatMap(adapt);
 }

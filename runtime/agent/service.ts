@@ -24,6 +24,7 @@ import { groupOfChannel } from '../realtime/channels.js';
 import { FUNCTION_ACTOR, type RealtimeService } from '../realtime/service.js';
 import { connectArgs, promptMessage, resolveAgentOptions, requireIdentityId, sessionCreditsLimit } from './options.js';
 import { AgentSession } from './session.js';
+import type { RunningHistory } from './turn-log.js';
 import { traceTurn } from '../tracing/tracing.js';
 import type { AgentHost, CreditFigures, SessionOptions, TurnReport } from './host.js';
 import { ThreadStore } from './threads.js';
@@ -251,14 +252,23 @@ export class AgentService implements AgentHost {
   /** `connect`: the session (started if needed), the connection joined read-write, an optional first turn. */
   private async connect(a: Record<string, unknown>): Promise<{ channel: string; credits: number }> {
     const { identityId, connectionId, message, sessionCredits } = connectArgs(a);
-    const join = (channel: string) => this.options.realtime.apply({ op: 'join', connectionId, group: channel, readOnly: false, actor: FUNCTION_ACTOR });
+    // A connection joining while a turn runs gets that turn so far in one `history` (`welcome`, DESIGN §7a).
+    const join = (channel: string, history?: RunningHistory) =>
+      this.options.realtime.apply({
+        op: 'join',
+        connectionId,
+        group: channel,
+        readOnly: false,
+        actor: FUNCTION_ACTOR,
+        ...(history && { welcome: JSON.stringify({ ...history, _from: 'agent' }) }),
+      });
     let joined = false;
     // A new session's `agent-event started` must reach this connection: it joins before the session starts.
     const session = await this.session(identityId, a, async (channel) => {
       await join(channel);
       joined = true;
     });
-    if (!joined) await join(session.channel);
+    if (!joined) await session.joinRunning((history) => join(session.channel, history));
     if (sessionCredits !== undefined && sessionCredits > 0) await this.threads.setSessionCredits(identityId, sessionCredits, 'seed');
     if (message !== undefined && message.trim() !== '') session.connectMessage(message);
     return { channel: session.channel, credits: (await this.credits(identityId)).credits };

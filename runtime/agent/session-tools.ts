@@ -8,6 +8,7 @@
 import { argsPreview } from './mcp.js';
 import { SessionLifecycle } from './session-lifecycle.js';
 import type { TurnUsage } from './worker-protocol.js';
+import type { TurnLog } from './turn-log.js';
 
 /** How long a UI tool call waits for the client's `tool-result` (SPEC §8), ms. */
 export const UI_TOOL_TIMEOUT_MS = 30_000;
@@ -32,6 +33,8 @@ export interface RunningTurn {
 export abstract class SessionTools extends SessionLifecycle {
   /** UI tool calls waiting for the client's `tool-result`, by `reqId`. */
   protected readonly uiWaits = new Map<string, (r: { ok: boolean; output: string }) => void>();
+  /** The running turn's `seq` and partial state, from `turn-started` to `turn-completed` (turn-log.ts). */
+  protected turnLog?: TurnLog;
 
   protected record(turn: RunningTurn, item: Record<string, unknown>): void {
     if (turn.pendingText) turn.items.push({ type: 'text', delta: turn.pendingText });
@@ -55,6 +58,7 @@ export abstract class SessionTools extends SessionLifecycle {
         this.emit({ type: 'tool-call', tool: name, params: args ?? {}, reqId: callId });
       });
       this.uiWaits.delete(callId);
+      this.turnLog?.settle(callId);
       turn.items.push({ type: 'tool-end', id: callId });
       turn.toolCalls.push({ server: 'ui', tool: name, durationMs: Math.round(performance.now() - started), ...(!answer.ok && { error: answer.output }) });
       turn.toolTimes.push({ startedAt: started, endedAt: performance.now() });

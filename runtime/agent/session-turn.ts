@@ -10,6 +10,7 @@ import type { AgentHost, SessionOptions } from './host.js';
 import type { EngineEvent, FromSessionWorker, ToolSpec } from './worker-protocol.js';
 import { RungNotConfiguredError, resolveRung } from './rungs.js';
 import { SessionTools, type RunningTurn } from './session-tools.js';
+import { TurnLog, type RunningHistory } from './turn-log.js';
 
 /** How long a turn waits for MCP servers still on their first attempt before it starts without them, ms. */
 const MCP_FIRST_CONNECT_WAIT_MS = 3000;
@@ -48,6 +49,29 @@ export abstract class SessionTurns extends SessionTools {
 
   protected runningTurnId(): string | undefined {
     return this.turn?.id;
+  }
+
+  /** While a turn runs, every frame gets the thread's next `seq` and is folded into the turn's log (DESIGN §7a). */
+  protected override emit(event: EngineEvent): void {
+    super.emit(this.turnLog ? this.turnLog.stamp(event) : event);
+  }
+
+  /**
+   * Calls `join` with the `history` frame of the running turn (none when no turn runs), taken in the
+   * same synchronous step: `join` must send the join at once, so no frame falls between the snapshot
+   * and the membership (DESIGN §7a; docs/agent.md "Joining a running turn").
+   */
+  async joinRunning(join: (history?: RunningHistory) => Promise<void>): Promise<void> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const log = this.turnLog;
+      if (!log) return join();
+      const thread = await this.host.threads.load(this.identityId, log.threadId);
+      // The turn ended (and maybe another began) during the read: read again for the turn running now.
+      if (this.turnLog !== log) continue;
+      const stored = (thread?.turns ?? []).slice(0, log.storedTurns).flatMap((t) => [{ type: 'user-message', text: t.userText }, ...t.items]);
+      return join(log.historyFrame(stored));
+    }
+    return join();
   }
 
   /** Ends the running turn as failed with `error` (worker crash, restart, stop); see the base class. */
@@ -124,6 +148,8 @@ export abstract class SessionTurns extends SessionTools {
         }),
     );
     this.turn = turn;
+    const log = new TurnLog(threadId, text, thread?.turns.length ?? 0);
+    this.turnLog = log;
     let completed = false;
     try {
       this.emit({ type: 'turn-started' });
@@ -191,6 +217,7 @@ export abstract class SessionTurns extends SessionTools {
       if (this.state === 'busy') this.state = 'idle';
       completed = true;
       this.emit({ type: 'turn-completed', status: outcome.status, ...(outcome.status === 'failed' && { error: outcome.error ?? 'failed' }) });
+      this.turnLog = undefined;
       const credits = await this.host.credits(this.identityId);
       this.emit({ type: 'credits', ...credits });
       this.host.callback(this.options, {
@@ -210,9 +237,11 @@ export abstract class SessionTurns extends SessionTools {
       this.host.logger.error({ err, identityId: this.identityId }, 'agent turn failed on the server');
       const error = 'the server failed during this turn; try again';
       if (!completed) this.emit({ type: 'turn-completed', status: 'failed', error });
+      if (this.turnLog === log) this.turnLog = undefined;
       return { status: 'failed', text: turn.text, error };
     } finally {
       turn.abort.abort();
+      if (this.turnLog === log) this.turnLog = undefined;
       if (this.turn === turn) this.turn = undefined;
       if (this.state === 'busy') this.state = 'idle';
       this.armIdle();

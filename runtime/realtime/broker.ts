@@ -251,6 +251,11 @@ export class Broker {
     }
   }
 
+  /** Delivers a channel message to one connection alone (a welcome after a join, `service.ts`). */
+  deliverOne(connection: Connection, message: GroupMessage): void {
+    if (this.admit(connection)) this.write(connection, () => connection.transport.sendGroupMessage(message));
+  }
+
   /** Delivers one committed change to this instance's subscribers whose filter it matches. */
   deliverChange(change: Change): void {
     const subs = this.feeds.get(change.collection);

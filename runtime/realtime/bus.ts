@@ -24,8 +24,12 @@ export interface Actor {
 
 /** An operation on a connection, run by the instance that holds it. */
 export type ConnectionOp =
-  /** `sticky`: a receive-only membership stays receive-only (a client cannot lift what a function set). */
-  | { op: 'join'; connectionId: string; group: string; readOnly: boolean; sticky?: boolean; actor: Actor }
+  /**
+   * `sticky`: a receive-only membership stays receive-only (a client cannot lift what a function set).
+   * `welcome`: JSON text sent to this connection alone, as a message of `group`, right after it joined
+   * — only when it was not a member already (the agent's `history` of a running turn, DESIGN §7a).
+   */
+  | { op: 'join'; connectionId: string; group: string; readOnly: boolean; sticky?: boolean; welcome?: string; actor: Actor }
   | { op: 'leave'; connectionId: string; group: string; actor: Actor }
   | { op: 'listen'; connectionId: string; type: 'ws' | 'hub'; collection: string; id?: string; lookupIds?: string[]; actor: Actor };
 

@@ -304,9 +304,12 @@ export class RealtimeService implements ChangeSink {
     }
     try {
       switch (op.op) {
-        case 'join':
+        case 'join': {
+          const member = connection.groups.has(op.group);
           this.broker.join(connection, op.group, op.readOnly || (op.sticky === true && connection.groups.get(op.group)?.readOnly === true));
+          if (!member && typeof op.welcome === 'string') this.broker.deliverOne(connection, serverMessage(op.group, op.welcome));
           break;
+        }
         case 'leave':
           this.broker.leave(connection, op.group);
           break;
@@ -368,6 +371,16 @@ export class RealtimeService implements ChangeSink {
 
 /** The outcome of `RealtimeService.rpc`. */
 export type RpcResult = { delivered: false } | { delivered: true; timedOut: true } | { delivered: true; reply: unknown; timedOut?: undefined };
+
+/** A JSON channel message from the server (no sending connection or identity). */
+const serverMessage = (group: string, data: string): GroupMessage => ({
+  group,
+  dataType: 'json',
+  data,
+  fromConnectionId: null,
+  fromUserId: null,
+  noEcho: false,
+});
 
 const unknownConnection = (id: string): OpResult => ({ ok: false, code: 'NOT_FOUND', message: `no connection ${JSON.stringify(id)} is open` });
 

@@ -4,7 +4,8 @@
  * follows the SPEC §4.12 flow over a raw WebSocket and the shop's agentConnect function. A scripted
  * model server streams an answer with markdown (and an HTML tag that must stay text), calls the UI tool
  * showProduct, which the page answers by showing the product, then finishes; the thread list resumes
- * the conversation.
+ * the conversation. Reloaded in the middle of a long answer, the page shows the answer so far (the
+ * `history` of the running turn, DESIGN §7a) and keeps streaming it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
@@ -87,6 +88,34 @@ describe('the shop chat widget in Chromium', () => {
     await page.locator('.thread').first().click();
     await expect.poll(() => page.locator('#log .user').first().textContent()).toBe('Show me a kettle');
     expect(await page.locator('#log .assistant').last().textContent()).toBe('It is on the page.');
+    await page.close();
+  });
+
+  it('reloaded in the middle of a long answer, shows the answer so far and keeps streaming (DESIGN §7a)', async () => {
+    const page = await browser!.context.newPage();
+    await page.goto(`${origin}/`);
+    await expect.poll(() => page.textContent('#status'), { timeout: 10_000 }).toBe('Assistant: idle');
+    const deltas = Array.from({ length: 60 }, (_, i) => `word${i} `);
+    const full = deltas.join('').trim();
+    model.script({ text: deltas, delayMs: 80 });
+    await page.fill('#text', 'Tell me a long story');
+    await page.click('#send button');
+    await expect.poll(() => page.locator('.assistant').last().textContent(), { timeout: 10_000 }).toContain('word5 ');
+
+    await page.reload();
+    // The first text shown after the reload is the answer so far: more than nothing, less than all.
+    const first = await expect
+      .poll(async () => ((await page.locator('.assistant').count()) > 0 ? await page.locator('.assistant').last().textContent() : ''), { timeout: 10_000 })
+      .toMatch(/word\d/)
+      .then(() => page.locator('.assistant').last().textContent());
+    expect(full.startsWith(first!.trim())).toBe(true);
+    expect(first!.trim().length).toBeLessThan(full.length);
+    expect(await page.locator('#log .user').last().textContent()).toBe('Tell me a long story');
+    // It keeps streaming into the same answer, to the end.
+    await expect.poll(async () => (await page.locator('.assistant').last().textContent())?.trim(), { timeout: 15_000 }).toBe(full);
+    await expect.poll(() => page.textContent('#status')).toBe('Assistant: idle');
+    // One answer, shown once: nothing of it was repeated or left out between the history and the live frames.
+    expect(await page.locator('.assistant', { hasText: 'word0 ' }).count()).toBe(1);
     await page.close();
   });
 });

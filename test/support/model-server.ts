@@ -23,6 +23,8 @@ export interface ModelStep {
   delayMs?: number;
   /** Never finish the stream (until the client goes away). */
   hang?: boolean;
+  /** Hold the end of the stream (after the text, before any tool call) until this settles. */
+  gate?: Promise<unknown>;
 }
 
 /** One request the server received. */
@@ -118,6 +120,7 @@ export async function startModelServer(): Promise<ModelServer> {
           await new Promise<void>((resolve) => res.once('close', () => resolve()));
           return;
         }
+        await step.gate;
         for (const call of toolCalls) await send({ tool_calls: [call] });
         await send({}, finish);
         if (usage && !res.destroyed)

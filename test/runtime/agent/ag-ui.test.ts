@@ -83,4 +83,46 @@ describe('AG-UI adapter', () => {
     expect(e[24]).toMatchObject({ name: 'svc.retry' });
     expect(e[25]).toMatchObject({ message: 'the model provider answered 500' });
   });
+
+  it('a history of a running turn (joined mid-turn, DESIGN §7a) gives the events of the turn so far, then the live frames go on', () => {
+    const adapt = agUiAdapter('thread-2');
+    const history = {
+      type: 'history',
+      threadId: 't',
+      seq: 7,
+      items: [
+        { type: 'user-message', text: 'earlier' },
+        { type: 'text', delta: 'Earlier answer.' },
+        { type: 'user-message', text: 'Show me Dune' },
+        { type: 'turn-started' },
+        { type: 'text', delta: 'Here is ' },
+        { type: 'tool-start', name: 'showBook', id: 'u1' },
+      ],
+      running: { pending: [{ type: 'tool-call', tool: 'showBook', params: { id: 'b-1' }, reqId: 'u1' }] },
+      _from: 'agent',
+    };
+    const out = [history, { type: 'text', delta: 'Dune.', seq: 8 }, { type: 'turn-completed', status: 'completed', seq: 9 }].flatMap((f) =>
+      adapt(f as AgentFrame),
+    ) as any[];
+    for (const e of out) expect(() => EventSchemas.parse(e), JSON.stringify(e)).not.toThrow();
+    expect(out.map((e) => e.type)).toEqual([
+      'CUSTOM',
+      'RUN_STARTED',
+      'TEXT_MESSAGE_START',
+      'TEXT_MESSAGE_CONTENT',
+      'TEXT_MESSAGE_END',
+      'TOOL_CALL_START',
+      'TOOL_CALL_ARGS',
+      'TOOL_CALL_END',
+      'TEXT_MESSAGE_START',
+      'TEXT_MESSAGE_CONTENT',
+      'TEXT_MESSAGE_END',
+      'RUN_FINISHED',
+    ]);
+    expect(out[0]).toMatchObject({ name: 'svc.history', value: { seq: 7 } });
+    expect(out[5]).toMatchObject({ toolCallId: 'u1', toolCallName: 'showBook' });
+    expect(out[11]).toMatchObject({ threadId: 'thread-2', runId: out[1].runId });
+    // A history after thread-resume (nothing running) stays one CUSTOM event.
+    expect(agUiAdapter('t')({ type: 'history', items: history.items } as AgentFrame).map((e) => e.type)).toEqual(['CUSTOM']);
+  });
 });
