@@ -4,10 +4,13 @@
  * follows the SPEC §4.12 flow over a raw WebSocket and the shop's agentConnect function. A scripted
  * model server streams an answer with markdown (and an HTML tag that must stay text), calls the UI tool
  * showProduct, which the page answers by showing the product, then finishes; the thread list resumes
- * the conversation.
+ * the conversation. With `getProduct` set to ask (the shop's read-only tools never ask under its
+ * `ask-writes`), the widget shows an approval request with Approve / Deny: an approved call runs, a
+ * denied one reaches the model as declined.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { pino } from 'pino';
 import { launchChromium } from '../support/browser.js';
 import { prepareApp, ROOT, type PreparedApp } from '../support/cli.js';
@@ -26,7 +29,11 @@ let browser: Awaited<ReturnType<typeof launchChromium>> | undefined;
 
 beforeAll(async () => {
   model = await startModelServer();
-  app = await prepareApp(SHOP, 'sqlite');
+  app = await prepareApp(SHOP, 'sqlite', (dir) => {
+    const svc = JSON.parse(readFileSync(join(dir, 'svc.json'), 'utf8'));
+    svc.agent.approval.tools = { getProduct: 'ask' };
+    writeFileSync(join(dir, 'svc.json'), JSON.stringify(svc, null, 2));
+  });
   server = await startServer({ appDir: app.dir, port: 0, env: { ...process.env, ...app.env, SHOP_MODEL_URL: model.url }, logger: pino({ level: 'silent' }) });
   origin = server.url.replace(/\/api$/, '');
   const admin = await adminIdentity(app, server.url);
@@ -87,6 +94,36 @@ describe('the shop chat widget in Chromium', () => {
     await page.locator('.thread').first().click();
     await expect.poll(() => page.locator('#log .user').first().textContent()).toBe('Show me a kettle');
     expect(await page.locator('#log .assistant').last().textContent()).toBe('It is on the page.');
+    await page.close();
+  });
+
+  it('shows an approval request with Approve / Deny: an approved call runs, a denied one is declined', async () => {
+    const page = await browser!.context.newPage();
+    await page.goto(`${origin}/login?returnUrl=${encodeURIComponent('/')}`);
+    await page.fill('#username', 'shopper');
+    await page.fill('#password', 'shopper-password-1');
+    await Promise.all([page.waitForURL(`${origin}/`), page.click('button[type=submit]')]);
+    await expect.poll(() => page.textContent('#status'), { timeout: 10_000 }).toBe('Assistant: idle');
+
+    model.script({ toolCalls: [{ name: 'getProduct', args: { id: productId } }] }, { text: ['It costs 24.5.'] });
+    await page.fill('#text', 'What does the kettle cost?');
+    await page.click('#send button');
+    const first = page.locator('.approval').first();
+    await expect.poll(() => first.textContent(), { timeout: 15_000 }).toContain(`Read product #${productId}`);
+    await first.locator('button', { hasText: 'Approve' }).click();
+    await expect.poll(() => first.locator('.answer').textContent(), { timeout: 15_000 }).toBe('Approved');
+    await expect.poll(() => page.locator('.assistant').last().textContent(), { timeout: 15_000 }).toBe('It costs 24.5.');
+    expect(String(model.requests.at(-1)!.body.messages.filter((m) => m.role === 'tool').at(-1)!.content)).toContain('Blue Kettle');
+
+    model.script({ toolCalls: [{ name: 'getProduct', args: { id: productId } }] }, { text: ['As you wish.'] });
+    await page.fill('#text', 'Look again');
+    await page.click('#send button');
+    const second = page.locator('.approval').nth(1);
+    await expect.poll(() => second.count(), { timeout: 15_000 }).toBe(1);
+    await second.locator('button', { hasText: 'Deny' }).click();
+    await expect.poll(() => second.locator('.answer').textContent(), { timeout: 15_000 }).toBe('Declined');
+    await expect.poll(() => page.locator('.assistant').last().textContent(), { timeout: 15_000 }).toBe('As you wish.');
+    expect(String(model.requests.at(-1)!.body.messages.filter((m) => m.role === 'tool').at(-1)!.content)).toContain('the user declined');
     await page.close();
   });
 });
