@@ -17,6 +17,8 @@ import { prepareApp, ROOT, type PreparedApp } from '../support/cli.js';
 import { backends } from '../support/backends.js';
 import { userIdentity, type Identity } from '../support/auth.js';
 import { waitFor } from '../support/wait.js';
+import { fuzzSeed, Prng } from '../support/hostile.js';
+import { approvalFrame } from '../support/fuzz-cases.js';
 import { startModelServer, type ModelServer } from '../support/model-server.js';
 import { ChatClient, postJson } from '../support/chat-client.js';
 import { agUiAdapter, startServer, type RunningServer } from '../../dist/runtime/index.js';
@@ -172,9 +174,19 @@ for (const backend of backends()) {
       expect(await bookExists(other)).toBe(true);
     });
 
-    it('malformed approval frames are ignored without a crash; the outcomes are in the thread history', async () => {
+    const seed = fuzzSeed();
+    it(`malformed approval frames (fuzzed, seed ${seed}) are ignored without a crash; the outcomes are in the thread history`, async () => {
       for (const frame of [{}, { reqId: 7, approved: true }, { reqId: 'x' }, { reqId: 'x', approved: 'yes' }, { reqId: 'x', approved: false, note: 5 }, { reqId: null }])
         await chat.send({ type: 'approval', ...frame });
+      // Fuzzed bodies, some naming the live request: none may settle it (it times out as declined).
+      const r = new Prng(seed);
+      const id = await newBook('Fuzzed');
+      const pending = await askToDelete(id);
+      // The hub may refuse a frame (a lone surrogate is not UTF-8): an error answer, which is allowed too.
+      for (let i = 0; i < 40; i++) await chat.send(JSON.parse(approvalFrame(r, 4000, [pending.request.reqId]))).catch(() => undefined);
+      await chat.next('turn-completed', pending.from, 20_000);
+      expect(chat.events.slice(pending.from).find((e) => e.type === 'approval-resolved')).toMatchObject({ approved: false, reason: 'timeout' });
+      expect(await bookExists(id)).toBe(true);
       const from = chat.events.length;
       await chat.send({ type: 'status' });
       expect(await chat.next('status', from)).toMatchObject({ agent: 'idle' });
@@ -190,6 +202,7 @@ for (const backend of backends()) {
         ['deleteBook', false, 'denied'],
         ['deleteBook', false, 'timeout'],
         ['deleteBook', true, null],
+        ['deleteBook', false, 'timeout'],
         ['deleteBook', false, 'timeout'],
       ]);
       expect(approvals[1]).toMatchObject({ note: 'keep it, it is a gift' });
