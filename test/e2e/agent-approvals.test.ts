@@ -6,7 +6,8 @@
  * is deleted until the user approves; a denial (with a note) and a timeout reach the model as
  * "the user declined"; forged answers (another identity's connection, an unknown reqId, a replay, a
  * second approval) change nothing and are logged; the glob lets `createBook` run without asking; the
- * outcomes are in the thread's history; the AG-UI adapter turns the request into a valid CUSTOM event.
+ * outcomes are in the thread's history and the admin transcript; fuzzed `approval` bodies are
+ * ignored; the AG-UI adapter turns the request into a valid CUSTOM event.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
@@ -15,7 +16,7 @@ import { pino } from 'pino';
 import { EventSchemas } from '@ag-ui/core/schemas';
 import { prepareApp, ROOT, type PreparedApp } from '../support/cli.js';
 import { backends } from '../support/backends.js';
-import { userIdentity, type Identity } from '../support/auth.js';
+import { adminIdentity, userIdentity, type Identity } from '../support/auth.js';
 import { waitFor } from '../support/wait.js';
 import { fuzzSeed, Prng } from '../support/hostile.js';
 import { approvalFrame } from '../support/fuzz-cases.js';
@@ -206,6 +207,12 @@ for (const backend of backends()) {
         ['deleteBook', false, 'timeout'],
       ]);
       expect(approvals[1]).toMatchObject({ note: 'keep it, it is a gift' });
+      // The console's thread view reads the same transcript from the admin API.
+      const admin = await adminIdentity(app, base);
+      const transcript = await (await fetch(`${base}/_admin/agent/threads/${list.threads[0].id}`, { headers: admin.headers })).json();
+      const items = transcript.turns.flatMap((t: any) => t.items).filter((i: any) => i.type === 'approval');
+      expect(items.map((i: any) => i.approved)).toEqual([true, false, false, true, false, false]);
+      expect(items[0].summary).toMatch(/^Delete book #/);
     });
   });
 }
