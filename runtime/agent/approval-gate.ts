@@ -47,12 +47,7 @@ export async function approvalGate(ctx: GateContext, callId: string, name: strin
   const { subject, params } = found;
   const summary = approvalSummary(subject, params);
   const tool = subject.key;
-  const answer = await ctx.waits.wait(
-    callId,
-    ctx.identityId,
-    () => ctx.emit({ type: 'approval-request', reqId: callId, tool, params, summary }),
-    ctx.signal,
-  );
+  const answer = await ctx.waits.wait(callId, ctx.identityId, () => ctx.emit({ type: 'approval-request', reqId: callId, tool, params, summary }), ctx.signal);
   const outcome = answer.approved ? { approved: true } : { approved: false, reason: answer.reason, ...(answer.note !== undefined && { note: answer.note }) };
   ctx.emit({ type: 'approval-resolved', reqId: callId, ...outcome });
   ctx.record({ type: 'approval', reqId: callId, tool, summary, ...outcome });

@@ -26,7 +26,10 @@ export interface ApprovalSubject {
 
 /** True when `name` matches `pattern`, where `*` stands for any characters and `?` for one. */
 export function globMatches(pattern: string, name: string): boolean {
-  const source = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  const source = pattern
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
   return new RegExp(`^${source}$`).test(name);
 }
 

@@ -123,7 +123,11 @@ for (const backend of backends()) {
       const { from, request } = await askToDelete(id);
       await chat.send({ type: 'approval', reqId: request.reqId, approved: false, note: 'keep it, it is a gift' });
       await chat.next('turn-completed', from, 20_000);
-      expect(chat.events.slice(from).find((e) => e.type === 'approval-resolved')).toMatchObject({ approved: false, reason: 'denied', note: 'keep it, it is a gift' });
+      expect(chat.events.slice(from).find((e) => e.type === 'approval-resolved')).toMatchObject({
+        approved: false,
+        reason: 'denied',
+        note: 'keep it, it is a gift',
+      });
       expect(lastToolResult()).toContain('the user declined');
       expect(lastToolResult()).toContain('keep it, it is a gift');
       expect(await bookExists(id)).toBe(true);
@@ -177,7 +181,14 @@ for (const backend of backends()) {
 
     const seed = fuzzSeed();
     it(`malformed approval frames (fuzzed, seed ${seed}) are ignored without a crash; the outcomes are in the thread history`, async () => {
-      for (const frame of [{}, { reqId: 7, approved: true }, { reqId: 'x' }, { reqId: 'x', approved: 'yes' }, { reqId: 'x', approved: false, note: 5 }, { reqId: null }])
+      for (const frame of [
+        {},
+        { reqId: 7, approved: true },
+        { reqId: 'x' },
+        { reqId: 'x', approved: 'yes' },
+        { reqId: 'x', approved: false, note: 5 },
+        { reqId: null },
+      ])
         await chat.send({ type: 'approval', ...frame });
       // Fuzzed bodies, some naming the live request: none may settle it (it times out as declined).
       const r = new Prng(seed);

@@ -113,7 +113,14 @@ describe('the shop chat widget in Chromium', () => {
     await first.locator('button', { hasText: 'Approve' }).click();
     await expect.poll(() => first.locator('.answer').textContent(), { timeout: 15_000 }).toBe('Approved');
     await expect.poll(() => page.locator('.assistant').last().textContent(), { timeout: 15_000 }).toBe('It costs 24.5.');
-    expect(String(model.requests.at(-1)!.body.messages.filter((m) => m.role === 'tool').at(-1)!.content)).toContain('Blue Kettle');
+    expect(
+      String(
+        model.requests
+          .at(-1)!
+          .body.messages.filter((m) => m.role === 'tool')
+          .at(-1)!.content,
+      ),
+    ).toContain('Blue Kettle');
 
     model.script({ toolCalls: [{ name: 'getProduct', args: { id: productId } }] }, { text: ['As you wish.'] });
     await page.fill('#text', 'Look again');
@@ -123,7 +130,14 @@ describe('the shop chat widget in Chromium', () => {
     await second.locator('button', { hasText: 'Deny' }).click();
     await expect.poll(() => second.locator('.answer').textContent(), { timeout: 15_000 }).toBe('Declined');
     await expect.poll(() => page.locator('.assistant').last().textContent(), { timeout: 15_000 }).toBe('As you wish.');
-    expect(String(model.requests.at(-1)!.body.messages.filter((m) => m.role === 'tool').at(-1)!.content)).toContain('the user declined');
+    expect(
+      String(
+        model.requests
+          .at(-1)!
+          .body.messages.filter((m) => m.role === 'tool')
+          .at(-1)!.content,
+      ),
+    ).toContain('the user declined');
     await page.close();
   });
 });
