@@ -2,7 +2,7 @@
  * @module One identity's agent session on the main thread (SPEC §3, §6.3, DESIGN §7): the client
  * events of its channel. Events that change the conversation (`message`, `new-thread`,
  * `thread-resume`, `rollback`, `compact`, a backend `prompt`) run in order, each after the one before
- * has finished; `status`, `cancel`, `tool-result`, `effort`, `fast`, `thread-list` and `mcp-list` are
+ * has finished; `status`, `cancel`, `tool-result`, `approval` (approvals.ts), `effort`, `fast`, `thread-list` and `mcp-list` are
  * answered at once; `restart` is a lifecycle operation. The session is built in layers, one file each:
  * lifecycle (session-lifecycle.ts: state, MCP servers, idle timeout), tool calls
  * (session-tools.ts), the turn loop (session-turn.ts), and the client events here.
