@@ -57,12 +57,7 @@ afterAll(async () => {
 
 describe('the shop chat widget in Chromium', () => {
   it('signs in, chats with a streamed markdown answer, answers a UI tool by showing the product, and resumes the thread', async () => {
-    const page = await browser!.context.newPage();
-    await page.goto(`${origin}/login?returnUrl=${encodeURIComponent('/')}`);
-    await page.fill('#username', 'shopper');
-    await page.fill('#password', 'shopper-password-1');
-    await Promise.all([page.waitForURL(`${origin}/`), page.click('button[type=submit]')]);
-    await expect.poll(() => page.textContent('#status'), { timeout: 10_000 }).toBe('Assistant: idle');
+    const page = await signedIn();
 
     model.script(
       { text: ['Let me show you the **Blue', ' Kettle**. ', '<b>raw</b>'], toolCalls: [{ name: 'showProduct', args: { id: productId } }] },
@@ -97,13 +92,27 @@ describe('the shop chat widget in Chromium', () => {
     await page.close();
   });
 
-  it('shows an approval request with Approve / Deny: an approved call runs, a denied one is declined', async () => {
+  /** A new page signed in as the shopper, the widget idle. */
+  async function signedIn() {
     const page = await browser!.context.newPage();
     await page.goto(`${origin}/login?returnUrl=${encodeURIComponent('/')}`);
     await page.fill('#username', 'shopper');
     await page.fill('#password', 'shopper-password-1');
     await Promise.all([page.waitForURL(`${origin}/`), page.click('button[type=submit]')]);
     await expect.poll(() => page.textContent('#status'), { timeout: 10_000 }).toBe('Assistant: idle');
+    return page;
+  }
+  /** The content of the last tool result the model was sent. */
+  const lastToolResult = () =>
+    String(
+      model.requests
+        .at(-1)!
+        .body.messages.filter((m) => m.role === 'tool')
+        .at(-1)!.content,
+    );
+
+  it('shows an approval request with Approve / Deny: an approved call runs, a denied one is declined', async () => {
+    const page = await signedIn();
 
     model.script({ toolCalls: [{ name: 'getProduct', args: { id: productId } }] }, { text: ['It costs 24.5.'] });
     await page.fill('#text', 'What does the kettle cost?');
@@ -113,14 +122,7 @@ describe('the shop chat widget in Chromium', () => {
     await first.locator('button', { hasText: 'Approve' }).click();
     await expect.poll(() => first.locator('.answer').textContent(), { timeout: 15_000 }).toBe('Approved');
     await expect.poll(() => page.locator('.assistant').last().textContent(), { timeout: 15_000 }).toBe('It costs 24.5.');
-    expect(
-      String(
-        model.requests
-          .at(-1)!
-          .body.messages.filter((m) => m.role === 'tool')
-          .at(-1)!.content,
-      ),
-    ).toContain('Blue Kettle');
+    expect(lastToolResult()).toContain('Blue Kettle');
 
     model.script({ toolCalls: [{ name: 'getProduct', args: { id: productId } }] }, { text: ['As you wish.'] });
     await page.fill('#text', 'Look again');
@@ -130,14 +132,7 @@ describe('the shop chat widget in Chromium', () => {
     await second.locator('button', { hasText: 'Deny' }).click();
     await expect.poll(() => second.locator('.answer').textContent(), { timeout: 15_000 }).toBe('Declined');
     await expect.poll(() => page.locator('.assistant').last().textContent(), { timeout: 15_000 }).toBe('As you wish.');
-    expect(
-      String(
-        model.requests
-          .at(-1)!
-          .body.messages.filter((m) => m.role === 'tool')
-          .at(-1)!.content,
-      ),
-    ).toContain('the user declined');
+    expect(lastToolResult()).toContain('the user declined');
     await page.close();
   });
 });
