@@ -15,6 +15,7 @@
  * | `plan-updated { steps, explanation? }` | `STATE_SNAPSHOT { snapshot: { plan } }` |
  * | `turn-completed { status: completed }` | `TEXT_MESSAGE_END` (if open), `RUN_FINISHED` |
  * | `turn-completed { status: failed, error }` | `TEXT_MESSAGE_END` (if open), `RUN_ERROR { message: error }` |
+ * | `approval-request { reqId, tool, params, summary }` | `CUSTOM { name: "approval-request", value: Interrupt }` — an AG-UI 1.0 `Interrupt` (`id` = reqId, `reason: "tool_approval"`, `message` = summary, `toolCallId`, `metadata: { tool, params }`); the svc run goes on waiting, so it is not a `RUN_FINISHED` interrupt outcome. Answer with svc's `approval` |
  * | `error { willRetry: true }` | `CUSTOM { name: "svc.retry", value: { message } }` |
  * | `history` | `CUSTOM { name: "svc.history", value: frame }`; joined mid-turn (`running`), then the events of that turn so far |
  * | anything else (`status`, `credits`, `info`, …) | `CUSTOM { name: "svc.<type>", value: frame }` |
@@ -120,6 +121,8 @@ export function agUiAdapter(threadId: string): (frame: AgentFrame) => AgUiEvent[
         else out.push(ev('RUN_ERROR', { message: String(frame.error ?? 'failed') }));
         return out;
       }
+      case 'approval-request':
+        return [...endMessage(), ev('CUSTOM', { name: 'approval-request', value: approvalInterrupt(frame) })];
       case 'error':
         if (frame.willRetry === true) return [ev('CUSTOM', { name: 'svc.retry', value: { message: frame.message } })];
         return [ev('CUSTOM', { name: 'svc.error', value: { message: frame.message } })];
@@ -148,4 +151,17 @@ function replayRunning(frame: AgentFrame, adapt: (frame: AgentFrame) => AgUiEven
   const pending = running.pending ?? [];
   const waiting = new Set(pending.map((p) => p.reqId));
   return [...items.slice(from).filter((i) => !(i.type === 'tool-start' && waiting.has(i.id))), ...pending].flatMap(adapt);
+}
+
+/** An `approval-request` frame as an AG-UI 1.0 `Interrupt` (a tool approval). */
+function approvalInterrupt(frame: AgentFrame): Record<string, unknown> {
+  const id = String(frame.reqId);
+  return {
+    id,
+    reason: 'tool_approval',
+    message: String(frame.summary ?? ''),
+    toolCallId: id,
+    responseSchema: { type: 'object', properties: { approved: { type: 'boolean' }, note: { type: 'string' } }, required: ['approved'] },
+    metadata: { tool: frame.tool, params: frame.params ?? {} },
+  };
 }

@@ -4,6 +4,7 @@
  * its channel, running API tools as its identity, credits, the stats callback, the system prompt,
  * summaries for `compact`, and stopping itself when idle.
  */
+import type { AgentTool } from '../contract/agent-tools.js';
 import type { AgentSettings } from '../contract/settings.js';
 import type { AgentUiTool } from '../functions/context.js';
 import type { Logger } from '../log.js';
@@ -50,6 +51,8 @@ export interface AgentHost {
    * @returns the status and the text the model reads (`400 …` for an error)
    */
   runApiTool(options: SessionOptions, name: string, args: unknown, dynamic: boolean): Promise<{ status: number; output: string }>;
+  /** The API tool (operation) of that name in `agent-tools.json`, for approvals; undefined when none. */
+  apiToolOf?(name: string): AgentTool | undefined;
   /** A message refusing a new turn of this identity (credits exhausted, paused), or null. */
   refuseTurn(identityId: string): Promise<string | null>;
   /** Charges a turn's usage; returns the credits it cost. */

@@ -13,7 +13,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { answerError, HttpError } from '../errors.js';
 import type { AuthService } from '../auth/auth-service.js';
-import type { AgentToolsFile } from '../contract/agent-tools.js';
+import type { AgentTool, AgentToolsFile } from '../contract/agent-tools.js';
 import type { AgentSettings, CreditsSettings } from '../contract/settings.js';
 import type { AppRuntime } from '../core/context.js';
 import type { AgentRequest, ApiReply } from '../functions/call-api.js';
@@ -332,7 +332,7 @@ export class AgentService implements AgentHost {
       }
     }
     if (typeof data !== 'object' || data === null || '_from' in data || typeof (data as { type?: unknown }).type !== 'string') return;
-    session.onClientEvent(data as Record<string, unknown>);
+    session.onClientEvent(data as Record<string, unknown>, m.fromUserId);
   }
 
   // ---- AgentHost ---------------------------------------------------------------------------------
@@ -354,6 +354,10 @@ export class AgentService implements AgentHost {
 
   runApiTool(options: SessionOptions, name: string, args: unknown, dynamic: boolean): Promise<{ status: number; output: string }> {
     return this.apiTools.runApiTool(options, name, args, dynamic);
+  }
+
+  apiToolOf(name: string): AgentTool | undefined {
+    return this.tools.find(name);
   }
 
   refuseTurn(identityId: string): Promise<string | null> {

@@ -5,6 +5,8 @@
  * `UI_TOOL_TIMEOUT_MS`), MCP tools wrapped in `mcp-tool-start`/`mcp-tool-end`. Each is recorded in the
  * turn's history items and in the stats callback's `toolCalls`.
  */
+import { approvalGate, type GateContext } from './approval-gate.js';
+import { ApprovalWaits, DEFAULT_APPROVAL_TIMEOUT_SECONDS } from './approvals.js';
 import { argsPreview } from './mcp.js';
 import { SessionLifecycle } from './session-lifecycle.js';
 import type { TurnUsage } from './worker-protocol.js';
@@ -35,6 +37,8 @@ export abstract class SessionTools extends SessionLifecycle {
   protected readonly uiWaits = new Map<string, (r: { ok: boolean; output: string }) => void>();
   /** The running turn's `seq` and partial state, from `turn-started` to `turn-completed` (turn-log.ts). */
   protected turnLog?: TurnLog;
+  /** API and MCP tool calls waiting for the user's approval (approvals.ts), by `reqId`. */
+  protected readonly approvals = new ApprovalWaits((this.host.settings.approvalTimeoutSeconds ?? DEFAULT_APPROVAL_TIMEOUT_SECONDS) * 1000);
 
   protected record(turn: RunningTurn, item: Record<string, unknown>): void {
     if (turn.pendingText) turn.items.push({ type: 'text', delta: turn.pendingText });
@@ -64,6 +68,8 @@ export abstract class SessionTools extends SessionLifecycle {
       turn.toolTimes.push({ startedAt: started, endedAt: performance.now() });
       return answer;
     }
+    const declined = await approvalGate(this.gate(turn), callId, name, kind, args);
+    if (declined !== null) return { ok: false, output: declined };
     if (kind === 'mcp') return this.callMcp(turn, callId, name, args, started);
     this.emit({ type: 'tool-start', name, id: callId });
     this.record(turn, { type: 'tool-start', name, id: callId });
@@ -78,6 +84,19 @@ export abstract class SessionTools extends SessionLifecycle {
     });
     turn.toolTimes.push({ startedAt: started, endedAt: performance.now() });
     return { ok: answer.status < 400, output: answer.output };
+  }
+
+  private gate(turn: RunningTurn): GateContext {
+    return {
+      settings: this.host.settings,
+      identityId: this.identityId,
+      waits: this.approvals,
+      apiToolOf: (n) => this.host.apiToolOf?.(n),
+      mcpFind: (n) => this.mcp.find(n),
+      emit: (e) => this.emit(e),
+      record: (item) => this.record(turn, item),
+      signal: turn.abort.signal,
+    };
   }
 
   /** An MCP tool call wrapped in `mcp-tool-start`/`mcp-tool-end`; a failure goes to the model, the event and `toolCalls`. */

@@ -2,7 +2,7 @@
  * @module One identity's agent session on the main thread (SPEC §3, §6.3, DESIGN §7): the client
  * events of its channel. Events that change the conversation (`message`, `new-thread`,
  * `thread-resume`, `rollback`, `compact`, a backend `prompt`) run in order, each after the one before
- * has finished; `status`, `cancel`, `tool-result`, `effort`, `fast`, `thread-list` and `mcp-list` are
+ * has finished; `status`, `cancel`, `tool-result`, `approval` (approvals.ts), `effort`, `fast`, `thread-list` and `mcp-list` are
  * answered at once; `restart` is a lifecycle operation. The session is built in layers, one file each:
  * lifecycle (session-lifecycle.ts: state, MCP servers, idle timeout), tool calls
  * (session-tools.ts), the turn loop (session-turn.ts), and the client events here.
@@ -21,8 +21,8 @@ const RESENT_WITHIN_MS = 60_000;
 export class AgentSession extends SessionTurns {
   private readonly seen = new Map<string, { text: string; at: number }>();
 
-  /** A client frame on the channel (already parsed, not the agent's own). */
-  onClientEvent(ev: Record<string, unknown>): void {
+  /** A client frame on the channel (already parsed, not the agent's own), sent by identity `from` (null: anonymous or server). */
+  onClientEvent(ev: Record<string, unknown>, from: string | null = null): void {
     if (this.state === 'stopped') return;
     this.armIdle();
     switch (ev.type) {
@@ -58,6 +58,11 @@ export class AgentSession extends SessionTurns {
         wait(
           error !== undefined ? { ok: false, output: `error: ${error}` } : { ok: true, output: ev.result === undefined ? 'done' : JSON.stringify(ev.result) },
         );
+        return;
+      }
+      case 'approval': {
+        const ignored = this.approvals.answer(ev, from);
+        if (ignored !== null) this.host.logger.warn({ identityId: this.identityId, from }, `agent approval ignored: ${ignored}`);
         return;
       }
       case 'effort':

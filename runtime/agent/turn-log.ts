@@ -73,6 +73,8 @@ export class TurnLog {
       if (type === 'tool-call') this.items.push({ type: 'tool-start', name: event.tool, id: reqId });
       return { ...event, seq: this.seq };
     }
+    // An approval's outcome ends its request (approval-gate.ts sends it on answer, denial or timeout).
+    if (type === 'approval-resolved' && typeof event.reqId === 'string') this.pending.delete(event.reqId);
     const last = this.items.at(-1);
     if (DELTAS.has(type) && last?.type === type) last.delta = String(last.delta) + String(event.delta);
     else this.items.push({ ...event });

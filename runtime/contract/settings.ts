@@ -47,6 +47,19 @@ export interface AgentSettings {
   maxStepsPerTurn: number;
   /** Worker threads running the turns of all sessions; unset = from the cores (1–4). */
   workers?: number;
+  /** Which tool calls wait for the user's approval (docs/agent.md "Approvals"); unset = `auto`. */
+  approval?: ApprovalSettings;
+  /** Seconds a call waits for its approval before it counts as declined; unset = 300. */
+  approvalTimeoutSeconds?: number;
+}
+
+/**
+ * `agent.approval` (issue 34 §1): `default` for every tool, `tools` by tool name, `mcp:<server>/<tool>`
+ * or a glob (`*`, `?`) over those, `ask` or `auto`.
+ */
+export interface ApprovalSettings {
+  default?: 'auto' | 'ask-writes' | 'ask';
+  tools?: Record<string, 'ask' | 'auto'>;
 }
 
 /** Credits metering (DESIGN §7 `credits`), defaults applied (see `CREDITS_DEFAULTS`). */

@@ -6,9 +6,13 @@
  * showProduct, which the page answers by showing the product, then finishes; the thread list resumes
  * the conversation. Reloaded in the middle of a long answer, the page shows the answer so far (the
  * `history` of the running turn, DESIGN §7a) and keeps streaming it.
+ * With `getProduct` set to ask (the shop's read-only tools never ask under its
+ * `ask-writes`), the widget shows an approval request with Approve / Deny: an approved call runs, a
+ * denied one reaches the model as declined.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { pino } from 'pino';
 import { launchChromium } from '../support/browser.js';
 import { prepareApp, ROOT, type PreparedApp } from '../support/cli.js';
@@ -27,7 +31,11 @@ let browser: Awaited<ReturnType<typeof launchChromium>> | undefined;
 
 beforeAll(async () => {
   model = await startModelServer();
-  app = await prepareApp(SHOP, 'sqlite');
+  app = await prepareApp(SHOP, 'sqlite', (dir) => {
+    const svc = JSON.parse(readFileSync(join(dir, 'svc.json'), 'utf8'));
+    svc.agent.approval.tools = { getProduct: 'ask' };
+    writeFileSync(join(dir, 'svc.json'), JSON.stringify(svc, null, 2));
+  });
   server = await startServer({ appDir: app.dir, port: 0, env: { ...process.env, ...app.env, SHOP_MODEL_URL: model.url }, logger: pino({ level: 'silent' }) });
   origin = server.url.replace(/\/api$/, '');
   const admin = await adminIdentity(app, server.url);
@@ -51,12 +59,7 @@ afterAll(async () => {
 
 describe('the shop chat widget in Chromium', () => {
   it('signs in, chats with a streamed markdown answer, answers a UI tool by showing the product, and resumes the thread', async () => {
-    const page = await browser!.context.newPage();
-    await page.goto(`${origin}/login?returnUrl=${encodeURIComponent('/')}`);
-    await page.fill('#username', 'shopper');
-    await page.fill('#password', 'shopper-password-1');
-    await Promise.all([page.waitForURL(`${origin}/`), page.click('button[type=submit]')]);
-    await expect.poll(() => page.textContent('#status'), { timeout: 10_000 }).toBe('Assistant: idle');
+    const page = await signedIn();
 
     model.script(
       { text: ['Let me show you the **Blue', ' Kettle**. ', '<b>raw</b>'], toolCalls: [{ name: 'showProduct', args: { id: productId } }] },
@@ -116,6 +119,50 @@ describe('the shop chat widget in Chromium', () => {
     await expect.poll(() => page.textContent('#status')).toBe('Assistant: idle');
     // One answer, shown once: nothing of it was repeated or left out between the history and the live frames.
     expect(await page.locator('.assistant', { hasText: 'word0 ' }).count()).toBe(1);
+    await page.close();
+  });
+
+  /** A new page signed in as the shopper, the widget idle. */
+  async function signedIn() {
+    const page = await browser!.context.newPage();
+    await page.goto(`${origin}/login?returnUrl=${encodeURIComponent('/')}`);
+    await page.fill('#username', 'shopper');
+    await page.fill('#password', 'shopper-password-1');
+    await Promise.all([page.waitForURL(`${origin}/`), page.click('button[type=submit]')]);
+    await expect.poll(() => page.textContent('#status'), { timeout: 10_000 }).toBe('Assistant: idle');
+    return page;
+  }
+  /** The content of the last tool result the model was sent. */
+  const lastToolResult = () =>
+    String(
+      model.requests
+        .at(-1)!
+        .body.messages.filter((m) => m.role === 'tool')
+        .at(-1)!.content,
+    );
+
+  it('shows an approval request with Approve / Deny: an approved call runs, a denied one is declined', async () => {
+    const page = await signedIn();
+
+    model.script({ toolCalls: [{ name: 'getProduct', args: { id: productId } }] }, { text: ['It costs 24.5.'] });
+    await page.fill('#text', 'What does the kettle cost?');
+    await page.click('#send button');
+    const first = page.locator('.approval').first();
+    await expect.poll(() => first.textContent(), { timeout: 15_000 }).toContain(`Read product #${productId}`);
+    await first.locator('button', { hasText: 'Approve' }).click();
+    await expect.poll(() => first.locator('.answer').textContent(), { timeout: 15_000 }).toBe('Approved');
+    await expect.poll(() => page.locator('.assistant').last().textContent(), { timeout: 15_000 }).toBe('It costs 24.5.');
+    expect(lastToolResult()).toContain('Blue Kettle');
+
+    model.script({ toolCalls: [{ name: 'getProduct', args: { id: productId } }] }, { text: ['As you wish.'] });
+    await page.fill('#text', 'Look again');
+    await page.click('#send button');
+    const second = page.locator('.approval').nth(1);
+    await expect.poll(() => second.count(), { timeout: 15_000 }).toBe(1);
+    await second.locator('button', { hasText: 'Deny' }).click();
+    await expect.poll(() => second.locator('.answer').textContent(), { timeout: 15_000 }).toBe('Declined');
+    await expect.poll(() => page.locator('.assistant').last().textContent(), { timeout: 15_000 }).toBe('As you wish.');
+    expect(lastToolResult()).toContain('the user declined');
     await page.close();
   });
 });

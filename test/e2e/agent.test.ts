@@ -153,6 +153,8 @@ for (const backend of backends()) {
         const events = await chat.turn('Add Dune');
         const starts = events.filter((e) => e.type === 'tool-start');
         expect(starts.map((e) => e.name)).toEqual(['createBook', 'listBook']);
+        // agent.approval unset is `auto`: the write runs without an approval request (issue 34 §1).
+        expect(events.some((e) => e.type === 'approval-request')).toBe(false);
         expect(events.filter((e) => e.type === 'tool-end').map((e) => e.id)).toEqual(starts.map((e) => e.id));
         const list = await (await fetch(`${base}/Book?filter=${encodeURIComponent('title eq "Dune"')}`, { headers: writer.headers })).json();
         expect(list.data).toHaveLength(1);

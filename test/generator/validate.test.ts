@@ -213,11 +213,21 @@ describe('a valid app', () => {
       },
       maxStepsPerTurn: 10,
       workers: 2,
+      approval: { default: 'ask-writes', tools: { deleteOrder: 'ask', 'list*': 'auto', 'mcp:files/*': 'ask' } },
+      approvalTimeoutSeconds: 60,
     };
     const dir = writeApp({ ...shop, 'svc.json': { name: 'shop', agent, credits: { mode: 'self-serve', initialBalance: 500000 } } });
     const { manifest } = await loadAndValidate(dir, {});
     expect(manifest.settings.agent).toEqual({ ...agent, idleTimeoutSeconds: 900 });
     expect(manifest.settings.credits).toEqual({ mode: 'self-serve', initialBalance: 500000, monthlyCap: null });
+  });
+
+  test('agent.approval and agent.approvalTimeoutSeconds are refused naming the key', async () => {
+    const agent = (extra: Record<string, unknown>) => ({ ...shop, 'svc.json': { name: 'shop', agent: { providers: {}, rungs: {}, ...extra } } });
+    expect((await problems(agent({ approval: { default: 'sometimes' } }))).join('\n')).toContain('svc.json: /agent/approval/default');
+    expect((await problems(agent({ approval: { tools: { deleteOrder: 'never' } } }))).join('\n')).toContain('svc.json: /agent/approval/tools/deleteOrder');
+    expect((await problems(agent({ approval: { ask: true } }))).join('\n')).toContain('svc.json: /agent/approval');
+    expect((await problems(agent({ approvalTimeoutSeconds: 0 }))).join('\n')).toContain('svc.json: /agent/approvalTimeoutSeconds');
   });
 
   test('keeps the log store retention of svc.json, defaults filled in (DESIGN §9)', async () => {

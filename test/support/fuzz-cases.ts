@@ -163,3 +163,19 @@ export function upgrade(r: Prng, tokens: string[], liveIds: string[]): string {
     'X-Request-Id': r.chance(0.9) ? null : 'r'.repeat(r.pick([1, 64, 5000])),
   });
 }
+
+/**
+ * A malformed body of the agent's `approval` frame (issue 34 §1) as a JSON text: `reqId` of the wrong
+ * type or one of `liveReqIds`, `approved` never a boolean (so no frame of this generator can approve
+ * or deny), `note` of any type, extra keys. The agent must ignore it (and log why), never crash.
+ */
+export function approvalFrame(r: Prng, maxBytes: number, liveReqIds: string[]): string {
+  const frame: Record<string, unknown> = {
+    type: 'approval',
+    reqId: r.chance(0.4) && liveReqIds.length ? r.pick(liveReqIds) : r.chance(0.5) ? r.string(r.int(40)) : value(r, maxBytes, 2),
+    approved: r.chance(0.2) ? undefined : r.pick<unknown>(['true', 'false', 1, 0, null, [], {}, 'yes', new RawJson('1e400')]),
+    note: r.chance(0.5) ? undefined : value(r, maxBytes, 2),
+  };
+  if (r.chance(0.3)) frame[r.string(r.int(8))] = value(r, maxBytes, 2);
+  return json(frame);
+}

@@ -108,8 +108,12 @@ interface Thread {
 
 type Item = Record<string, unknown> & { type?: string };
 
-/** One `history` item of a turn as a line of text: messages, tool and MCP calls, errors. */
+/** One `history` item of a turn as a line of text: messages, tool and MCP calls, approvals, errors. */
 function itemText(item: Item): string {
+  if (item.type === 'approval') {
+    const outcome = item.approved === true ? 'approved' : item.reason === 'timeout' ? 'declined (no answer in time)' : 'declined';
+    return `approval ${outcome}: ${String(item.summary ?? item.tool)}${typeof item.note === 'string' ? ` — note: ${item.note}` : ''}`;
+  }
   const name = item.name ?? item.tool ?? item.server;
   if (typeof item.type === 'string' && item.type.startsWith('tool')) return `${item.type}${name ? ` ${String(name)}` : ''}`;
   if (typeof item.text === 'string') return `${item.type ?? 'text'}: ${item.text}`;
