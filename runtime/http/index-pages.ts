@@ -46,9 +46,9 @@ ${items.join('\n')}
 `;
 }
 
-/** Sends the HTML page with a policy that allows no script and no framing. */
+/** Sends the HTML page with a policy that allows no script and no framing (same-origin fetches stay open for tools run in the page). */
 export function sendIndexPage(res: Response, links: IndexLinks): void {
-  res.set('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'");
+  res.set('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; frame-ancestors 'none'");
   res.set('x-content-type-options', 'nosniff');
   res.type('html').send(indexPage(links));
 }

@@ -59,7 +59,8 @@ describe('the index of / and /api', () => {
   });
 
   it('gives the index, the sign-in page and the console an inline icon, so no page load asks for a missing /favicon.ico', async () => {
-    for (const path of ['/', '/login', '/_/']) expect(await (await fetch(`${origin}${path}`)).text()).toMatch(/<link rel="icon" href="data:image\/svg\+xml,/);
+    for (const path of ['/', '/login', '/_/'])
+      expect(await (await fetch(`${origin}${path}`)).text()).toMatch(/<link\s+rel="icon"\s+href="data:image\/svg\+xml,/);
   });
 
   it('still answers an unknown path with the 404 body', async () => {
