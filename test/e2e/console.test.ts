@@ -377,7 +377,7 @@ describe.each(backends())('the console on %s', (backend) => {
     for (const id of ids) expect((await apiCall('GET', `/Product/${id}`)).status).toBe(404);
   });
 
-  it('uploads a blob, shows its thumbnail and download link, and deletes it', async () => {
+  it("uploads a blob, shows its thumbnail and download link, deletes it, and gives a one-byte file's size in the singular", async () => {
     const { body } = await apiCall('POST', '/Product', { sku: 'IMG-1', name: 'Pictured', price: 3 });
     const id = body.data[0];
     const png = await sharp({ create: { width: 40, height: 30, channels: 3, background: '#c33' } })
@@ -395,6 +395,9 @@ describe.each(backends())('the console on %s', (backend) => {
     await page.click('[data-blob="image"] button.danger');
     await page.waitForSelector('[data-blob="image"] img.thumb', { state: 'detached' });
     expect((await apiCall('GET', `/Product/${id}`)).body.image).toBeNull();
+    // A one-byte file says "1 byte", not "1 bytes".
+    await page.setInputFiles('input[data-upload="image"]', { name: 'one.txt', mimeType: 'text/plain', buffer: Buffer.from('x') });
+    await expect.poll(() => page.textContent('[data-blob="image"] small.muted')).toBe('text/plain, 1 byte');
   });
 
   it('exports the current filter as CSV and JSON, page by page (1,000 rows a request)', async () => {
@@ -466,7 +469,7 @@ describe.each(backends())('the console on %s', (backend) => {
     for (const name of ['OpenOrders', 'CustomerRevenue']) {
       await page.goto(`${origin}/_/#/data/${name}`);
       await page.waitForSelector(`.resource h2:has-text("${name}")`);
-      await expect.poll(() => page.textContent('#row-count')).toMatch(/^\d+ rows?$/);
+      await expect.poll(() => page.textContent('#row-count')).toMatch(/^(1 row|(0|[2-9]|\d\d+) rows)$/);
       expect(await page.locator('.resource > .error').count()).toBe(0);
     }
     await page.goto(`${origin}/_/#/agent`);

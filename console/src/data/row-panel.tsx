@@ -198,7 +198,7 @@ function BlobField({ resource, rowId, prop, value, onChanged }: { resource: Reso
             {meta.name}
           </a>{' '}
           <small class="muted">
-            {meta.contentType}, {meta.size} bytes
+            {meta.contentType}, {plural(meta.size, 'byte')}
           </small>{' '}
           {resource.writable && (
             <button type="button" class="danger small" onClick={remove}>

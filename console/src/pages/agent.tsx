@@ -7,7 +7,7 @@
  */
 import { useMemo, useState } from 'preact/hooks';
 import { api, messageOf, qs } from '../api';
-import { Json, Table, Unavailable, useGet } from '../ui';
+import { Json, plural, Table, Unavailable, useGet } from '../ui';
 import { Chart } from './chart';
 import { AgentSessions } from './agent-sessions';
 
@@ -129,7 +129,7 @@ function Transcript({ thread }: { thread: Thread }) {
   return (
     <section id="transcript">
       <h4>
-        Thread {thread.id} <small class="muted">{String(thread.credits ?? 0)} credits</small>
+        Thread {thread.id} <small class="muted">{plural(thread.credits ?? 0, 'credit')}</small>
       </h4>
       {(thread.turns ?? []).map((t) => (
         <details class="turn" open data-seq={t.seq}>
