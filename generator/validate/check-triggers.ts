@@ -17,7 +17,7 @@ const SYSTEM_FIELDS = ['id', 'createdAt', 'updatedAt', 'createdBy'];
  * Checks every schema-valid trigger of `raw` against the model.
  * @param invalidFiles - files that failed their JSON Schema: skipped
  * @returns diagnostics `DEF_FILE_NAME_MISMATCH`, `DEF_DUPLICATE_NAME`, `DEF_UNKNOWN_COLLECTION`, `DEF_NOT_A_COLLECTION`,
- *   `DEF_UNKNOWN_PROPERTY`, `DEF_CHANGED_WITHOUT_UPDATE`, `DEF_TRIGGER_TARGET`, `DEF_UNKNOWN_FUNCTION`, `DEF_FUNCTION_NOT_TYPE_2`
+ *   `DEF_UNKNOWN_PROPERTY`, `DEF_CHANGED_WITHOUT_UPDATE`, `DEF_INVALID_FILTER` (`exp(...)`), `DEF_TRIGGER_TARGET`, `DEF_UNKNOWN_FUNCTION`, `DEF_FUNCTION_NOT_TYPE_2`
  * Source: DESIGN §12 (triggers), STYLE §4 (diagnostics).
  */
 export function checkTriggers(raw: RawApp, index: ModelIndex, invalidFiles: Set<string>): Diagnostic[] {
@@ -48,6 +48,10 @@ export function checkTriggers(raw: RawApp, index: ModelIndex, invalidFiles: Set<
         at('DEF_UNKNOWN_PROPERTY', pointer('changed', i), `changed names "${name}", which is not a property of ${t.collection}${why}`);
       }
     });
+    if (t.filter !== undefined && /\bexp\s*\(/.test(t.filter)) {
+      // The filter runs inside the database's trigger: there is no request time nor caller for now()/me().
+      at('DEF_INVALID_FILTER', '/filter', "a trigger's filter cannot use exp(...): now() and me() have no value when the database captures the change");
+    }
     out.push(...checkTarget(raw, t, at));
   }
   return out;

@@ -6,27 +6,21 @@
  * missing or type-1 function, a literal webhook secret (not echoed), a bad URL, an out-of-range
  * `maxAttempts`, an unknown key, a name that is not the file name.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { DefinitionError, formatDiagnostic } from '../../dist/generator/validate/diagnostics.js';
 import { loadAndValidate } from '../../dist/generator/validate/index.js';
 import { filterProblems } from '../../dist/runtime/query/check-filters.js';
+import { writeAppFolder } from '../support/trigger-app.js';
 
 type Files = Record<string, unknown>;
 const root = mkdtempSync(join(tmpdir(), 'svc-triggers-'));
 let count = 0;
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-function writeApp(files: Files): string {
-  const dir = join(root, `app${++count}`);
-  for (const [file, content] of Object.entries(files)) {
-    mkdirSync(dirname(join(dir, file)), { recursive: true });
-    writeFileSync(join(dir, file), typeof content === 'string' ? content : JSON.stringify(content, null, 2));
-  }
-  return dir;
-}
+const writeApp = (files: Files): string => writeAppFolder(join(root, `app${++count}`), files);
 
 const GET = [{ method: 'GET', roleNames: ['_AUTHENTICATED_USER'] }];
 const CODE = 'export default async function run() { return {}; }\n';
@@ -99,6 +93,7 @@ describe('a hostile trigger is refused naming the file and JSON path', () => {
     ['a filter that does not parse', { filter: 'paid eq eq' }, `${F} /filter: DEF_INVALID_FILTER`],
     ['a filter on an unknown property', { filter: 'secret eq 1' }, `${F} /filter: DEF_INVALID_FILTER`],
     ['a filter comparing a boolean to a string', { filter: 'paid eq "yes"' }, `${F} /filter: DEF_INVALID_FILTER`],
+    ['a filter using exp()', { filter: "createdBy eq exp('me()')" }, `${F} /filter: DEF_INVALID_FILTER`],
     ['an unknown collection', { collection: 'Ordr' }, `${F} /collection: DEF_UNKNOWN_COLLECTION`],
     ['a view instead of a collection', { collection: 'PaidOrders' }, `${F} /collection: DEF_NOT_A_COLLECTION`],
     ['changed naming an unknown property', { changed: ['colour'] }, `${F} /changed/0: DEF_UNKNOWN_PROPERTY`],

@@ -5,36 +5,20 @@
  * with the trigger's `max_attempts`, before/after rows and the caller (`svc.caller`, or `createdBy` on
  * create); a rolled-back change and a non-matching one add none; svc's triggers and functions drop.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import pg from 'pg';
 import { runMigrations } from 'graphile-worker';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadAndValidate } from '../../../dist/generator/validate/index.js';
 import { dropStatements, installStatements, listInstalledSql } from '../../../dist/runtime/jobs/capture.js';
 import { createPgDatabase } from '../../support/backends.js';
+import { TRIGGER_APP, writeAppFolder } from '../../support/trigger-app.js';
 
 const root = mkdtempSync(join(tmpdir(), 'svc-capture-pg-'));
 let drop = async () => {};
 let client: pg.Client;
-
-const files: Record<string, unknown> = {
-  'svc.json': { name: 'shop' },
-  'collections/Order.json': { name: 'Order', properties: { total: { type: 'decimal' }, paid: { type: 'boolean' }, note: { type: 'string' } } },
-  'functions/sendReceipt.json': { name: 'sendReceipt', functionTypeId: 2, endpoint: '/sendReceipt' },
-  'functions/sendReceipt.ts': 'export default async function run() { return {}; }\n',
-  'triggers/created.json': { name: 'created', collection: 'Order', on: ['create', 'delete'], filter: 'note ne "it\'s skip"', function: 'sendReceipt' },
-  'triggers/paidNow.json': {
-    name: 'paidNow',
-    collection: 'Order',
-    on: ['update'],
-    filter: 'paid eq true',
-    changed: ['paid'],
-    function: 'sendReceipt',
-    maxAttempts: 3,
-  },
-};
 
 // Graphile Worker 0.17 keeps jobs in its private tables (the `jobs` view is read-only).
 const JOBS =
@@ -47,11 +31,7 @@ const onlyTriggers = async () => (await client.query<Job>(JOBS)).rows.every((j) 
 beforeAll(async () => {
   const db = await createPgDatabase('svc_trg');
   drop = db.drop;
-  const dir = join(root, 'app');
-  for (const [file, content] of Object.entries(files)) {
-    mkdirSync(dirname(join(dir, file)), { recursive: true });
-    writeFileSync(join(dir, file), typeof content === 'string' ? content : JSON.stringify(content));
-  }
+  const dir = writeAppFolder(join(root, 'app'), TRIGGER_APP);
   const { manifest } = await loadAndValidate(dir, { DATABASE_URL: db.url });
   await runMigrations({ connectionString: db.url });
   client = new pg.Client({ connectionString: db.url });

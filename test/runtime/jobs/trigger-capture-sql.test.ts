@@ -6,34 +6,17 @@
  * the literal renderer doubles quotes and refuses what it cannot render; svc's triggers can be listed
  * and dropped.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadAndValidate } from '../../../dist/generator/validate/index.js';
 import { dropStatements, installStatements, listInstalledSql, sqlLiteral } from '../../../dist/runtime/jobs/capture.js';
+import { TRIGGER_APP, writeAppFolder } from '../../support/trigger-app.js';
 
 const root = mkdtempSync(join(tmpdir(), 'svc-capture-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
-
-const files: Record<string, unknown> = {
-  'svc.json': { name: 'shop' },
-  'collections/Order.json': { name: 'Order', properties: { total: { type: 'decimal' }, paid: { type: 'boolean' }, note: { type: 'string' } } },
-  'collections/Note.json': { name: 'Note', properties: { text: { type: 'string' } } },
-  'functions/sendReceipt.json': { name: 'sendReceipt', functionTypeId: 2, endpoint: '/sendReceipt' },
-  'functions/sendReceipt.ts': 'export default async function run() { return {}; }\n',
-  'triggers/created.json': { name: 'created', collection: 'Order', on: ['create', 'delete'], filter: 'note ne "it\'s skip"', function: 'sendReceipt' },
-  'triggers/paidNow.json': {
-    name: 'paidNow',
-    collection: 'Order',
-    on: ['update'],
-    filter: 'paid eq true',
-    changed: ['paid'],
-    function: 'sendReceipt',
-    maxAttempts: 3,
-  },
-};
 
 const JOBS_DDL = `CREATE TABLE IF NOT EXISTS "_svc_jobs" ("id" TEXT PRIMARY KEY, "task" TEXT NOT NULL, "payload" TEXT NOT NULL, "key" TEXT UNIQUE,
   "runAt" INTEGER NOT NULL, "attempts" INTEGER NOT NULL DEFAULT 0, "maxAttempts" INTEGER NOT NULL DEFAULT 10, "lastError" TEXT,
@@ -53,11 +36,7 @@ const jobs = () =>
   );
 
 beforeAll(async () => {
-  const dir = join(root, 'app');
-  for (const [file, content] of Object.entries(files)) {
-    mkdirSync(dirname(join(dir, file)), { recursive: true });
-    writeFileSync(join(dir, file), typeof content === 'string' ? content : JSON.stringify(content));
-  }
+  const dir = writeAppFolder(join(root, 'app'), TRIGGER_APP);
   const { manifest } = await loadAndValidate(dir, { DATABASE_URL: `file:${join(root, 'db.sqlite')}` });
   db = new Database(join(root, 'db.sqlite'));
   db.function('svc_caller', () => caller);
