@@ -40,6 +40,8 @@ export interface RawApp {
   queries: RawFile[];
   functions: RawFunctionFile[];
   externals: RawFile[];
+  /** `triggers/*.json` (DESIGN §12); absent in apps built by hand (tests), meaning none. */
+  triggers?: RawFile[];
   /**
    * Every code file under `functions/` and its subfolders (extensions of `FUNCTION_CODE_EXTENSIONS`),
    * without declaration files (`.d.ts`), tests (`*.test.*`, `*.spec.*`) and `node_modules/`.
@@ -56,7 +58,7 @@ const byCodeUnit = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0
 
 /**
  * Reads an app folder: `svc.json` (required) and every `*.json` in `collections/`, `views/`, `queries/`,
- * `functions/` and `external/` (missing folders are fine), each list sorted by file name (code-unit order).
+ * `functions/`, `external/` and `triggers/` (missing folders are fine), each list sorted by file name (code-unit order).
  * @param appDir - the app folder (relative paths resolve against the current directory)
  * @returns the parsed files; problems (missing `svc.json` = `DEF_MISSING_SVC_JSON`, unreadable file =
  *   `DEF_UNREADABLE_FILE`, invalid JSON = `DEF_INVALID_JSON` with its line) are in `loadDiagnostics`
@@ -106,6 +108,7 @@ export async function loadApp(appDir: string): Promise<RawApp> {
     queries: (await folder('queries')).files,
     functions,
     externals: (await folder('external')).files,
+    triggers: (await folder('triggers')).files,
     codeFiles: await readCodeFiles(root, 'functions', diagnostics),
     loadDiagnostics: diagnostics,
   };

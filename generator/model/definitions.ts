@@ -143,3 +143,16 @@ export function splitQueryField(field: RawQueryField): SplitQueryField {
     child: { of: field.of ?? '', ...(field.via !== undefined && { via: field.via }), ...(field.filter !== undefined && { filter: field.filter }) },
   };
 }
+
+/** A schema-valid trigger file as written (see `schemas/trigger.schema.json`). */
+export interface RawTriggerDefinition {
+  name: string;
+  description?: string;
+  collection: string;
+  on: ('create' | 'update' | 'delete')[];
+  filter?: string;
+  changed?: string[];
+  function?: string;
+  webhook?: { url: string; secret: string };
+  maxAttempts?: number;
+}

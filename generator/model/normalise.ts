@@ -18,6 +18,7 @@ import type {
   PropertyType,
   Query,
   QueryField,
+  Trigger,
   TypedField,
   View,
 } from '../../runtime/index.js';
@@ -38,6 +39,7 @@ import { DefinitionError } from '../validate/diagnostics.js';
 import {
   splitQueryField,
   type RawAccessRule,
+  type RawTriggerDefinition,
   type RawCollectionDefinition,
   type RawExternalDefinition,
   type RawFunctionDefinition,
@@ -307,5 +309,21 @@ export function normaliseModel(raw: RawApp, env: NodeJS.ProcessEnv): AppManifest
     queries: dataOf<RawQueryDefinition>(raw.queries).map((q) => queryOf(q, normalised)),
     functions: dataOf<RawFunctionDefinition>(raw.functions).map((f) => functionOf(f, codeFileOf(raw, f.name))),
     externals: dataOf<RawExternalDefinition>(raw.externals).map(externalOf),
+    // Only when there are triggers: manifests of apps without them stay as they were.
+    ...(raw.triggers?.length ? { triggers: dataOf<RawTriggerDefinition>(raw.triggers).map(triggerOf) } : {}),
+  };
+}
+
+/** A trigger as the runtime reads it (DESIGN §12): `maxAttempts` defaulted to 10, `description` dropped. */
+function triggerOf(t: RawTriggerDefinition): Trigger {
+  return {
+    name: t.name,
+    collection: t.collection,
+    on: [...t.on],
+    ...(t.filter !== undefined ? { filter: t.filter } : {}),
+    ...(t.changed !== undefined ? { changed: [...t.changed] } : {}),
+    ...(t.function !== undefined ? { function: t.function } : {}),
+    ...(t.webhook !== undefined ? { webhook: { url: t.webhook.url, secret: t.webhook.secret } } : {}),
+    maxAttempts: t.maxAttempts ?? 10,
   };
 }

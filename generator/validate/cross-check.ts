@@ -6,6 +6,7 @@
  * on schema-valid files (their data has the shape the checks read); names of invalid files still count
  * for uniqueness and references, so one broken file does not cascade into errors elsewhere.
  */
+import { checkTriggers } from './check-triggers.js';
 import type { RawApp } from '../load/load-app.js';
 import type {
   RawAccessRule,
@@ -46,7 +47,7 @@ const FOLDER_OF = { collection: 'collections', view: 'views', query: 'queries', 
  *   `DEF_NOT_A_COLLECTION`, `DEF_CREATOR_IN_LISTEN`, `DEF_ENDPOINT_MISMATCH`, `DEF_INPUT_TYPE_NOT_SCALAR`, `DEF_ENUM_TYPE_MISMATCH`,
  *   `DEF_MISSING_FUNCTION_CODE`, `DEF_SEARCH_WITHOUT_TEXT`, `DEF_UNSUPPORTED_DATABASE_URL`, `DEF_SECRET_IN_CLEAR`,
  *   `DEF_CREATOR_ON_EXTERNAL`, `DEF_EXTERNAL_URL`, `DEF_PROVIDER_URL`, `DEF_TRUSTED_PROXY`, `DEF_ALLOWED_HOST`, `DEF_CORS_ORIGIN`,
- *   `DEF_CORS_CREDENTIALS`, and those of `checkProperty`/`checkQuery`/`checkProviders`)
+ *   `DEF_CORS_CREDENTIALS`, and those of `checkTriggers`/`checkProperty`/`checkQuery`/`checkProviders`)
  * Source: DESIGN §3, §4 "Function details"; SPEC §2, §5.7.
  */
 export function crossCheck(raw: RawApp, env: NodeJS.ProcessEnv, invalidFiles: Set<string>): Diagnostic[] {
@@ -60,6 +61,7 @@ export function crossCheck(raw: RawApp, env: NodeJS.ProcessEnv, invalidFiles: Se
     ...checkAllowedHosts(raw),
     ...checkCors(raw),
     ...checkPublicUrl(raw),
+    ...checkTriggers(raw, index, invalidFiles),
   ];
   for (const d of index.all) {
     if (!d.isValid) continue;

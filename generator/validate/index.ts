@@ -87,6 +87,7 @@ function validPart(raw: RawApp, diagnostics: Diagnostic[], env: NodeJS.ProcessEn
       views: keep(part.views),
       queries: keep(part.queries),
       externals: keep(part.externals),
+      triggers: keep(part.triggers ?? []),
       functions: [],
       codeFiles: [],
       loadDiagnostics: [],

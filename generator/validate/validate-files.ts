@@ -19,6 +19,7 @@ export const SCHEMA_FILES = {
   query: 'query.schema.json',
   function: 'function.schema.json',
   external: 'external.schema.json',
+  trigger: 'trigger.schema.json',
 } as const;
 export type DefinitionKind = keyof typeof SCHEMA_FILES;
 
@@ -75,6 +76,7 @@ export function validateFiles(raw: RawApp): { diagnostics: Diagnostic[]; invalid
     ['query', raw.queries],
     ['function', raw.functions],
     ['external', raw.externals],
+    ['trigger', raw.triggers ?? []],
   ];
   for (const [kind, files] of groups) {
     for (const file of files) {
@@ -110,6 +112,9 @@ const PATTERN_HINTS: Record<string, string> = {
   '^[a-zA-Z][a-zA-Z0-9_-]*$': 'must start with a letter and contain only letters, digits, _ and -',
   '^[A-Za-z][A-Za-z0-9_]*(\\.[A-Za-z][A-Za-z0-9_]*)*$': 'must be a dot path of property names, e.g. customer.name',
   '^/': 'must begin with /',
+  '^(\\$\\{env\\.[A-Za-z_][A-Za-z0-9_]*\\}|https?://.+)$': 'must be an http(s) URL or an ${env.NAME} reference',
+  '^\\$\\{(env|secrets)\\.[A-Za-z_][A-Za-z0-9_]*\\}$':
+    'must be a ${secrets.NAME} or ${env.NAME} reference: a secret written out would be committed with the app',
 };
 
 const TYPE_NAMES: Record<string, string> = {
@@ -200,7 +205,8 @@ function toDiagnostic(kind: DefinitionKind, file: string, err: ErrorObject): Dia
     case 'pattern': {
       const code = ['name', 'collection', 'from'].includes(label) ? 'DEF_INVALID_NAME' : 'DEF_INVALID_VALUE';
       const hint = PATTERN_HINTS[String(params.pattern)] ?? `must match ${String(params.pattern)}`;
-      return at(code, `${label} ${shown} ${hint}`);
+      // A secret written out is not echoed into the diagnostic (CI logs, terminals).
+      return at(code, label === 'secret' ? `secret ${hint}` : `${label} ${shown} ${hint}`);
     }
     case 'format':
       return at('DEF_INVALID_VALUE', `${label} must be a valid ${String(params.format)} (got ${shown})`);

@@ -1,6 +1,6 @@
 /**
  * @module Checks the filters written in definitions (view `filter`, query `filter`, collection
- * `policies[].filter`, a query child aggregate's `filter`) against the app model: syntax, property names, literal types. `svc generate`
+ * `policies[].filter`, a query child aggregate's `filter`, a trigger's `filter`) against the app model: syntax, property names, literal types. `svc generate`
  * runs it (injected by the CLI, as the generator never imports runtime code), so a bad definition
  * filter fails generation instead of answering 400 to every request later.
  */
@@ -45,6 +45,9 @@ export function filterProblems(manifest: AppManifest): FilterProblem[] {
     for (const [name, f] of Object.entries(q.fields)) {
       if (isChildAggregate(f) && f.filter) check(`queries/${q.name}.json`, `/fields/${name}/filter`, f.filter, collectionNamed(f.of));
     }
+  }
+  for (const t of manifest.triggers ?? []) {
+    if (t.filter) check(`triggers/${t.name}.json`, '/filter', t.filter, collectionNamed(t.collection));
   }
   return problems;
 }

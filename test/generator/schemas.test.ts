@@ -32,13 +32,14 @@ function undescribed(schema: unknown, at = ''): string[] {
 }
 
 describe('definition schemas', () => {
-  test('all six exist', () => {
+  test('all seven exist', () => {
     expect(files).toEqual([
       'collection.schema.json',
       'external.schema.json',
       'function.schema.json',
       'query.schema.json',
       'svc.schema.json',
+      'trigger.schema.json',
       'view.schema.json',
     ]);
   });
