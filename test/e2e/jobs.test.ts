@@ -9,11 +9,13 @@
  * - `delaySeconds` keeps a job pending until then; a key replaces the pending job with that key.
  * - A job that throws on every attempt is kept as failed after `maxAttempts`; the admin endpoints
  *   list it, retry it and discard it; they answer 403 to a non-admin and 4xx to malformed ids.
+ * - `svc jobs [dir] list --failed | retry <id|--failed> | discard <id>` does the same from the CLI,
+ *   printing JSON, while the server runs; a bad id or usage exits 1 with a message.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { backends, type Backend } from '../support/backends.js';
-import { prepareApp, ROOT, type PreparedApp } from '../support/cli.js';
+import { prepareApp, ROOT, runCli, type PreparedApp } from '../support/cli.js';
 import { adminIdentity, userIdentity, type Identity } from '../support/auth.js';
 import { call } from '../support/scenario.js';
 import { waitFor } from '../support/wait.js';
@@ -124,6 +126,33 @@ function suite(backend: Backend): void {
       expect((await as(admin, 'GET', `/_admin/jobs/${id}`)).status).toBe(404);
       expect(await titles()).not.toContain('broken one');
     });
+
+    it('lists, retries and discards jobs with `svc jobs`', async () => {
+      const svc = async (...args: string[]) => {
+        const r = await runCli(['jobs', ...args], app.env);
+        expect(r.code, r.stderr).toBe(0);
+        return JSON.parse(r.stdout) as Record<string, unknown>;
+      };
+      const r = await start({ title: 'broken cli', maxAttempts: 1 });
+      expect(r.status, r.text).toBe(200);
+      const id = String(r.json.id);
+      const failedIds = async () => ((await svc(app.dir, 'list', '--failed')).data as Job[]).map((j) => j.id);
+      await waitFor(async () => (await jobs('?state=failed')).some((j) => j.id === id), 15_000);
+      expect(await failedIds()).toContain(id);
+      const listed = await svc(app.dir, 'list', '--failed');
+      expect((listed.stats as { failed: number }).failed).toBeGreaterThanOrEqual(1);
+      expect(await svc(app.dir, 'retry', id)).toEqual({ retried: 1 });
+      await waitFor(async () => (await jobs('?state=failed')).some((j) => j.id === id && j.attempts === 1), 15_000);
+      expect(await svc(app.dir, 'discard', id)).toEqual({ id, discarded: true });
+      expect(await failedIds()).not.toContain(id);
+      const missing = await runCli(['jobs', app.dir, 'discard', id], app.env);
+      expect(missing.code).toBe(1);
+      expect(missing.stderr).toMatch(/no job has the id/);
+      const usage = await runCli(['jobs', app.dir, 'retry', id, '--failed'], app.env);
+      expect(usage.code).toBe(1);
+      expect(usage.stderr).toMatch(/usage: svc jobs/);
+      expect(await svc(app.dir, 'retry', '--failed')).toMatchObject({ retried: expect.any(Number) });
+    }, 60_000);
   });
 }
 
