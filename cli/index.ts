@@ -300,6 +300,28 @@ user
     print(await (await runtime()).showUserInApp(dir, opts.username));
   });
 
+const JOB_ACTIONS = ['list', 'retry', 'discard'];
+program
+  .command('jobs')
+  .description('background jobs (§12): `jobs [dir] list [--failed]`, `jobs [dir] retry <id|--failed>`, `jobs [dir] discard <id>`; prints JSON')
+  .argument('<words...>', '[dir] list | retry [id] | discard <id>')
+  .option('--failed', 'list: only failed jobs; retry: every failed job')
+  .option('--limit <n>', 'list: at most n jobs (1 to 1000, default 100)', (v: string) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1 || n > 1000) throw new InvalidArgumentError('--limit must be an integer from 1 to 1000');
+    return n;
+  })
+  .action(async (words: string[], opts: { failed?: boolean; limit?: number }) => {
+    const [dir, action, id, ...rest] = JOB_ACTIONS.includes(words[0]) ? ['.', ...words] : words;
+    const rt = await runtime();
+    if (rest.length > 0) throw new InvalidArgumentError(`unexpected arguments: ${rest.join(' ')}`);
+    if (action === 'list' && id === undefined) print(await rt.listJobsInApp(dir, { failed: opts.failed === true, limit: opts.limit }));
+    else if (action === 'retry' && (id === undefined) === (opts.failed === true))
+      print(await rt.retryJobsInApp(dir, id === undefined ? { failed: true } : { id }));
+    else if (action === 'discard' && id !== undefined && opts.failed !== true) print(await rt.discardJobInApp(dir, id));
+    else throw new InvalidArgumentError('usage: svc jobs [dir] list [--failed] | retry <id|--failed> | discard <id>');
+  });
+
 const serviceAccount = program.command('service-account').description('manage service accounts (OAuth 2.0 clients)');
 serviceAccount
   .command('create')

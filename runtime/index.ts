@@ -48,6 +48,7 @@ export {
   setIdentityAdminInApp,
 } from './identity-commands.js';
 export { listUsersInApp, showUserInApp, type UserSummary } from './user-commands.js';
+export { discardJobInApp, listJobsInApp, retryJobsInApp } from './jobs/commands.js';
 export type { IdentityRef } from './auth/identities.js';
 export { authorize, authorizeRead, type Grant } from './auth/authorize.js';
 export { startDevServer, type DevServer, type DevProblem, type DevReload } from './dev-server.js';

@@ -304,6 +304,33 @@ export function adminOpenApi(builder: OpenApiBuilder): void {
       parameters: [...RANGE, query('step', 'Seconds per step (default 60)', { type: 'integer', minimum: 1 })],
     }),
   });
+  // Background jobs (DESIGN §12), as `svc jobs` shows them.
+  const jobId = path('id', 'Job id');
+  builder.addPath('/_admin/jobs', {
+    get: op('svc_adminJobs', 'Jobs, newest first, with the counts ({ data, stats })', 'svc.AdminObject', {
+      parameters: [
+        query('state', 'pending, running or failed', { type: 'string', enum: ['pending', 'running', 'failed'] }),
+        query('task', 'svc_trigger, svc_function or svc_schedule', { type: 'string', enum: ['svc_trigger', 'svc_function', 'svc_schedule'] }),
+        query('limit', 'At most this many (default 100)', { type: 'integer', minimum: 1, maximum: 1000 }),
+      ],
+    }),
+  });
+  builder.addPath('/_admin/jobs/retry-failed', {
+    post: op('svc_adminRetryFailedJobs', 'Makes every failed job due now with its attempts reset ({ retried })', 'svc.AdminObject', {}, [401, 403]),
+  });
+  builder.addPath('/_admin/jobs/{id}', {
+    get: op('svc_adminGetJob', 'One job', 'svc.AdminObject', { parameters: [jobId] }, [401, 403, 404]),
+    delete: noContent('svc_adminDiscardJob', 'Removes a pending or failed job (409 while it runs)', [jobId]),
+  });
+  builder.addPath('/_admin/jobs/{id}/retry', {
+    post: op(
+      'svc_adminRetryJob',
+      'Makes a job due now with its attempts reset (409 while it runs)',
+      'svc.AdminObject',
+      { parameters: [jobId] },
+      [401, 403, 404, 409],
+    ),
+  });
   builder.addPath('/_admin/realtime', {
     get: op('svc_adminRealtime', 'Connections per instance and channels with their member counts', 'svc.AdminObject', {}, [401, 403]),
   });
