@@ -238,7 +238,7 @@ function hostileSuite(backend: Backend): void {
       for (let i = 0; i < 50; i++) down.record({ kind: 'client', message: `flood ${i}` });
       await down.flush();
       for (let i = 0; i < 50; i++) down.record({ kind: 'function', message: `fn ${i}` });
-      expect(down.droppedByKind).toEqual({ request: 0, client: 40, function: 40 });
+      expect(down.droppedByKind).toEqual({ request: 0, client: 40, function: 40, job: 0 });
       expect(down.dropped).toBe(80);
       expect(down.buffered).toBe(25);
     });
