@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { launchChromium } from '../support/browser.js';
+import { consoleAsServiceAccount, launchChromium } from '../support/browser.js';
 import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
 import { backends } from '../support/backends.js';
 import { createServiceAccount, serviceAccountToken, type Identity } from '../support/auth.js';
@@ -49,13 +49,7 @@ describe.each(backends())('the console Jobs page on %s', (backend) => {
     const sa = await createServiceAccount(app, 'console-admin', { admin: true });
     admin = await serviceAccountToken(base, sa.clientId, sa.clientSecret);
     await browser.context.clearCookies();
-    page = await browser.context.newPage();
-    await page.goto(`${origin}/_/`);
-    await page.click('#signin-service');
-    await page.fill('#signin-first', sa.clientId);
-    await page.fill('#signin-second', sa.clientSecret);
-    await page.click('button[type=submit]');
-    await page.waitForSelector('#who');
+    page = await consoleAsServiceAccount(browser.context, origin, sa);
   }, 120_000);
   afterAll(async () => {
     await page?.close();
