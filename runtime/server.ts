@@ -252,7 +252,10 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   const current = () => version!;
   let baseUrl = '';
   // Background jobs (DESIGN §12): the engine's storage is ready before the first version serves.
-  const engine = openJobEngine(db, { databaseUrl: url }, { logger });
+  const staleLockMs = env.SVC_JOBS_STALE_LOCK_MS ? Number(env.SVC_JOBS_STALE_LOCK_MS) : undefined;
+  if (staleLockMs !== undefined && !(Number.isInteger(staleLockMs) && staleLockMs >= 100))
+    throw new Error(`SVC_JOBS_STALE_LOCK_MS must be a whole number of milliseconds, at least 100 (got ${JSON.stringify(env.SVC_JOBS_STALE_LOCK_MS)})`);
+  const engine = openJobEngine(db, { databaseUrl: url, staleLockMs }, { logger });
   if (engine) await engine.prepare();
   const jobs =
     engine &&

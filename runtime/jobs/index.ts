@@ -16,6 +16,8 @@ export type { JobEngine } from './engine.js';
 export interface JobEngineSettings {
   /** The database URL `db` was opened on, resolved (env `DATABASE_URL` applied): PostgreSQL's runner opens its own pool on it. */
   databaseUrl: string;
+  /** SQLite: how long a lock lives without a heartbeat before its job runs again, in ms (default 30 000; env `SVC_JOBS_STALE_LOCK_MS`). */
+  staleLockMs?: number;
 }
 
 /**
@@ -24,5 +26,5 @@ export interface JobEngineSettings {
  */
 export function openJobEngine(db: Database, settings: JobEngineSettings, options: { logger?: Logger } = {}): JobEngine {
   if (db.provider === 'postgresql') return createGraphileEngine({ db, connectionString: settings.databaseUrl, logger: options.logger });
-  return createSqliteEngine(db, { logger: options.logger });
+  return createSqliteEngine(db, { logger: options.logger, staleLockMs: settings.staleLockMs });
 }

@@ -7,7 +7,8 @@
  * A claim marks the row locked, clears its key (so a new job with the key can be added while this one
  * runs) and counts the attempt before the handler runs, so a crash mid-run counts as an attempt. A
  * runner renews the locks of the jobs it runs every `HEARTBEAT_MS`; a lock not renewed for
- * `STALE_LOCK_MS` was held by a process that is gone (kill -9) and is released, so its job runs again.
+ * `STALE_LOCK_MS` (or `options.staleLockMs`, env `SVC_JOBS_STALE_LOCK_MS`; the heartbeat then runs at a
+ * third of it) was held by a process that is gone (kill -9) and is released, so its job runs again.
  * Back-off after the n-th failure: `exp(min(n, 10))` seconds.
  */
 import { randomUUID } from 'node:crypto';
@@ -82,7 +83,9 @@ export function errorLine(err: unknown): string {
  * The engine of one SQLite database.
  * @param db - the app's database (SQLite)
  */
-export function createSqliteEngine(db: Database, options: { logger?: Logger } = {}): JobEngine {
+export function createSqliteEngine(db: Database, options: { logger?: Logger; staleLockMs?: number } = {}): JobEngine {
+  const staleLockMs = options.staleLockMs ?? STALE_LOCK_MS;
+  const heartbeatMs = Math.min(HEARTBEAT_MS, Math.max(50, Math.floor(staleLockMs / 3)));
   const me = randomUUID();
   let handler: JobHandler | undefined;
   let concurrency = 1;
@@ -193,11 +196,11 @@ export function createSqliteEngine(db: Database, options: { logger?: Logger } = 
       const keepAlive = () => {
         const now = Date.now();
         db.query(sql`UPDATE "_svc_jobs" SET "lockedAt" = ${now} WHERE "lockedBy" = ${me} AND "lockedAt" IS NOT NULL`)
-          .then(() => db.query(sql`UPDATE "_svc_jobs" SET "lockedAt" = NULL, "lockedBy" = NULL WHERE "lockedAt" < ${now - STALE_LOCK_MS}`))
+          .then(() => db.query(sql`UPDATE "_svc_jobs" SET "lockedAt" = NULL, "lockedBy" = NULL WHERE "lockedAt" < ${now - staleLockMs}`))
           .then(tick, (err) => options.logger?.warn({ err }, 'could not renew or release job locks'));
       };
       keepAlive();
-      heartbeat = setInterval(keepAlive, HEARTBEAT_MS);
+      heartbeat = setInterval(keepAlive, heartbeatMs);
       heartbeat.unref();
       poll = setInterval(tick, Math.max(10, opts.pollIntervalMs));
       poll.unref();

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { launchChromium } from '../support/browser.js';
+import { consoleAsServiceAccount, launchChromium } from '../support/browser.js';
 import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
 import { createServiceAccount } from '../support/auth.js';
 import { openDatabase } from '../../dist/runtime/data/database.js';
@@ -40,13 +40,7 @@ describe('the data grid on 100,000 rows (sqlite)', () => {
       await db.close();
     }
     const sa = await createServiceAccount(app, 'grid-admin', { admin: true });
-    page = await browser.context.newPage();
-    await page.goto(`${origin}/_/`);
-    await page.click('#signin-service');
-    await page.fill('#signin-first', sa.clientId);
-    await page.fill('#signin-second', sa.clientSecret);
-    await page.click('button[type=submit]');
-    await page.waitForSelector('#who');
+    page = await consoleAsServiceAccount(browser.context, origin, sa);
     await page.waitForSelector('#sidebar'); // the model is loaded: the data page has picked its first resource
   }, 120_000);
 

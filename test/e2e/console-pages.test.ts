@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import type { Page } from 'playwright-core';
-import { launchChromium } from '../support/browser.js';
+import { consoleAsServiceAccount, launchChromium } from '../support/browser.js';
 import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
 import { backends } from '../support/backends.js';
 import { createServiceAccount, serviceAccountToken, userIdentity, userToken, type Identity } from '../support/auth.js';
@@ -78,13 +78,7 @@ describe.each(backends())('the console pages on %s', (backend) => {
     // The previous backend's session cookies (same host, another port) would make the console's first
     // call refresh with them, and that refusal clears the cookies — possibly after the sign-in below.
     await browser.context.clearCookies();
-    page = await browser.context.newPage();
-    await page.goto(`${origin}/_/`);
-    await page.click('#signin-service');
-    await page.fill('#signin-first', sa.clientId);
-    await page.fill('#signin-second', sa.clientSecret);
-    await page.click('button[type=submit]');
-    await page.waitForSelector('#who');
+    page = await consoleAsServiceAccount(browser.context, origin, sa);
   }, 120_000);
 
   afterAll(async () => {

@@ -5,7 +5,7 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { DEBIAN_CHROMIUM } from './chromium.js';
 
 /** The browser the global set-up found (`SVC_TEST_CHROMIUM`), else Debian's. */
@@ -47,4 +47,19 @@ export async function launchChromium(extraArgs: string[] = [], ignoreHTTPSErrors
     rmSync(profile, { recursive: true, force: true });
     throw err;
   }
+}
+
+/**
+ * Opens the console at `origin` (`http://127.0.0.1:<port>`, no `/api`) in a new page of `context` and
+ * signs in with a service account's client id and secret; resolves once the signed-in header shows.
+ */
+export async function consoleAsServiceAccount(context: BrowserContext, origin: string, sa: { clientId: string; clientSecret: string }): Promise<Page> {
+  const page = await context.newPage();
+  await page.goto(`${origin}/_/`);
+  await page.click('#signin-service');
+  await page.fill('#signin-first', sa.clientId);
+  await page.fill('#signin-second', sa.clientSecret);
+  await page.click('button[type=submit]');
+  await page.waitForSelector('#who');
+  return page;
 }
