@@ -338,6 +338,7 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   // Schedules (DESIGN §12): only where this instance runs jobs.
   const scheduler = engine && manifest.settings.jobs?.run !== false ? new Scheduler(db, engine, logger) : undefined;
   await scheduler?.start(manifest.functions);
+  services.scheduler = scheduler;
   // A metrics port of their own (env `SVC_METRICS_PORT` overrides svc.json `metrics.port`, as `PORT` does `port`).
   const metricsPort = metricsSettings === false ? undefined : env.SVC_METRICS_PORT ? Number(env.SVC_METRICS_PORT) : metricsSettings.port;
   const metricsServer = metrics && metricsPort !== undefined ? await serveMetrics(metrics, metricsPort, host) : undefined;
