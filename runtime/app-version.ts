@@ -26,6 +26,7 @@ import { compileInputChecker } from './data/input.js';
 import { appliedThrough, pendingMigrations } from './data/migration-state.js';
 import { externalSources, type ExternalSource } from './external/forward.js';
 import type { AgentRequest, JobsRequest } from './functions/call-api.js';
+import type { Scheduler } from './jobs/schedules.js';
 import type { JobsService } from './jobs/service.js';
 import type { WorkerPool } from './functions/worker-pool.js';
 import { apiHandler } from './http/api-handler.js';
@@ -74,6 +75,8 @@ export interface ServerServices {
   metrics?: Metrics;
   /** Background jobs (DESIGN §12); absent where the database has no job engine yet. */
   jobs?: JobsService;
+  /** Function schedules (DESIGN §12); absent where this instance runs no jobs. */
+  scheduler?: Scheduler;
 }
 
 const NO_JOBS = { status: 503, body: { error: 'jobs are not available on this database yet', code: 'SERVICE_UNAVAILABLE' } };

@@ -15,6 +15,7 @@ import { buildAppVersion } from './app-version.js';
 import { applyAuthSettings } from './auth/auth-service.js';
 import { createMailer } from './auth/mailer.js';
 import { applySqliteMigrationsLive } from './data/migrate-live.js';
+import { scheduledFunctions } from './jobs/schedules.js';
 import { ident, sql } from './query/sql.js';
 import { loadManifest } from './load-manifest.js';
 import type { AppManifest } from './manifest.js';
@@ -34,6 +35,8 @@ export interface DevReload {
   applied: string[];
   /** svc.json keys whose change needs a restart of `svc dev` (they were not applied). */
   restart: string[];
+  /** When the schedules changed: the scheduled functions now running (possibly none). */
+  schedules?: string[];
 }
 
 export interface DevServer extends RunningServer {
@@ -113,7 +116,9 @@ export async function startDevServer(options: ServeOptions): Promise<DevServer> 
         ? await applySqliteMigrationsLive(sqliteFile, join(appDir, 'migrations', 'sqlite'))
         : await applyPending(appDir, manifest, url);
     swap(manifest);
-    return { applied, restart };
+    const changed = await services.scheduler?.reschedule(manifest.functions);
+    const schedules = changed ? scheduledFunctions(manifest.functions).map((f) => f.name) : undefined;
+    return { applied, restart, ...(schedules ? { schedules } : {}) };
   };
   server.reloadFunctions = (written) => {
     if (written?.length === 0) return;

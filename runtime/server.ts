@@ -45,6 +45,7 @@ import { allowedHostsOf, allowedHostsWarning, hostChecker, hostNotAllowed, refus
 import { refuseUpgrade } from './realtime/guard.js';
 import { openJobEngine } from './jobs/index.js';
 import { JobsService } from './jobs/service.js';
+import { Scheduler } from './jobs/schedules.js';
 
 export interface ServeOptions {
   appDir: string;
@@ -337,6 +338,10 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
   baseUrl = `http://${shownHost}:${actual}`;
   jobs?.start(manifest.settings.jobs, pool.capacity);
+  // Schedules (DESIGN §12): only where this instance runs jobs.
+  const scheduler = engine && manifest.settings.jobs?.run !== false ? new Scheduler(db, engine, logger) : undefined;
+  await scheduler?.start(manifest.functions);
+  services.scheduler = scheduler;
   // A metrics port of their own (env `SVC_METRICS_PORT` overrides svc.json `metrics.port`, as `PORT` does `port`).
   const metricsPort = metricsSettings === false ? undefined : env.SVC_METRICS_PORT ? Number(env.SVC_METRICS_PORT) : metricsSettings.port;
   const metricsServer = metrics && metricsPort !== undefined ? await serveMetrics(metrics, metricsPort, host) : undefined;
@@ -366,6 +371,7 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
         // HTTP first (in-flight requests finish), then the sockets get their close frame.
         if (inFlight > 0) await Promise.race([new Promise<void>((ok) => (drainedHttp = ok)), closed]);
         await agent.close();
+        scheduler?.stop();
         await jobs?.engine.stop(graceMs);
         await realtime.close();
         await closed;

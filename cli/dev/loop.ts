@@ -150,6 +150,7 @@ export async function runDev(options: DevOptions): Promise<DevServer> {
       backup ? `database backed up to ${relative(appDir, backup)}` : '',
       done.applied.length ? `migration ${done.applied.join(', ')} applied` : '',
       'new version swapped in',
+      done.schedules ? `schedules now ${done.schedules.length ? done.schedules.join(', ') : 'none'}` : '',
       done.restart.length ? `restart svc dev to apply svc.json ${done.restart.join(', ')}` : '',
     ];
     out(reloadLine(paths, steps.filter(Boolean).join(', '), startedAt));

@@ -5,6 +5,7 @@
  */
 import type {
   AccessMethod,
+  FunctionSchedule,
   AgentSettings,
   AggregateFunction,
   CreditsSettings,
@@ -109,6 +110,7 @@ export interface RawFunctionDefinition {
   requestBody?: TypedField[];
   responseFields?: TypedField[];
   access?: Partial<Record<'GET' | 'POST' | 'PUT' | 'DELETE', string[]>>;
+  schedule?: FunctionSchedule;
 }
 
 export interface RawExternalDefinition {

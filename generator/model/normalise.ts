@@ -248,6 +248,7 @@ function functionOf(f: RawFunctionDefinition, codeFile: string): FunctionDefinit
     responseFields: typedFields(f.responseFields),
     access,
     module: compiledPathOf(codeFile),
+    ...(f.schedule ? { schedule: { ...f.schedule } } : {}),
   };
 }
 

@@ -6,6 +6,7 @@
  * on schema-valid files (their data has the shape the checks read); names of invalid files still count
  * for uniqueness and references, so one broken file does not cascade into errors elsewhere.
  */
+import { checkSchedule } from './check-schedule.js';
 import { checkTriggers } from './check-triggers.js';
 import type { RawApp } from '../load/load-app.js';
 import type {
@@ -373,5 +374,6 @@ function checkFunction(file: string, f: RawFunctionDefinition, codeFile: string 
       message: `no code file for this function: add functions/${base}.ts (or .tsx, .js, .mjs, .cjs)`,
     });
   }
+  out.push(...checkSchedule(file, f));
   return out;
 }
