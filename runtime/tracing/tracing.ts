@@ -17,7 +17,7 @@
  * turn's own times.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Span, Tracer } from '@opentelemetry/api';
+import type { Span, SpanOptions, Tracer } from '@opentelemetry/api';
 import type { Logger } from '../log.js';
 
 type Api = typeof import('@opentelemetry/api');
@@ -132,8 +132,12 @@ export function statementSpan(system: string, text: string): ((err?: unknown) =>
 /** Runs `fn` in an INTERNAL span named `name` (function calls); plain `fn()` when traces are off. */
 export async function inSpan<T>(name: string, attributes: Record<string, string | number>, fn: () => Promise<T>): Promise<T> {
   const t = on;
-  if (!t) return fn();
-  return t.tracer.startActiveSpan(name, { attributes }, async (span) => {
+  return t ? activeSpan(t, name, { attributes }, fn) : fn();
+}
+
+/** Runs `fn` in a new active span: an error status when it throws, ended either way. */
+function activeSpan<T>(t: Tracing, name: string, options: SpanOptions, fn: () => Promise<T>): Promise<T> {
+  return t.tracer.startActiveSpan(name, options, async (span) => {
     try {
       return await fn();
     } catch (err) {
@@ -159,16 +163,7 @@ export async function inJobSpan<T>(
   if (!t) return fn();
   const m = traceparent ? /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/.exec(traceparent) : null;
   const links = m ? [{ context: { traceId: m[1], spanId: m[2], traceFlags: parseInt(m[3], 16), isRemote: true } }] : [];
-  return t.tracer.startActiveSpan(name, { attributes, links, kind: t.api.SpanKind.CONSUMER, root: true }, async (span) => {
-    try {
-      return await fn();
-    } catch (err) {
-      span.setStatus({ code: t.api.SpanStatusCode.ERROR, message: (err as Error)?.message });
-      throw err;
-    } finally {
-      span.end();
-    }
-  });
+  return activeSpan(t, name, { attributes, links, kind: t.api.SpanKind.CONSUMER, root: true }, fn);
 }
 
 /** The W3C `traceparent` of the active span (a request's), to link a job to it; undefined when off or outside a span. */
