@@ -16,6 +16,7 @@ import { applyAuthSettings } from './auth/auth-service.js';
 import { createMailer } from './auth/mailer.js';
 import { applySqliteMigrationsLive } from './data/migrate-live.js';
 import { scheduledFunctions } from './jobs/schedules.js';
+import { installTriggers } from './jobs/capture.js';
 import { ident, sql } from './query/sql.js';
 import { loadManifest } from './load-manifest.js';
 import type { AppManifest } from './manifest.js';
@@ -37,6 +38,8 @@ export interface DevReload {
   restart: string[];
   /** When the schedules changed: the scheduled functions now running (possibly none). */
   schedules?: string[];
+  /** When the triggers changed: the triggers now installed (possibly none). */
+  triggers?: string[];
 }
 
 export interface DevServer extends RunningServer {
@@ -88,6 +91,7 @@ export async function startDevServer(options: ServeOptions): Promise<DevServer> 
   const url = databaseUrlFor(appDir, launched.current().manifest, env);
   const started = launched.current().manifest;
   const sqliteFile = url.replace(/^file:/, '').replace(/\?.*$/, '');
+  let installedTriggers = JSON.stringify(started.triggers ?? []);
   const swap = (manifest: AppManifest) => {
     const version = buildAppVersion(services, manifest);
     launched.swap(version);
@@ -116,9 +120,19 @@ export async function startDevServer(options: ServeOptions): Promise<DevServer> 
         ? await applySqliteMigrationsLive(sqliteFile, join(appDir, 'migrations', 'sqlite'))
         : await applyPending(appDir, manifest, url);
     swap(manifest);
+    // Capture triggers follow the definitions (a SQLite migration dropped them; DESIGN §12).
+    const triggers = JSON.stringify(manifest.triggers ?? []);
+    const triggersChanged = triggers !== installedTriggers;
+    await installTriggers(db, manifest);
+    installedTriggers = triggers;
     const changed = await services.scheduler?.reschedule(manifest.functions);
     const schedules = changed ? scheduledFunctions(manifest.functions).map((f) => f.name) : undefined;
-    return { applied, restart, ...(schedules ? { schedules } : {}) };
+    return {
+      applied,
+      restart,
+      ...(schedules ? { schedules } : {}),
+      ...(triggersChanged ? { triggers: (manifest.triggers ?? []).map((t) => t.name) } : {}),
+    };
   };
   server.reloadFunctions = (written) => {
     if (written?.length === 0) return;

@@ -46,6 +46,7 @@ import { refuseUpgrade } from './realtime/guard.js';
 import { openJobEngine } from './jobs/index.js';
 import { JobsService } from './jobs/service.js';
 import { Scheduler } from './jobs/schedules.js';
+import { installTriggers } from './jobs/capture.js';
 
 export interface ServeOptions {
   appDir: string;
@@ -257,7 +258,10 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   if (staleLockMs !== undefined && !(Number.isInteger(staleLockMs) && staleLockMs >= 100))
     throw new Error(`SVC_JOBS_STALE_LOCK_MS must be a whole number of milliseconds, at least 100 (got ${JSON.stringify(env.SVC_JOBS_STALE_LOCK_MS)})`);
   const engine = openJobEngine(db, { databaseUrl: url, staleLockMs }, { logger });
-  if (engine) await engine.prepare();
+  await engine.prepare();
+  // Capture (DESIGN §12): the SQL triggers that write trigger jobs, after the migrations and the engine.
+  const installed = await installTriggers(db, manifest);
+  if (installed.created > 0 || installed.dropped > 0) logger.debug(installed, 'capture triggers installed');
   const jobs =
     engine &&
     new JobsService({
@@ -268,6 +272,7 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
       logger,
       logs,
       metrics,
+      env,
     });
   services.jobs = jobs;
   if (engine && engine.kind === 'sqlite') jobsAfterCommit = () => (current().manifest.triggers?.length ? engine.wake() : undefined);

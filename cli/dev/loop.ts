@@ -151,6 +151,7 @@ export async function runDev(options: DevOptions): Promise<DevServer> {
       done.applied.length ? `migration ${done.applied.join(', ')} applied` : '',
       'new version swapped in',
       done.schedules ? `schedules now ${done.schedules.length ? done.schedules.join(', ') : 'none'}` : '',
+      done.triggers ? `triggers now ${done.triggers.length ? done.triggers.join(', ') : 'none'}` : '',
       done.restart.length ? `restart svc dev to apply svc.json ${done.restart.join(', ')}` : '',
     ];
     out(reloadLine(paths, steps.filter(Boolean).join(', '), startedAt));

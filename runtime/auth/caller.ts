@@ -22,6 +22,11 @@ export interface Caller {
   roles: string[];
   /** Admin service accounts bypass access rules and policies. */
   admin: boolean;
+  /**
+   * Set only for a function run by a trigger (or a job such a function enqueued): the depth of that
+   * event (DESIGN §12 loops); writes made as this caller are captured one deeper.
+   */
+  triggerDepth?: number;
 }
 
 export const ANONYMOUS: Caller = Object.freeze({ kind: 'anonymous', id: null, username: null, roles: [], admin: false }) as Caller;

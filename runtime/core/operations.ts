@@ -123,6 +123,7 @@ export function collectionScopes(ctx: RequestContext, r: CollectionResource): Co
       now: ctx.now,
       signal: ctx.signal,
       releaseBlobs: ctx.app.blobs && ((values) => ctx.app.blobs!.release(values)),
+      captureDepth: manifest.triggers?.length ? (caller.triggerDepth === undefined ? 0 : caller.triggerDepth + 1) : undefined,
     }),
   };
 }

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import Sqlite from 'better-sqlite3';
 import { APPLIED, pendingMigrations, prismaTime, RECORD_FAILED, type AppliedRow } from './migration-state.js';
 import { registerSqliteFunctions } from './sqlite-functions.js';
+import { dropSqliteCaptureTriggers } from './capture-context.js';
 
 /** `_prisma_migrations` as Prisma's engine creates it (present once the server has started). */
 const TABLE = `CREATE TABLE IF NOT EXISTS "_prisma_migrations" ("id" TEXT PRIMARY KEY NOT NULL, "checksum" TEXT NOT NULL,
@@ -41,6 +42,8 @@ export async function applySqliteMigrationsLive(file: string, migrationsDir: str
       const startedAt = new Date();
       try {
         db.exec('BEGIN IMMEDIATE');
+        // The server installs them again after the swap (a trigger naming a column stops DROP COLUMN).
+        dropSqliteCaptureTriggers(db);
         db.exec(script.toString('utf8'));
         const broken = db.pragma('foreign_key_check') as unknown[];
         if (broken.length > 0) throw new Error(`it leaves ${broken.length} rows whose lookups point at no row`);

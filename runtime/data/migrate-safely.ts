@@ -19,6 +19,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import Sqlite from 'better-sqlite3';
+import { dropSqliteCaptureTriggers } from './capture-context.js';
 import type { DatabaseProvider } from '../manifest.js';
 import { appliedAt, migrationChecksum, migrationRows, pendingMigrations, RECORD_FAILED, type AppliedRow } from './migration-state.js';
 import { applyMigrations } from './schema-engine-calls.js';
@@ -146,7 +147,11 @@ const BUSY = /SocketTimeout|database is locked|SQLITE_BUSY/;
  *   holds (`… a running svc serve? …`); or the engine's own reason
  */
 export async function applyMigrationsSafely(opts: { provider: DatabaseProvider; url: string; migrationsDir: string }): Promise<{ applied: string[] }> {
-  if (opts.provider === 'sqlite') return withSqliteLock(sqliteFile(opts.url), () => applyUnlocked(opts));
+  if (opts.provider === 'sqlite')
+    return withSqliteLock(sqliteFile(opts.url), () => {
+      dropCaptureTriggers(sqliteFile(opts.url));
+      return applyUnlocked(opts);
+    });
   // Instances starting together: one applies, the others wait and then find nothing pending. Without
   // the lock, a run reading `_prisma_migrations` while another is mid-migration took the started,
   // unfinished row for a failed one and refused to start.
@@ -161,6 +166,20 @@ export async function applyMigrationsSafely(opts: { provider: DatabaseProvider; 
     // Ending the session releases the lock too, should the unlock fail.
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATE_LOCK]).catch(() => undefined);
     await client.end().catch(() => undefined);
+  }
+}
+
+/**
+ * Drops svc's capture triggers (DESIGN §12) from a SQLite file before its migrations run: a trigger that
+ * names a column stops `DROP COLUMN`. The server installs them again once the migrations are applied.
+ */
+function dropCaptureTriggers(file: string): void {
+  if (!existsSync(file)) return;
+  const db = new Sqlite(file, { fileMustExist: true, timeout: 5000 });
+  try {
+    dropSqliteCaptureTriggers(db);
+  } finally {
+    db.close();
   }
 }
 

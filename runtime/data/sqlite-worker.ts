@@ -9,12 +9,13 @@
  *        `{ i, r: rows }` (plus `b: 1` when a row holds a blob, which arrives as a Uint8Array);
  *        `{ i, w: 1 }` from a reader: the statement writes, send it to the writer instead;
  *        `{ i, e: { message, code } }` when the statement fails.
- * Connection settings: WAL (set by the writer), `busy_timeout`, `foreign_keys = ON`, svc's SQL functions.
+ * Connection settings: WAL (set by the writer), `busy_timeout`, `foreign_keys = ON`, svc's SQL functions
+ * (the capture context they keep is cleared at every BEGIN IMMEDIATE, COMMIT and ROLLBACK).
  * Integers come back as JS numbers (no safeIntegers); booleans sent in are bound as 1/0.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import Database, { type Statement } from 'better-sqlite3';
-import { registerSqliteFunctions } from './sqlite-functions.js';
+import { registerSqliteFunctions, type SqliteSessionState } from './sqlite-functions.js';
 
 /** What the main thread passes as `workerData`. */
 export interface SqliteWorkerData {
@@ -42,13 +43,15 @@ export type SqliteReply =
 
 const CACHE_SIZE = 256;
 
-function open(data: SqliteWorkerData, stopped: () => boolean): Database.Database {
+function open(data: SqliteWorkerData, stopped: () => boolean): { db: Database.Database; session: SqliteSessionState } {
   const db = new Database(data.path, { timeout: data.busyTimeoutMs });
   if (data.role === 'writer') db.pragma('journal_mode = WAL');
   db.pragma('foreign_keys = ON');
-  registerSqliteFunctions(db, stopped);
-  return db;
+  return { db, session: registerSqliteFunctions(db, stopped) };
 }
+
+/** Statements that begin or end a transaction: the capture context (`capture-context.ts`) ends with them. */
+const TX_BOUNDARY = new Set(['BEGIN IMMEDIATE', 'COMMIT', 'ROLLBACK']);
 
 function hasBlob(rows: Record<string, unknown>[]): boolean {
   for (const row of rows) for (const key in row) if (row[key] instanceof Uint8Array) return true;
@@ -67,8 +70,9 @@ function main(): void {
   const flag = new Int32Array(data.stop);
   const stopped = () => Atomics.load(flag, 0) === 1;
   let db: Database.Database;
+  let session: SqliteSessionState;
   try {
-    db = open(data, stopped);
+    ({ db, session } = open(data, stopped));
   } catch (err) {
     port.postMessage({ fatal: (err as Error).message } satisfies SqliteReply);
     return;
@@ -95,6 +99,7 @@ function main(): void {
       port.postMessage({ i: msg.i, e: { message: 'the SQLite worker was stopped', code: 'STATEMENT_TIMEOUT' } } satisfies SqliteReply);
       return;
     }
+    if (TX_BOUNDARY.has(msg.s)) session.clearContext();
     try {
       const stmt = prepare(msg.s);
       if (data.role === 'reader' && !stmt.readonly) {

@@ -4,6 +4,7 @@
  */
 import type { Database, Tx } from './database.js';
 import { ChangeSet, type Change, type ChangeAction, type ChangeSink } from './changes.js';
+import { captureContextStatement, type CaptureContext } from './capture-context.js';
 
 /** What a write inside a unit of work has: its transaction and the change set it fills. */
 export interface UnitOfWork {
@@ -32,6 +33,11 @@ export interface WorkOptions {
   single?: boolean;
   /** Deletes the files of blobs the work removed (after the commit only: a rollback keeps them). */
   releaseBlobs?: (values: unknown[]) => void;
+  /**
+   * The app has triggers (DESIGN §12): the transaction's first statement tells the capture triggers who
+   * writes and how deep (`capture-context.ts`). Ignored for a `single` unit (no transaction to scope it).
+   */
+  capture?: CaptureContext;
 }
 
 /**
@@ -47,7 +53,14 @@ export async function runUnitOfWork<T>(options: WorkOptions, fn: (work: UnitOfWo
     options.signal?.throwIfAborted();
     result = await fn({ tx: undefined, changes, released });
   } else {
-    result = await options.db.transaction((tx) => fn({ tx, changes, released }), { signal: options.signal });
+    const { capture } = options;
+    result = await options.db.transaction(
+      async (tx) => {
+        if (capture) await options.db.query(captureContextStatement(options.db.provider, capture), tx);
+        return fn({ tx, changes, released });
+      },
+      { signal: options.signal },
+    );
   }
   const gone = released.filter((v) => v !== null && v !== undefined);
   if (gone.length > 0) options.releaseBlobs?.(gone);

@@ -49,6 +49,11 @@ export interface WriteScope {
   signal?: AbortSignal;
   /** Deletes the stored files of blob values a committed write removed (see `UnitOfWork.released`). */
   releaseBlobs?: (values: unknown[]) => void;
+  /**
+   * Set when the app has triggers (DESIGN §12): the depth its writes are captured with (0 for a request,
+   * n + 1 for a function run by an event of depth n). The capture triggers then learn the caller too.
+   */
+  captureDepth?: number;
 }
 
 const ids = (list: readonly string[]) =>
@@ -57,15 +62,23 @@ const ids = (list: readonly string[]) =>
     ', ',
   );
 
+/**
+ * The unit of work of a write. With triggers, it sets the capture context in its transaction, except
+ * for a create at depth 0, whose capture takes the caller from the row's `createdBy` (so the hot path
+ * of a create stays one statement).
+ */
 function work(scope: WriteScope, action: WorkOptions['action'], single = false): WorkOptions {
+  const depth = scope.captureDepth;
+  const capture = depth !== undefined && (action !== 'POST' || depth > 0) ? { callerId: scope.callerId, depth } : undefined;
   return {
     db: scope.db,
     action,
     sink: scope.sink,
     origin: { reqId: scope.reqId, callerId: scope.callerId },
     signal: scope.signal,
-    single,
+    single: single && !capture,
     releaseBlobs: scope.releaseBlobs,
+    capture,
   };
 }
 

@@ -10,9 +10,11 @@ import type { AppManifest, Collection, DatabaseProvider, Trigger, TriggerOperati
 import { columnsOf } from '../data/row-codec.js';
 import { compileFilter } from '../query/filter-compile.js';
 import { parseFilter } from '../query/filter-parser.js';
+import { TRIGGER_PREFIX } from '../data/capture-context.js';
+import type { Database } from '../data/database.js';
+import { raw, sql } from '../query/sql.js';
 
-/** Prefix of every SQL trigger (and, with `fn_`, trigger function) svc installs. */
-export const TRIGGER_PREFIX = 'svc_trg_';
+export { TRIGGER_PREFIX };
 
 /**
  * A bound filter value as a SQL literal: strings quoted with `'` doubled, finite numbers, booleans
@@ -67,8 +69,8 @@ function sqliteRow(c: Collection, ref: 'NEW' | 'OLD'): string {
 
 /**
  * SQLite DDL of one trigger: one `CREATE TRIGGER` per operation, named `svc_trg_<C>_<T>_<op>`. The
- * caller is `svc_caller()`, a function the driver registers on the writer connection (falling back to
- * `NEW.createdBy` on create).
+ * caller and depth are `svc_caller()` and `svc_depth()`, functions the driver registers on every connection
+ * (`data/capture-context.ts`; the caller falls back to `NEW.createdBy` on create).
  */
 function sqliteDdl(manifest: AppManifest, c: Collection, t: Trigger): string[] {
   return t.on.map((op) => {
@@ -79,7 +81,7 @@ function sqliteDdl(manifest: AppManifest, c: Collection, t: Trigger): string[] {
       `'id', lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' || substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6))), ` +
       `'op', '${op}', 'collection', ${sqlLiteral(c.name, 'sqlite')}, 'rowId', ${ref}."id", ` +
       `'before', ${op === 'create' ? 'NULL' : sqliteRow(c, 'OLD')}, 'after', ${op === 'delete' ? 'NULL' : sqliteRow(c, 'NEW')}, ` +
-      `'at', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'callerId', ${caller}))`;
+      `'at', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'callerId', ${caller}), 'depth', svc_depth())`;
     return (
       `CREATE TRIGGER "${sqlTriggerName(t)}_${op}" ${SQLITE_EVENT[op]} ON "${c.name}" FOR EACH ROW BEGIN ` +
       `INSERT INTO "_svc_jobs" ("id", "task", "payload", "key", "runAt", "attempts", "maxAttempts", "lastError", "lockedAt", "lockedBy", "createdAt") ` +
@@ -92,7 +94,8 @@ function sqliteDdl(manifest: AppManifest, c: Collection, t: Trigger): string[] {
 /**
  * PostgreSQL DDL of one trigger: a plpgsql function `svc_trg_fn_<C>_<T>` calling
  * `graphile_worker.add_job('svc_trigger', …)` and the triggers using it (AFTER INSERT OR UPDATE, BEFORE
- * DELETE). The caller is the transaction's `svc.caller` setting (falling back to `NEW."createdBy"` on create).
+ * DELETE). The caller and depth are the transaction's `svc.caller` and `svc.depth` settings (the caller falls
+ * back to `NEW."createdBy"` on create).
  */
 function postgresDdl(manifest: AppManifest, c: Collection, t: Trigger): string[] {
   const fn = `svc_trg_fn_${c.name}_${t.name}`;
@@ -106,7 +109,7 @@ function postgresDdl(manifest: AppManifest, c: Collection, t: Trigger): string[]
       `PERFORM graphile_worker.add_job('svc_trigger', json_build_object('trigger', ${sqlLiteral(t.name, 'postgresql')}, 'event', json_build_object(` +
       `'id', gen_random_uuid(), 'op', '${op}', 'collection', ${sqlLiteral(c.name, 'postgresql')}, 'rowId', ${ref}."id"::text, ` +
       `'before', ${op === 'create' ? 'NULL' : 'to_jsonb(OLD)'}, 'after', ${op === 'delete' ? 'NULL' : 'to_jsonb(NEW)'}, ` +
-      `'at', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'callerId', ${caller})), max_attempts => ${t.maxAttempts}); END IF; END IF;`
+      `'at', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'callerId', ${caller}), 'depth', COALESCE(NULLIF(current_setting('svc.depth', true), '')::int, 0)), max_attempts => ${t.maxAttempts}); END IF; END IF;`
     );
   };
   const body = t.on.map(branch).join(' ');
@@ -149,4 +152,26 @@ export function dropStatements(provider: DatabaseProvider, installed: { name: st
   const out = installed.map((r) => (provider === 'sqlite' ? `DROP TRIGGER IF EXISTS "${r.name}"` : `DROP TRIGGER IF EXISTS "${r.name}" ON "${r.tbl}"`));
   for (const fn of new Set(installed.map((r) => r.fn).filter((f): f is string => !!f))) out.push(`DROP FUNCTION IF EXISTS "${fn}"()`);
   return out;
+}
+
+/** Key of the advisory lock that serialises trigger installs across instances (PostgreSQL). */
+const INSTALL_LOCK = 0x5f74726773; // "_trgs"
+
+/**
+ * Installs the capture triggers of `manifest` in one transaction: drops svc's installed ones (those of
+ * removed triggers too) and creates the current ones, so no write between the two goes uncaptured. Run
+ * after the migrations and the job engine's `prepare()`, at start and on every `svc dev` swap. On
+ * PostgreSQL an advisory lock keeps instances that start together from interleaving.
+ * @returns how many SQL triggers were dropped and how many statements created them
+ * @throws Error for a trigger whose collection is missing or whose filter cannot be compiled (nothing changed)
+ */
+export async function installTriggers(db: Database, manifest: AppManifest): Promise<{ dropped: number; created: number }> {
+  const create = installStatements(manifest);
+  return db.transaction(async (tx) => {
+    if (db.provider === 'postgresql') await db.query(sql`SELECT pg_advisory_xact_lock(${INSTALL_LOCK})`, tx);
+    const installed = await db.query<{ name: string; tbl: string; fn?: string }>(raw(listInstalledSql(db.provider)), tx);
+    if (installed.length === 0 && create.length === 0) return { dropped: 0, created: 0 };
+    for (const text of [...dropStatements(db.provider, installed), ...create]) await db.query(raw(text), tx);
+    return { dropped: installed.length, created: create.length };
+  });
 }

@@ -58,6 +58,8 @@ export interface TriggerJobPayload {
     at: string;
     callerId: string | null;
   };
+  /** 0 for a change a request made; n + 1 for one made by a function run by an event of depth n (DESIGN §12 loops). */
+  depth?: number;
 }
 
 /** `ctx.jobs.enqueue(function, payload)` (`svc_function` payload). */
@@ -66,6 +68,8 @@ export interface FunctionJobPayload {
   payload: unknown;
   /** Who enqueued it (the calling function's caller), kept for the run's `ctx.me`-free app context. */
   callerId: string | null;
+  /** Enqueued by a function a trigger ran: that event's depth, so writes of this run count one deeper. */
+  depth?: number;
 }
 
 /** One tick of a function's `schedule` (`svc_schedule` payload). */

@@ -19,14 +19,18 @@ import type { Metrics } from '../metrics/metrics.js';
 import { activeTraceparent, inJobSpan } from '../tracing/tracing.js';
 import type { FunctionJobPayload, JobEngine, JobRun, ScheduleJobPayload, TriggerJobPayload } from './engine.js';
 import { errorLine } from './sqlite-engine.js';
+import { deliverTrigger } from './trigger-delivery.js';
 
 /** Longest `delaySeconds` / farthest `runAt` of `ctx.jobs.enqueue`: one year. */
 export const MAX_DELAY_SECONDS = 365 * 24 * 3600;
 /** Longest job key, in characters. */
 export const MAX_KEY_LENGTH = 200;
 
-/** Runs a trigger job (the trigger delivery of `trigger-delivery.ts`); throws to fail the attempt. */
-export type TriggerRunner = (job: JobRun, payload: TriggerJobPayload, signal: AbortSignal) => Promise<void>;
+/**
+ * Deepest trigger event delivered (DESIGN §12 loops): a change made by a function a trigger ran is
+ * captured one deeper than the event that ran it; an event deeper than this is dropped with a warning.
+ */
+export const MAX_TRIGGER_DEPTH = 8;
 
 /** What the service needs of the server. */
 export interface JobsServiceOptions {
@@ -40,15 +44,22 @@ export interface JobsServiceOptions {
   logger: Logger;
   logs?: LogStore;
   metrics?: Metrics;
-  /** Delivers trigger events; absent: trigger jobs fail with a message saying so. */
-  onTrigger?: TriggerRunner;
+  /** For a webhook's `${env.X}` and `${secrets.Y}` (`SVC_SECRET_Y`) references. */
+  env: NodeJS.ProcessEnv;
+  /** The webhook client; defaults to the global `fetch`. */
+  fetch?: typeof fetch;
 }
 
 const bad = (message: string, path: string): ApiReply => ({ status: 400, body: { error: message, code: 'VALIDATION_FAILED', details: [{ path, message }] } });
 
-/** The caller a job runs as: the app's rights, `createdBy` the id of whoever made the job (or null). */
-export function jobCaller(callerId: string | null): Caller {
-  return { kind: 'anonymous', id: callerId, username: null, roles: [], admin: true };
+/**
+ * The caller a job runs as: the app's rights, `createdBy` the id of whoever made the job (or null), and
+ * for a run a trigger event caused (directly or through `ctx.jobs.enqueue`), that event's depth.
+ */
+export function jobCaller(callerId: string | null, triggerDepth?: number): Caller {
+  const caller: Caller = { kind: 'anonymous', id: callerId, username: null, roles: [], admin: true };
+  if (triggerDepth !== undefined) caller.triggerDepth = triggerDepth;
+  return caller;
 }
 
 /** An enabled type-2 function of `manifest` named `name`, or why there is none. */
@@ -113,6 +124,7 @@ export class JobsService {
         body: { error: `the payload does not fit function ${f.name}'s requestBody: ${details[0].message}`, code: 'VALIDATION_FAILED', details },
       };
     const payload: FunctionJobPayload & { traceparent?: string } = { function: f.name, payload: request.payload ?? null, callerId: caller.id };
+    if (caller.triggerDepth !== undefined) payload.depth = caller.triggerDepth;
     const traceparent = activeTraceparent();
     if (traceparent) payload.traceparent = traceparent;
     const { id } = await this.options.engine.add({ task: 'svc_function', payload, runAt: at, key, maxAttempts });
@@ -160,8 +172,22 @@ export class JobsService {
   private async dispatch(job: JobRun, signal: AbortSignal): Promise<void> {
     const run: JobRunContext = { job: { id: job.id, task: job.task, attempt: job.attempt } };
     if (job.task === 'svc_trigger') {
-      if (!this.options.onTrigger) throw new Error('this server has no trigger runner');
-      await this.options.onTrigger(job, job.payload as TriggerJobPayload, signal);
+      const p = job.payload as TriggerJobPayload;
+      const depth = p.depth ?? 0;
+      if (depth > MAX_TRIGGER_DEPTH) {
+        this.skipTooDeep(job, p);
+        return;
+      }
+      await deliverTrigger(job, {
+        manifest: this.options.manifest(),
+        runFunction: (name, input) =>
+          this.runFunction(name, { body: input.event, run: { ...run, event: input.event }, callerId: input.callerId, depth }),
+        secrets: {},
+        env: this.options.env,
+        fetch: this.options.fetch,
+        signal,
+        logger: this.options.logger,
+      });
       return;
     }
     if (job.task === 'svc_schedule') {
@@ -170,7 +196,14 @@ export class JobsService {
       return;
     }
     const p = job.payload as FunctionJobPayload;
-    await this.runFunction(p.function, { body: p.payload, run, callerId: p.callerId ?? null });
+    await this.runFunction(p.function, { body: p.payload, run, callerId: p.callerId ?? null, depth: p.depth });
+  }
+
+  /** An event past {@link MAX_TRIGGER_DEPTH}: not delivered (a loop), said in the log and the log store. */
+  private skipTooDeep(job: JobRun, p: TriggerJobPayload): void {
+    const message = `trigger ${p.trigger}: event ${p.event.id} (${p.event.op} ${p.event.collection} ${p.event.rowId}) is at depth ${p.depth}, deeper than ${MAX_TRIGGER_DEPTH}: not delivered (a trigger's function keeps changing what fires it; use "changed" or a filter)`;
+    this.options.logger.warn({ job: job.id, trigger: p.trigger, event: p.event.id, depth: p.depth }, message);
+    this.options.logs?.record({ kind: 'job', reqId: `job-${job.id}`, severity: 2, source: p.trigger, message });
   }
 
   /**
@@ -178,13 +211,13 @@ export class JobsService {
    * (for triggers) `ctx.event`. The one hook the trigger delivery calls.
    * @throws Error when the function is gone or not type 2, threw, timed out, went over memory, or answered non-2xx
    */
-  async runFunction(name: string, input: { body: unknown; run: JobRunContext; callerId: string | null }): Promise<void> {
+  async runFunction(name: string, input: { body: unknown; run: JobRunContext; callerId: string | null; depth?: number }): Promise<void> {
     const f = jobFunction(this.options.manifest(), name);
     if (typeof f === 'string') throw new Error(f);
     const bodyRaw = JSON.stringify(input.body ?? null);
     const answer = await this.options.invokeFunction(f.name, {
       method: 'POST',
-      caller: jobCaller(input.callerId),
+      caller: jobCaller(input.callerId, input.depth),
       query: {},
       bodyJson: input.body ?? null,
       bodyRaw,

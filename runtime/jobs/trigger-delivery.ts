@@ -19,7 +19,7 @@ export const WEBHOOK_TIMEOUT_MS = 10_000;
 /** What `deliverTrigger` needs from the runtime. */
 export interface TriggerDeliveryDeps {
   manifest: AppManifest;
-  /** Runs a type-2 function with `ctx.event` and app rights (branch `jobsrun`); throws when the run fails. */
+  /** Runs a type-2 function with `ctx.event` and app rights (`JobsService.runFunction`); throws when the run fails. */
   runFunction(name: string, input: { event: TriggerEvent; job: JobRun; callerId: string | null }): Promise<void>;
   /** Secrets by name, for `${secrets.NAME}` (else `SVC_SECRET_NAME` of `env`). */
   secrets: Record<string, string>;
@@ -27,6 +27,8 @@ export interface TriggerDeliveryDeps {
   env: NodeJS.ProcessEnv;
   /** Defaults to the global `fetch`. */
   fetch?: typeof fetch;
+  /** The run's signal (the server stops): a webhook call in flight is abandoned. */
+  signal?: AbortSignal;
   logger: Logger;
 }
 
@@ -104,7 +106,7 @@ async function postWebhook(trigger: Trigger, event: TriggerEvent, deps: TriggerD
         'webhook-signature': signature,
       },
       body,
-      signal: AbortSignal.timeout(WEBHOOK_TIMEOUT_MS),
+      signal: deps.signal ? AbortSignal.any([deps.signal, AbortSignal.timeout(WEBHOOK_TIMEOUT_MS)]) : AbortSignal.timeout(WEBHOOK_TIMEOUT_MS),
       redirect: 'manual',
     });
   } catch (err) {
