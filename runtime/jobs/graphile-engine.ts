@@ -32,9 +32,12 @@ export interface GraphileEngineOptions {
    * in one statement (-1: one statement per job, not awaited by shutdown). Defaults: a local queue of
    * 5 × concurrency (10..100) and 10 ms batches — about 4× Graphile's own defaults on 2 cores. The
    * cost: jobs waiting in a runner's local queue are locked, so they list as running, a key added
-   * meanwhile adds a second job, and a killed process leaves them locked for Graphile's 4 hours.
+   * meanwhile adds a second job, and a killed process leaves them locked until another runner's
+   * liveness sweep hands them back (`staleLockMs`; Graphile alone would wait 4 hours).
    */
   tuning?: GraphileTuning;
+  /** How long a job may stay locked before its runner is checked for life, in ms (default 30 000; `graphile-liveness.ts`). */
+  staleLockMs?: number;
 }
 
 const SCHEMA = 'graphile_worker';
@@ -145,6 +148,7 @@ export function createGraphileEngine(options: GraphileEngineOptions): JobEngine 
           pollIntervalMs,
           logger,
           tuning: options.tuning,
+          staleLockMs: options.staleLockMs,
           toRecord: (job) => toRecord({ ...job, task: job.task_identifier } as unknown as JobRow),
         }),
       );

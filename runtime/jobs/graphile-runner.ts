@@ -6,7 +6,9 @@
  * on first use by graphile-engine.ts, so Graphile Worker costs nothing to apps that run no jobs on it.
  */
 import { Logger as GraphileLogger, run, type Job, type Runner, type TaskList } from 'graphile-worker';
+import { EventEmitter } from 'node:events';
 import type { Logger } from '../log.js';
+import { DEFAULT_STALE_LOCK_MS, RunnerLiveness } from './graphile-liveness.js';
 import { JOB_TASKS, type JobHandler, type JobRecord, type JobTask } from './engine.js';
 
 /** How long a runner that died waits before it starts again, in ms. */
@@ -44,6 +46,8 @@ export interface GraphileRunnerOptions {
   tuning?: GraphileTuning;
   /** The job as the engine lists it (states and dates decoded). */
   toRecord: (job: Job) => JobRecord;
+  /** How long a job may stay locked before its runner is checked for life, in ms (`graphile-liveness.ts`). */
+  staleLockMs?: number;
 }
 
 /** A started runner. */
@@ -64,6 +68,14 @@ export function startGraphileRunner(handler: JobHandler, options: GraphileRunner
   const { localQueueSize = Math.min(100, Math.max(10, 5 * concurrency)), completeJobBatchDelayMs = 10, failJobBatchDelayMs = 10 } = options.tuning ?? {};
   let wanted = true;
   let current: Promise<Runner | null>;
+  // A killed process's locks are handed back by the other runners (and by this one when it starts again).
+  const liveness = new RunnerLiveness(connectionString, options.staleLockMs ?? DEFAULT_STALE_LOCK_MS, logger);
+  const events = new EventEmitter();
+  events.on('pool:create', ({ workerPool }: { workerPool: { id: string } }) => {
+    liveness.hold(workerPool.id).catch((err: Error) => logger?.warn({ err: err.message, scope: 'jobs' }, 'could not mark the job runner alive'));
+  });
+  events.on('pool:release', ({ workerPool }: { workerPool: { id: string } }) => void liveness.release(workerPool.id));
+  liveness.start();
 
   const restartLater = () => {
     if (wanted) void sleep(RESTART_MS).then(() => wanted && launch());
@@ -77,6 +89,7 @@ export function startGraphileRunner(handler: JobHandler, options: GraphileRunner
         pollInterval: pollIntervalMs,
         noHandleSignals: true,
         logger: graphileLogger(logger),
+        events,
         // stop(graceMs) aborts our own signal; Graphile's is left unfired.
         gracefulShutdownAbortTimeout: 2 ** 31 - 1,
         preset: {
@@ -116,16 +129,20 @@ export function startGraphileRunner(handler: JobHandler, options: GraphileRunner
   return {
     async stop(graceMs) {
       wanted = false;
-      const runner = await current;
-      if (!runner) return;
-      const stopped = runner.stop().then(
-        () => true,
-        () => true,
-      );
-      if (await Promise.race([stopped, sleep(graceMs).then(() => false)])) return;
-      controller.abort(new Error('the job engine is stopping'));
-      await Promise.race([runner.kill().catch(() => {}), sleep(5000)]);
-      await Promise.race([stopped, sleep(1000)]);
+      try {
+        const runner = await current;
+        if (!runner) return;
+        const stopped = runner.stop().then(
+          () => true,
+          () => true,
+        );
+        if (await Promise.race([stopped, sleep(graceMs).then(() => false)])) return;
+        controller.abort(new Error('the job engine is stopping'));
+        await Promise.race([runner.kill().catch(() => {}), sleep(5000)]);
+        await Promise.race([stopped, sleep(1000)]);
+      } finally {
+        await liveness.close();
+      }
     },
   };
 }

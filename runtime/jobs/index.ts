@@ -16,7 +16,11 @@ export type { JobEngine } from './engine.js';
 export interface JobEngineSettings {
   /** The database URL `db` was opened on, resolved (env `DATABASE_URL` applied): PostgreSQL's runner opens its own pool on it. */
   databaseUrl: string;
-  /** SQLite: how long a lock lives without a heartbeat before its job runs again, in ms (default 30 000; env `SVC_JOBS_STALE_LOCK_MS`). */
+  /**
+   * How long a job's lock lives before it is checked, in ms (default 30 000; env `SVC_JOBS_STALE_LOCK_MS`):
+   * SQLite, a lock without a heartbeat for this long is released; PostgreSQL, a lock this old whose
+   * runner's session is gone (`graphile-liveness.ts`).
+   */
   staleLockMs?: number;
 }
 
@@ -25,6 +29,7 @@ export interface JobEngineSettings {
  * `options.logger`: the engine's own warnings and errors (svc's pino logger).
  */
 export function openJobEngine(db: Database, settings: JobEngineSettings, options: { logger?: Logger } = {}): JobEngine {
-  if (db.provider === 'postgresql') return createGraphileEngine({ db, connectionString: settings.databaseUrl, logger: options.logger });
+  if (db.provider === 'postgresql')
+    return createGraphileEngine({ db, connectionString: settings.databaseUrl, logger: options.logger, staleLockMs: settings.staleLockMs });
   return createSqliteEngine(db, { logger: options.logger, staleLockMs: settings.staleLockMs });
 }

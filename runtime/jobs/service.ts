@@ -180,8 +180,7 @@ export class JobsService {
       }
       await deliverTrigger(job, {
         manifest: this.options.manifest(),
-        runFunction: (name, input) =>
-          this.runFunction(name, { body: input.event, run: { ...run, event: input.event }, callerId: input.callerId, depth }),
+        runFunction: (name, input) => this.runFunction(name, { body: input.event, run: { ...run, event: input.event }, callerId: input.callerId, depth }),
         secrets: {},
         env: this.options.env,
         fetch: this.options.fetch,

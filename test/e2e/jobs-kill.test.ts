@@ -4,7 +4,7 @@
  * SIGKILLed while they run and started again on the same database: every job's Note exists, and
  * there are no more duplicates than jobs that were locked (running) at the kill. The stale-lock time
  * is shortened with `SVC_JOBS_STALE_LOCK_MS` so the dead process's jobs run again within seconds.
- * PostgreSQL is not covered yet: Graphile Worker keeps a dead runner's locks for 4 hours.
+ * PostgreSQL: test/e2e/triggers-kill.test.ts (trigger jobs; a dead runner's locks are handed back by the liveness sweep).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';

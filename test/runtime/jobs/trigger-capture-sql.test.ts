@@ -13,6 +13,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadAndValidate } from '../../../dist/generator/validate/index.js';
 import { dropStatements, installStatements, listInstalledSql, sqlLiteral } from '../../../dist/runtime/jobs/capture.js';
+import { registerSqliteFunctions } from '../../../dist/runtime/data/sqlite-functions.js';
 import { TRIGGER_APP, writeAppFolder } from '../../support/trigger-app.js';
 
 const root = mkdtempSync(join(tmpdir(), 'svc-capture-'));
@@ -23,7 +24,8 @@ const JOBS_DDL = `CREATE TABLE IF NOT EXISTS "_svc_jobs" ("id" TEXT PRIMARY KEY,
   "lockedAt" INTEGER, "lockedBy" TEXT, "createdAt" INTEGER NOT NULL)`;
 
 let db: Database.Database;
-let caller: string | null = null;
+/** Sets the capture context as a unit of work does (`svc_set_context`, registered by `registerSqliteFunctions`). */
+const setContext = (callerId: string | null, depth = 0) => db.prepare('SELECT svc_set_context(?, ?) AS x').get(callerId, depth);
 const jobs = () =>
   (db.prepare('SELECT task, payload, maxAttempts FROM _svc_jobs ORDER BY rowid').all() as { task: string; payload: string; maxAttempts: number }[]).map(
     (r) => ({
@@ -39,7 +41,7 @@ beforeAll(async () => {
   const dir = writeAppFolder(join(root, 'app'), TRIGGER_APP);
   const { manifest } = await loadAndValidate(dir, { DATABASE_URL: `file:${join(root, 'db.sqlite')}` });
   db = new Database(join(root, 'db.sqlite'));
-  db.function('svc_caller', () => caller);
+  registerSqliteFunctions(db);
   for (const c of ['Order', 'Note']) {
     const props = c === 'Order' ? '"total" REAL, "paid" INTEGER, "note" TEXT' : '"text" TEXT';
     db.exec(`CREATE TABLE "${c}" ("id" TEXT PRIMARY KEY, ${props}, "createdAt" TEXT, "updatedAt" TEXT, "createdBy" TEXT)`);
@@ -51,9 +53,9 @@ beforeAll(async () => {
 describe('SQLite capture', () => {
   test('a create, an update that changes paid to true and a delete each leave one job', () => {
     db.exec('DELETE FROM _svc_jobs');
-    caller = null;
+    setContext(null);
     db.prepare(`INSERT INTO "Order" VALUES ('o1', 10, 0, 'hi', 'a', 'a', 'u1')`).run();
-    caller = 'u2';
+    setContext('u2', 3);
     db.prepare(`UPDATE "Order" SET paid = 1 WHERE id = 'o1'`).run();
     db.prepare(`UPDATE "Order" SET total = 11 WHERE id = 'o1'`).run(); // paid unchanged: no job
     db.prepare(`DELETE FROM "Order" WHERE id = 'o1'`).run();
@@ -63,6 +65,8 @@ describe('SQLite capture', () => {
       ['paidNow', 'update', 'u2', 3],
       ['created', 'delete', 'u2', 10],
     ]);
+    // The depth of the writing transaction's context (a trigger-run function's write is one deeper).
+    expect(found.map((j) => (j.payload as { depth?: number }).depth)).toEqual([0, 3, 3]);
     expect(found[0].payload.event).toMatchObject({ collection: 'Order', rowId: 'o1', before: null, after: { id: 'o1', total: 10, paid: 0, note: 'hi' } });
     expect(found[1].payload.event).toMatchObject({ before: { paid: 0 }, after: { paid: 1, total: 10 } });
     expect(found[2].payload.event).toMatchObject({ before: { id: 'o1', total: 11 }, after: null });
