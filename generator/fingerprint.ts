@@ -3,7 +3,7 @@
  * and of what it left behind, kept in `.svc/.generate-state.json` with the run's warnings.
  *
  * - Inputs (taken before a run): the content of `svc.json` and of every file in `collections/`,
- *   `views/`, `queries/`, `functions/` and `external/`; the environment's `DATABASE_URL` and
+ *   `views/`, `queries/`, `functions/`, `triggers/` and `external/`; the environment's `DATABASE_URL` and
  *   `REDIS_URL`; the `prismaClient` option; and svc itself (size and time of every file of its
  *   generator, runtime, templates and schemas, so a rebuilt svc generates again).
  * - Outputs (taken after it): name, size and time of every file of `.svc/` (but its `node_modules/`,
@@ -24,7 +24,7 @@ import type { Diagnostic } from './validate/diagnostics.js';
 export const STATE_FILE = '.generate-state.json';
 
 /** The app folders whose files are definitions or function code. */
-const INPUT_FOLDERS = ['collections', 'views', 'queries', 'functions', 'external'];
+const INPUT_FOLDERS = ['collections', 'views', 'queries', 'functions', 'triggers', 'external'];
 
 /** The folder holding this module's `generator/` and `runtime/` (`dist/` when built, the checkout otherwise). */
 const CODE_ROOT = dirname(dirname(fileURLToPath(import.meta.url)));

@@ -10,7 +10,7 @@ export type ChangeKind = 'definitions' | 'functions' | 'public' | 'mcp';
 const CODE = /^functions\/.+\.(ts|tsx|js|mjs|cjs)$/;
 
 /**
- * Sorts a batch: `svc.json` and files of `collections/ views/ queries/ external/` and `functions/*.json`
+ * Sorts a batch: `svc.json` and files of `collections/ views/ queries/ triggers/ external/` and `functions/*.json`
  * need a new version of the app; other files under `functions/`, the function workers; `public/` is
  * served from disk; `mcp/` is read by each new agent session.
  */

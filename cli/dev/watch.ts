@@ -1,5 +1,5 @@
 /**
- * @module The watcher of `svc dev` (DESIGN §10): `svc.json` and the folders `collections/ views/ queries/
+ * @module The watcher of `svc dev` (DESIGN §10): `svc.json` and the folders `collections/ views/ queries/ triggers/
  * functions/ external/ public/ mcp/` of an app. Each folder is watched recursively (`fs.watch`, which
  * Node 20 supports on Linux); the app folder itself is watched for `svc.json` and for a watched folder
  * that appears, goes away or is replaced. Changes are gathered until the app has been quiet for
@@ -10,11 +10,27 @@
  * modification time or inode moved since last seen (or it is gone, or new since the watch began);
  * a folder counts only when it is gone (its files report their own changes).
  */
-import { existsSync, statSync, watch, type FSWatcher } from 'node:fs';
+import { existsSync, readdirSync, statSync, watch, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 
 /** The folders of an app that `svc dev` watches. */
-export const WATCHED_FOLDERS = ['collections', 'views', 'queries', 'functions', 'external', 'public', 'mcp'] as const;
+export const WATCHED_FOLDERS = ['collections', 'views', 'queries', 'functions', 'triggers', 'external', 'public', 'mcp'] as const;
+
+/** The files under `dir` (relative, `/`-separated); none when it is gone. */
+function filesIn(dir: string): string[] {
+  try {
+    return readdirSync(dir, { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) =>
+        join(e.parentPath ?? e.path, e.name)
+          .slice(dir.length + 1)
+          .split('\\')
+          .join('/'),
+      );
+  } catch {
+    return [];
+  }
+}
 
 /** Files an editor writes beside the one being saved. */
 const SCRATCH = /(^|\/)(\.#[^/]*|[^/]*~|\.[^/]*\.sw[a-p]|4913)$/;
@@ -82,6 +98,8 @@ export function watchApp(appDir: string, onBatch: (paths: string[]) => void, qui
     else if ((WATCHED_FOLDERS as readonly string[]).includes(entry)) {
       attach(entry); // created, removed or replaced: watch what is there now
       note(entry);
+      // Files written into a new folder before its watcher was attached: noted once (`moved` drops repeats).
+      for (const file of filesIn(join(appDir, entry))) note(`${entry}/${file}`);
     }
   });
   root.on('error', () => undefined);

@@ -4,18 +4,21 @@
  * file and JSON path while the last good version keeps answering, a function edit reloads the
  * function workers, a `public/` edit is served at once with `no-cache`, a WebSocket connection opened
  * first stays open and keeps receiving through every reload, a drop of stored data is refused without a
- * terminal and applied with `--accept-data-loss` after a backup (SQLite), and SIGTERM exits 0. Waits
+ * terminal and applied with `--accept-data-loss` after a backup (SQLite), a trigger added to the folder
+ * is installed, named in the reload line and fires (and a column drop works beside it), a trigger
+ * removed is dropped, and SIGTERM exits 0. Waits
  * are on printed reload lines and HTTP answers, never sleeps.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebPubSubClient, type OnGroupDataMessageArgs } from '@azure/web-pubsub-client';
 import { CLI } from '../support/cli.js';
 import { backends, createPgDatabase, type Backend } from '../support/backends.js';
 import { waitFor } from '../support/wait.js';
+import { selectRows } from '../support/system-tables.js';
 
 const ANYONE = ['_ANONYMOUS_USER'];
 const RELOAD_MS = 60_000;
@@ -120,7 +123,22 @@ describe.each(backends())('svc dev (%s)', (backend: Backend) => {
     reloads += 1;
     return dev.printed(/svc dev: .* changed: .*\(\d+ ms\)/, reloads);
   };
-  const edit = (file: string, text: string) => writeFileSync(join(dir, file), text);
+  const edit = (file: string, text: string) => {
+    mkdirSync(dirname(join(dir, file)), { recursive: true });
+    writeFileSync(join(dir, file), text);
+  };
+  /** Reload lines printed so far (after edits whose reloads are awaited by their own lines). */
+  const reloadLines = () => (dev.out() + dev.err()).match(/svc dev: .* changed: .*\(\d+ ms\)/g)?.length ?? 0;
+  /** svc's capture triggers in the database (DESIGN §12). */
+  const installedTriggers = async () =>
+    (
+      await selectRows(
+        env,
+        backend === 'sqlite'
+          ? "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'svc_trg_%' ORDER BY name"
+          : "SELECT tgname AS name FROM pg_trigger WHERE NOT tgisinternal AND tgname LIKE 'svc_trg_%' ORDER BY tgname",
+      )
+    ).map((r) => String(r.name));
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'svc-dev-'));
@@ -265,6 +283,19 @@ describe.each(backends())('svc dev (%s)', (backend: Backend) => {
     expect(disconnects).toBe(0);
   });
 
+  it('installs a new trigger on the reload, names it, and it fires', async () => {
+    edit('functions/seeNote.json', JSON.stringify({ name: 'seeNote', functionTypeId: 2, endpoint: '/seeNote', access: {} }));
+    edit('functions/seeNote.ts', "export default async (ctx: any) => { await ctx.post('Note', { title: `seen ${ctx.event.after.title}` }); return {}; };\n");
+    await dev.printed(/svc dev: .*seeNote.* changed: .*\(\d+ ms\)/);
+    // The function's own write ("seen …") does not match the filter, so it does not fire again.
+    edit('triggers/watch.json', JSON.stringify({ name: 'watch', collection: 'Note', on: ['create'], filter: 'title sw "fire"', function: 'seeNote' }));
+    await dev.printed(/triggers now watch/);
+    expect((await post(`${dev.url}/Note`, { title: 'fire-1' })).status).toBe(201);
+    await waitFor(async () => (await json(`${dev.url}/Note?filter=title eq "seen fire-1"`)).body.data.length === 1, 20_000);
+    expect(await installedTriggers()).toEqual(['svc_trg_Note_watch' + (backend === 'sqlite' ? '_create' : '')]);
+    reloads = reloadLines();
+  });
+
   it('drops a column that holds no data without asking', async () => {
     edit('collections/Note.json', note({ color: { type: 'string' }, size: { type: 'integer' }, scratch: { type: 'text' } }));
     await reloaded();
@@ -272,6 +303,15 @@ describe.each(backends())('svc dev (%s)', (backend: Backend) => {
     edit('collections/Note.json', note({ color: { type: 'string' }, size: { type: 'integer' } }));
     expect(await reloaded()).toMatch(/collections\/Note\.json changed: migration \d+_dev applied, new version swapped in/);
     expect(await noteSchema(dev.url)).not.toHaveProperty('scratch');
+  });
+
+  it('drops the trigger removed from the folder on the reload', async () => {
+    // The column drop above ran with the trigger installed (SQLite refuses DROP COLUMN a trigger names).
+    expect(await installedTriggers()).toHaveLength(1);
+    rmSync(join(dir, 'triggers/watch.json'));
+    await dev.printed(/triggers now none/);
+    expect(await installedTriggers()).toEqual([]);
+    reloads = reloadLines();
   });
 
   it('refuses an edit that drops stored data without a terminal, and keeps serving', async () => {

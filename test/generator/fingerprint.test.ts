@@ -5,7 +5,7 @@
  * run every step again.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { cpSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generate, type GenerateOptions } from '../../dist/generator/index.js';
@@ -39,6 +39,14 @@ describe('generate with nothing to do', () => {
     // Each of these makes the next run do everything (and so call the untouchable engine).
     const changes: [string, () => void, NodeJS.ProcessEnv?][] = [
       ['a definition', () => writeFileSync(join(appDir, 'views', 'Extra.json'), JSON.stringify({ name: 'Extra', collection: 'Book', filter: 'year gt 2000' }))],
+      [
+        'a trigger',
+        () => {
+          mkdirSync(join(appDir, 'triggers'), { recursive: true });
+          const webhook = { url: '${env.HOOK_URL}', secret: '${secrets.HOOK}' };
+          writeFileSync(join(appDir, 'triggers', 'watch.json'), JSON.stringify({ name: 'watch', collection: 'Book', on: ['create'], webhook }));
+        },
+      ],
       ['a generated file', () => utimesSync(join(appDir, '.svc', 'openapi.json'), new Date(), new Date(Date.now() - 60_000))],
       ['a migration', () => writeFileSync(join(appDir, 'migrations', 'sqlite', 'migration_lock.toml'), 'provider = "sqlite"\n# edited\n')],
       ['the database URL', () => {}, { DATABASE_URL: `file:${join(appDir, 'data', 'other.db')}` }],
