@@ -26,6 +26,7 @@ import { compileInputChecker } from './data/input.js';
 import { appliedThrough, pendingMigrations } from './data/migration-state.js';
 import { externalSources, type ExternalSource } from './external/forward.js';
 import type { AgentRequest, JobsRequest } from './functions/call-api.js';
+import { sendFunctionMail, type MailRequest } from './functions/function-mail.js';
 import type { Scheduler } from './jobs/schedules.js';
 import type { JobsService } from './jobs/service.js';
 import type { WorkerPool } from './functions/worker-pool.js';
@@ -144,6 +145,7 @@ export function buildAppVersion(services: ServerServices, manifest: AppManifest)
     callRealtime: functionRealtime(realtime),
     callAgent: (request: AgentRequest) => services.agent!.handle(request),
     callJobs: (request: JobsRequest, caller: Caller) => (services.jobs ? services.jobs.enqueue(request, caller) : Promise.resolve(NO_JOBS)),
+    callMail: (request: MailRequest) => sendFunctionMail(services.auth.mail.mailer, request),
     logs: services.logs,
   };
   const invokeFunction = traceCalls(countCalls(functionInvoker({ manifest, logger, ...functions }), manifest, metrics));

@@ -32,6 +32,8 @@ export type {
   AgentSessionInfo,
   AgentUiTool,
   FunctionJobs,
+  FunctionMail,
+  FunctionMailMessage,
   EnqueueOptions,
   TriggerEvent,
 } from './functions/context.js';

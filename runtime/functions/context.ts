@@ -125,6 +125,8 @@ export interface FunctionContext<TBody = unknown, TRes = unknown, TQuery = Funct
   agent: FunctionAgent;
   /** Background jobs (DESIGN §12): `ctx.jobs.enqueue('sendMail', { to }, { delaySeconds: 60 })`. */
   jobs: FunctionJobs;
+  /** Mail through the app's mail settings (svc.json `mail`): `mail.send({ to, subject, text })`. */
+  mail: FunctionMail;
   /** Set when this call runs as a job (a trigger, a schedule or `jobs.enqueue`); null for a request. */
   job: { id: string; task: string; attempt: number } | null;
   /** A trigger's event (DESIGN §12): `{ id, trigger, op, collection, rowId, before, after, at, callerId, attempt }`; null otherwise. */
@@ -160,6 +162,26 @@ export interface EnqueueOptions {
 }
 
 /** `ctx.jobs`. */
+/** One plain-text mail of `ctx.mail.send`. */
+export interface FunctionMailMessage {
+  /** One address, `local@domain`. */
+  to: string;
+  /** One line, at most 998 characters. */
+  subject: string;
+  /** Plain text, at most 100,000 characters. */
+  text: string;
+}
+
+/** `ctx.mail` (runtime/functions/function-mail.ts). */
+export interface FunctionMail {
+  /**
+   * Sends one mail through svc.json `mail` (DESIGN §11's transport). Resolves `{ sent: false }` when no
+   * `mail.smtp` is set (the mail is written to the log). Throws for a bad address, subject or text, and
+   * when the SMTP server refuses or cannot be reached (a job's run is then retried).
+   */
+  send(mail: FunctionMailMessage): Promise<{ sent: boolean }>;
+}
+
 export interface FunctionJobs {
   /** Adds a job running the type-2 function `functionName` with `payload` as its JSON body; durable when it resolves. */
   enqueue(functionName: string, payload?: unknown, options?: EnqueueOptions): Promise<{ id: string }>;

@@ -8,6 +8,7 @@
  */
 import type { ErrorDetail } from '../errors.js';
 import type { AgentRequest, ApiReply, ApiRequest, JobsRequest, RealtimeRequest } from './call-api.js';
+import type { MailRequest } from './function-mail.js';
 import type { FunctionCaller, FunctionRequest } from './context.js';
 
 /** How often a busy worker reports its memory, in ms. */
@@ -88,6 +89,8 @@ export type FromWorker =
   | { type: 'agent'; id: number; call: number; request: AgentRequest }
   /** `jobs.enqueue`, answered with an `api-reply`. */
   | { type: 'jobs'; id: number; call: number; request: JobsRequest }
+  /** `mail.send`, answered with an `api-reply`. */
+  | { type: 'mail'; id: number; call: number; request: MailRequest }
   /** `capped`: this is the one note that the call's output passed `maxOutputBytes` and the rest is dropped. */
   | { type: 'output'; id: number; stream: 'stdout' | 'stderr'; text: string; capped?: true }
   | { type: 'memory'; bytes: number }

@@ -17,6 +17,7 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { HttpError } from '../errors.js';
+import type { MailRequest } from './function-mail.js';
 import type { Logger } from '../log.js';
 import type { AgentRequest, ApiReply, ApiRequest, JobsRequest, RealtimeRequest } from './call-api.js';
 import {
@@ -63,6 +64,8 @@ export interface InvocationOptions {
   callAgent?(request: AgentRequest): Promise<ApiReply>;
   /** Answers `jobs.enqueue` of the code; absent: 503 (this server runs no jobs). */
   callJobs?(request: JobsRequest): Promise<ApiReply>;
+  /** Answers `ctx.mail.send` (`function-mail.ts`); absent: 503. */
+  callMail?(request: MailRequest): Promise<ApiReply>;
   /** Receives the call's output as it comes; `capped` marks the note that the rest is dropped. */
   output?(stream: 'stdout' | 'stderr', text: string, capped: boolean): void;
 }
@@ -91,6 +94,7 @@ interface Thread {
 
 const WORKER_URL = new URL('./worker.js', import.meta.url);
 const NO_AGENT: ApiReply = { status: 503, body: { error: 'the agent service is not running in this server', code: 'SERVICE_UNAVAILABLE' } };
+const NO_MAIL: ApiReply = { status: 503, body: { error: 'mail is not available in this server', code: 'SERVICE_UNAVAILABLE' } };
 const NO_JOBS: ApiReply = { status: 503, body: { error: 'jobs are not available in this server', code: 'SERVICE_UNAVAILABLE' } };
 const MiB = 1024 * 1024;
 const RSS_SLACK = 128 * MiB;
@@ -267,6 +271,7 @@ export class WorkerPool {
       case 'rt':
       case 'agent':
       case 'jobs':
+      case 'mail':
         if (!mine) {
           this.post(thread, { type: 'api-reply', call: m.call, error: 'this function call has ended; its API calls are refused' });
           return;
@@ -277,7 +282,9 @@ export class WorkerPool {
             ? inv.options.callRealtime(m.request)
             : m.type === 'agent'
               ? (inv.options.callAgent?.(m.request) ?? Promise.resolve(NO_AGENT))
-              : (inv.options.callJobs?.(m.request) ?? Promise.resolve(NO_JOBS))
+              : m.type === 'jobs'
+                ? (inv.options.callJobs?.(m.request) ?? Promise.resolve(NO_JOBS))
+                : (inv.options.callMail?.(m.request) ?? Promise.resolve(NO_MAIL))
         ).then(
           (reply) => this.post(thread, { type: 'api-reply', call: m.call, reply }),
           (err: unknown) => this.post(thread, { type: 'api-reply', call: m.call, error: err instanceof Error ? err.message : String(err) }),

@@ -14,7 +14,8 @@ import { getHeapStatistics } from 'node:v8';
 import type { ErrorDetail } from '../errors.js';
 import type { AgentRequest, ApiReply, ApiRequest, JobsRequest, RealtimeRequest } from './call-api.js';
 import { agentClient, collectionClient, FunctionApiError, FunctionUsageError, realtimeClient } from './collection-client.js';
-import type { FunctionContext, FunctionJobs, FunctionResponse, TriggerEvent } from './context.js';
+import type { FunctionContext, FunctionJobs, FunctionMail, FunctionMailMessage, FunctionResponse, TriggerEvent } from './context.js';
+import type { MailRequest } from './function-mail.js';
 import { MEMORY_REPORT_MS, type FromWorker, type FunctionJob, type FunctionOutcome, type ToWorker, type WireJob, type WorkerSettings } from './protocol.js';
 
 const port = parentPort!;
@@ -142,6 +143,18 @@ function jobsClient(send: (request: JobsRequest) => Promise<ApiReply>): Function
   };
 }
 
+function mailClient(send: (request: MailRequest) => Promise<ApiReply>): FunctionMail {
+  return {
+    async send(mail) {
+      const m = (mail ?? {}) as Partial<FunctionMailMessage>;
+      const reply = await send({ to: m.to, subject: m.subject, text: m.text });
+      const body = reply.body as { sent?: boolean; error?: string } | null;
+      if (reply.status !== 200) throw new Error(`mail.send: ${body?.error ?? `answered ${reply.status}`}`);
+      return { sent: body?.sent === true };
+    },
+  };
+}
+
 async function invoke(id: number, job: FunctionJob): Promise<void> {
   current = id;
   outputBytes = 0;
@@ -182,6 +195,12 @@ async function run(id: number, job: FunctionJob): Promise<FunctionOutcome> {
         pending.set(call, { ok, fail });
         post({ type: 'jobs', id, call, request });
       });
+    const sendMail = (request: MailRequest): Promise<ApiReply> =>
+      new Promise((ok, fail) => {
+        const call = ++calls;
+        pending.set(call, { ok, fail });
+        post({ type: 'mail', id, call, request });
+      });
     const fetch = job.allowFetch ? platformFetch : (fetchDisabled as typeof globalThis.fetch);
     globalThis.fetch = fetch;
     const initialRes: FunctionResponse = {};
@@ -198,6 +217,7 @@ async function run(id: number, job: FunctionJob): Promise<FunctionOutcome> {
       rt: realtimeClient(sendRealtime),
       agent: agentClient(sendAgent),
       jobs: jobsClient(sendJobs),
+      mail: mailClient(sendMail),
       job: job.run?.job ?? null,
       event: (job.run?.event as TriggerEvent | undefined) ?? null,
       schedule: job.run?.schedule ?? null,

@@ -23,6 +23,7 @@ import { compileFunctionInputs, type FunctionInputChecker } from '../functions/i
 import type { FunctionCaller, FunctionRequest } from '../functions/context.js';
 import type { FunctionJob, JobRunContext } from '../functions/protocol.js';
 import type { ApiReply, CallAgent, CallApi, CallRealtime, JobsRequest } from '../functions/call-api.js';
+import type { MailRequest } from '../functions/function-mail.js';
 import { WorkerPool } from '../functions/worker-pool.js';
 import { StartupError } from '../load-manifest.js';
 
@@ -47,6 +48,8 @@ export interface FunctionRoutesOptions {
   callAgent?: CallAgent;
   /** Answers the code's `jobs.enqueue` for a caller (the jobs runtime, DESIGN §12); absent: it answers 503. */
   callJobs?: (request: JobsRequest, caller: Caller) => Promise<ApiReply>;
+  /** Answers the code's `mail.send` (runtime/functions/function-mail.ts); absent: it answers 503. */
+  callMail?: (request: MailRequest) => Promise<ApiReply>;
   /** The log store of DESIGN §9: each output line becomes an entry of kind `function`. */
   logs?: LogStore;
 }
@@ -174,6 +177,13 @@ export function functionInvoker(options: FunctionRoutesOptions): FunctionInvoker
       callRealtime: options.callRealtime,
       callAgent: options.callAgent,
       callJobs: options.callJobs && ((request) => options.callJobs!(request, caller)),
+      callMail:
+        options.callMail &&
+        (async (request) => {
+          const reply = await options.callMail!(request);
+          if (reply.status === 200) options.logger.info({ reqId: call.reqId, function: f.name, to: request.to }, `function ${f.name} sent a mail`);
+          return reply;
+        }),
       output: (stream, text, capped) => {
         options.logs?.record({
           kind: 'function',

@@ -5,6 +5,10 @@
  *   DELETE one and bulk, and a function's writes; each event reaches the trigger's function once, with
  *   `ctx.event` = the body, the caller of the write as `callerId`, `before`/`after` shaped as a GET answers.
  * - `filter` and `changed` narrow what fires.
+ * - A trigger function mails a receipt through the app's mail settings (`ctx.mail`, a real SMTP server on
+ *   loopback); a list of addresses, a subject with CR/LF, an oversized text or a NUL are refused.
+ * - A row of 360,000 characters with quotes, backslashes, emoji and a lone surrogate arrives in the
+ *   event exactly as a GET answers it.
  * - A rolled-back write never fires: a bulk POST with one bad row, a bad PATCH, a bulk DELETE with an
  *   unknown id, children with one bad child.
  * - A function that throws twice runs three times (back-off) and succeeds once.
@@ -16,6 +20,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { backends, type Backend } from '../support/backends.js';
@@ -23,6 +28,7 @@ import { prepareApp, ROOT, type PreparedApp } from '../support/cli.js';
 import { adminIdentity, userIdentity, type Identity } from '../support/auth.js';
 import { call } from '../support/scenario.js';
 import { waitFor } from '../support/wait.js';
+import { startSmtp, type TestSmtp } from '../support/smtp.js';
 import { startServer, type RunningServer } from '../../dist/runtime/index.js';
 
 interface Seen {
@@ -83,6 +89,7 @@ function suite(backend: Backend): void {
     let app: PreparedApp;
     let server: RunningServer;
     let hooks: Awaited<ReturnType<typeof receiver>>;
+    let smtp: TestSmtp;
     let admin: Identity;
     let alice: Identity;
     let bob: Identity;
@@ -103,8 +110,16 @@ function suite(backend: Backend): void {
     beforeAll(async () => {
       const secret = `whsec_${randomBytes(24).toString('base64')}`;
       hooks = await receiver(secret);
-      app = await prepareApp(join(ROOT, 'test/fixtures/apps/triggers'), backend);
-      server = await startServer({ appDir: app.dir, port: 0, env: { ...process.env, ...app.env, HOOK_URL: hooks.url, SVC_SECRET_HOOK: secret } });
+      smtp = await startSmtp();
+      // The app's mail settings (DESIGN §11), which ctx.mail uses.
+      app = await prepareApp(join(ROOT, 'test/fixtures/apps/triggers'), backend, (dir) =>
+        writeFileSync(
+          join(dir, 'svc.json'),
+          JSON.stringify({ name: 'triggers', jobs: { pollIntervalMs: 200 }, mail: { from: 'Shop <shop@example.com>', smtp: { url: '${env.SMTP_URL}' } } }),
+        ),
+      );
+      const env = { ...process.env, ...app.env, HOOK_URL: hooks.url, SVC_SECRET_HOOK: secret, SMTP_URL: smtp.url };
+      server = await startServer({ appDir: app.dir, port: 0, env });
       admin = await adminIdentity(app, server.url);
       alice = await userIdentity(app, server.url, 'alice');
       bob = await userIdentity(app, server.url, 'bob');
@@ -113,6 +128,7 @@ function suite(backend: Backend): void {
       await server?.close();
       await app?.cleanup();
       hooks?.server.close();
+      await smtp?.close();
     });
 
     it('captures every HTTP and function write path with the caller, once each', async () => {
@@ -166,6 +182,41 @@ function suite(backend: Backend): void {
       expect(JSON.parse(gone.before!)).toMatchObject({ id: b2, title: 'b2' });
       const put = all.find((s) => s.op === 'update' && s.rowId === b1)!;
       expect([JSON.parse(put.before!).title, JSON.parse(put.after!).title]).toEqual(['b1', 'b1x']);
+    }, 60_000);
+
+    it('mails the receipt of a paid order through the app mail settings (ctx.mail)', async () => {
+      const [id] = await created(alice, 'Order', { title: 'mail-me' });
+      expect((await as(bob, 'PATCH', `/Order/${id}`, { paid: true })).status).toBe(200);
+      const mail = await smtp.next('buyer@example.com', 'Receipt for mail-me');
+      expect(mail.text).toContain(`Order ${id} is paid.`);
+      // Hostile input is refused naming the field, and nothing is sent.
+      const before = smtp.mails.length;
+      for (const [body, field] of [
+        [{ to: 'a@example.com, b@example.com', subject: 's', text: 't' }, 'to must be one e-mail address'],
+        [{ to: 'a@example.com', subject: 'x\r\nBcc: evil@example.com', text: 't' }, 'subject must be one line'],
+        [{ to: 'a@example.com', subject: 's', text: 'x'.repeat(100_001) }, 'text must be a string'],
+        [{ to: 'a@example.com', subject: 's', text: 'nul \u0000' }, 'text must be a string'],
+        [{}, 'to must be one e-mail address'],
+      ] as const) {
+        const r = await as(alice, 'POST', '/_invoke/mailTo', body);
+        expect(r.status, r.text).toBe(200);
+        expect(r.json.error).toContain(field);
+      }
+      const ok = await as(alice, 'POST', '/_invoke/mailTo', { to: 'c@example.com', subject: 'Hi \ud83d\ude00', text: 'lone \ud800 surrogate' });
+      expect(ok.json).toEqual({ result: { sent: true } });
+      await smtp.next('c@example.com', 'Hi');
+      expect(smtp.mails.length).toBe(before + 1);
+    }, 60_000);
+
+    it('delivers a large row with odd strings as a GET answers it', async () => {
+      const title = `big ${'é😀\'"\\'.repeat(60_000)} lone \ud800 end`;
+      const r = await as(alice, 'POST', '/Order', { title });
+      expect(r.status, r.text.slice(0, 300)).toBe(201);
+      const id = r.json.data[0] as string;
+      const s = await waitFor(async () => (await seen()).find((x) => x.rowId === id), 30_000);
+      const stored = (await as(null, 'GET', `/Order/${id}`)).json.title as string;
+      expect(stored.length).toBeGreaterThan(350_000);
+      expect(JSON.parse(s.after!).title).toBe(stored);
     }, 60_000);
 
     it('never fires for a rolled-back write', async () => {
