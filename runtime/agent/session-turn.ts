@@ -81,7 +81,13 @@ export abstract class SessionTurns extends SessionTools {
   /** The `history` items of stored turns: each `user-message` (with its attachments, urls signed now), then the turn's items. */
   protected async storedItems(turns: StoredTurn[]): Promise<Record<string, unknown>[]> {
     const views = new Map((await this.host.uploads.views(turns.flatMap((t) => t.attachments))).map((v) => [v.uploadId, v]));
-    return turns.flatMap((t) => [userMessageItem(t.userText, t.attachments.flatMap((id) => views.get(id) ?? [])), ...t.items]);
+    return turns.flatMap((t) => [
+      userMessageItem(
+        t.userText,
+        t.attachments.flatMap((id) => views.get(id) ?? []),
+      ),
+      ...t.items,
+    ]);
   }
 
   /**
@@ -214,7 +220,16 @@ export abstract class SessionTurns extends SessionTools {
               providerName: rung.providerName,
               modelId: rung.rung.model,
               system,
-              messages: [...modelHistory(thread, parts), { role: 'user', content: userContent(text, attachmentIds.flatMap((id) => parts.get(id) ?? [])) }],
+              messages: [
+                ...modelHistory(thread, parts),
+                {
+                  role: 'user',
+                  content: userContent(
+                    text,
+                    attachmentIds.flatMap((id) => parts.get(id) ?? []),
+                  ),
+                },
+              ],
               tools: [...this.tools, ...this.mcp.tools(this.toolNames)],
               ...(effort && { reasoningEffort: effort }),
               maxSteps: this.host.settings.maxStepsPerTurn,
@@ -299,6 +314,15 @@ export function modelHistory(
   if (thread.summary)
     out.push({ role: 'user', content: `Summary of our conversation so far:\n${thread.summary}` }, { role: 'assistant', content: 'Understood.' });
   for (const t of thread.turns.slice(thread.summaryTurns))
-    out.push({ role: 'user', content: userContent(t.userText, (t.attachments ?? []).flatMap((id) => parts?.get(id) ?? [])) }, ...t.messages);
+    out.push(
+      {
+        role: 'user',
+        content: userContent(
+          t.userText,
+          (t.attachments ?? []).flatMap((id) => parts?.get(id) ?? []),
+        ),
+      },
+      ...t.messages,
+    );
   return out;
 }

@@ -130,7 +130,12 @@ export class AgentUploads {
   /** The uploads of these ids (any identity), in no particular order. */
   async rows(ids: readonly string[]): Promise<UploadRow[]> {
     if (ids.length === 0) return [];
-    const rows = await this.db.query<Raw>(sql`SELECT * FROM ${UPLOADS} WHERE ${ident('id')} IN (${join(ids.map((i) => sql`${i}`), ', ')})`);
+    const rows = await this.db.query<Raw>(
+      sql`SELECT * FROM ${UPLOADS} WHERE ${ident('id')} IN (${join(
+        ids.map((i) => sql`${i}`),
+        ', ',
+      )})`,
+    );
     return rows.map(rowOf);
   }
 
@@ -153,7 +158,8 @@ export class AgentUploads {
     const ids: string[] = [];
     for (const [i, a] of value.entries()) {
       const uploadId = typeof a === 'object' && a !== null && !Array.isArray(a) ? (a as Raw).uploadId : undefined;
-      if (typeof uploadId !== 'string' || !UUID.test(uploadId)) throw new AttachmentError(`message.attachments[${i}] must be { uploadId } with the id of an upload`);
+      if (typeof uploadId !== 'string' || !UUID.test(uploadId))
+        throw new AttachmentError(`message.attachments[${i}] must be { uploadId } with the id of an upload`);
       if (ids.includes(uploadId.toLowerCase())) throw new AttachmentError(`message.attachments names upload ${uploadId} twice`);
       ids.push(uploadId.toLowerCase());
     }
@@ -204,7 +210,12 @@ export class AgentUploads {
   /** Deletes uploads (rows, then bytes; a byte deletion that fails is logged). */
   private async remove(rows: UploadRow[]): Promise<void> {
     if (rows.length === 0) return;
-    await this.db.query(sql`DELETE FROM ${UPLOADS} WHERE ${ident('id')} IN (${join(rows.map((r) => sql`${r.id}`), ', ')})`);
+    await this.db.query(
+      sql`DELETE FROM ${UPLOADS} WHERE ${ident('id')} IN (${join(
+        rows.map((r) => sql`${r.id}`),
+        ', ',
+      )})`,
+    );
     for (const r of rows)
       await this.store()
         .deletePrefix(prefixOf(r.identityId, r.id))

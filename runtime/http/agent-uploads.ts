@@ -79,7 +79,10 @@ export function agentUploadsRouter(uploads: AgentUploads, signer: BlobUrlSigner 
   });
 
   router.all(['/uploads', '/uploads/:id'], (req: Request) => {
-    throw new HttpError('METHOD_NOT_ALLOWED', `${req.method} is not supported here (POST /api/_agent/uploads; GET, HEAD, DELETE /api/_agent/uploads/{uploadId})`);
+    throw new HttpError(
+      'METHOD_NOT_ALLOWED',
+      `${req.method} is not supported here (POST /api/_agent/uploads; GET, HEAD, DELETE /api/_agent/uploads/{uploadId})`,
+    );
   });
   return router;
 }
