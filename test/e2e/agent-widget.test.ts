@@ -126,6 +126,7 @@ describe('the shop chat widget in Chromium', () => {
 
   it('takes a pasted image and a dropped PDF as attachments: uploads them, shows chips, and the model receives them (DESIGN §7a)', async () => {
     const page = await signedIn();
+    await page.click('#new-thread');
     const image = await png(6, 4);
     const pdf = makePdf('Receipt 77 kettle');
     // A screenshot pasted into the text field, a PDF dropped on the conversation: real DataTransfer events.
