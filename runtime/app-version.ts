@@ -171,7 +171,7 @@ export function buildAppVersion(services: ServerServices, manifest: AppManifest)
     functions,
     invokeFunction,
     credits: services.agent?.ledger,
-    agentUploads: services.agent && { uploads: services.agent.uploads, signer: services.blobs.signer },
+    agentUploads: services.agent && { uploads: services.agent.uploads, signer: services.blobs.signer, tus: services.tus },
     publicDir: hasPublicDir ? publicDir : undefined,
     publicNoCache: services.dev,
     health,

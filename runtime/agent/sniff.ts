@@ -35,11 +35,12 @@ export class Sniffer extends Transform {
   private head = Buffer.alloc(0);
   private readonly utf8 = new TextDecoder('utf-8', { fatal: true });
   private text = true;
-  private size = 0;
+  /** Bytes that went through. */
+  bytes = 0;
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     if (this.head.length < HEAD_BYTES) this.head = Buffer.concat([this.head, chunk.subarray(0, HEAD_BYTES - this.head.length)]);
-    this.size += chunk.length;
+    this.bytes += chunk.length;
     if (this.text) {
       try {
         this.utf8.decode(chunk, { stream: true });
@@ -64,6 +65,6 @@ export class Sniffer extends Transform {
 
   /** The sniffed type of the bytes so far (complete once the stream ended); empty input is not text. */
   type(): AttachmentType | 'application/octet-stream' {
-    return signatureType(this.head) ?? (this.text && this.size > 0 ? 'text/plain' : 'application/octet-stream');
+    return signatureType(this.head) ?? (this.text && this.bytes > 0 ? 'text/plain' : 'application/octet-stream');
   }
 }

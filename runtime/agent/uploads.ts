@@ -10,7 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { pipeline } from 'node:stream';
+import { pipeline, type Readable } from 'node:stream';
 import { ATTACHMENT_DEFAULTS, type AttachmentSettings } from '../contract/settings.js';
 import type { Database } from '../data/database.js';
 import { HttpError } from '../errors.js';
@@ -18,8 +18,9 @@ import type { Logger } from '../log.js';
 import { ident, join, sql } from '../query/sql.js';
 import { UUID } from '../query/list-params.js';
 import { toDate } from '../auth/store.js';
-import { readUpload } from '../blobs/multipart.js';
+import { cleanFileName, meteredStream, readUpload } from '../blobs/multipart.js';
 import type { BlobService } from '../blobs/service.js';
+import type { TusTarget } from '../blobs/tus.js';
 import { Sniffer } from './sniff.js';
 
 const UPLOADS = ident('_svc_agent_uploads');
@@ -91,30 +92,24 @@ export class AgentUploads {
     return this.blobs.store;
   }
 
-  /**
-   * Stores the one file of a multipart upload (a part named `file`) for `identityId`.
-   * @returns `{ uploadId, name, type, size }`, `type` as sniffed from the bytes
-   * @throws HttpError PAYLOAD_TOO_LARGE (413) past `maxBytes`; UNSUPPORTED_MEDIA_TYPE (415) for a body
-   *   that is not multipart or bytes of a type not in `types`; VALIDATION_FAILED (400) for a malformed body
-   */
-  async receive(identityId: string, req: IncomingMessage): Promise<UploadInfo> {
+  /** Stores `bytes` as upload `id` of `identityId`, sniffing them on the way; nothing is left behind when they fail. */
+  private async put(identityId: string, id: string, bytes: Readable): Promise<{ type: string; size: number }> {
     const store = this.store();
-    const id = randomUUID();
-    const prefix = prefixOf(identityId, id);
-    const key = `${prefix}original`;
-    const written = await readUpload(
-      req,
-      this.settings.maxBytes,
-      async (file) => {
-        const sniffer = new Sniffer();
-        pipeline(file.stream, sniffer, () => undefined);
-        await store.put(key, sniffer, 'application/octet-stream');
-        return { name: file.name, type: sniffer.type(), size: file.digest().size };
-      },
-      () => store.deletePrefix(prefix),
-    );
+    const sniffer = new Sniffer();
+    pipeline(bytes, sniffer, () => undefined);
+    await store.put(`${prefixOf(identityId, id)}original`, sniffer, 'application/octet-stream');
+    return { type: sniffer.type(), size: sniffer.bytes };
+  }
+
+  /**
+   * Keeps a stored upload whose sniffed type is one of `types` (its row is written), else deletes its bytes.
+   * @throws HttpError UNSUPPORTED_MEDIA_TYPE (415) for another type
+   */
+  private async admit(identityId: string, id: string, name: string, written: { type: string; size: number }): Promise<UploadInfo> {
     if (!(this.settings.types as string[]).includes(written.type)) {
-      await store.deletePrefix(prefix).catch(() => undefined);
+      await this.store()
+        .deletePrefix(prefixOf(identityId, id))
+        .catch(() => undefined);
       throw new HttpError(
         'UNSUPPORTED_MEDIA_TYPE',
         `the file's bytes are ${written.type === 'application/octet-stream' ? 'of no accepted type' : written.type}; attachments may be ${this.settings.types.join(', ')}`,
@@ -122,9 +117,51 @@ export class AgentUploads {
     }
     await this.db.query(
       sql`INSERT INTO ${UPLOADS} (${ident('id')}, ${ident('identityId')}, ${ident('threadId')}, ${ident('name')}, ${ident('type')}, ${ident('size')}, ${ident('storageKey')}, ${ident('createdAt')})
-          VALUES (${id}, ${identityId}, ${null}, ${written.name}, ${written.type}, ${written.size}, ${key}, ${new Date()})`,
+          VALUES (${id}, ${identityId}, ${null}, ${name}, ${written.type}, ${written.size}, ${`${prefixOf(identityId, id)}original`}, ${new Date()})`,
     );
-    return { uploadId: id, name: written.name, type: written.type, size: written.size };
+    return { uploadId: id, name, type: written.type, size: written.size };
+  }
+
+  /**
+   * Stores the one file of a multipart upload (a part named `file`) for `identityId`.
+   * @returns `{ uploadId, name, type, size }`, `type` as sniffed from the bytes
+   * @throws HttpError PAYLOAD_TOO_LARGE (413) past `maxBytes`; UNSUPPORTED_MEDIA_TYPE (415) for a body
+   *   that is not multipart or bytes of a type not in `types`; VALIDATION_FAILED (400) for a malformed body
+   */
+  async receive(identityId: string, req: IncomingMessage): Promise<UploadInfo> {
+    const id = randomUUID();
+    const written = await readUpload(
+      req,
+      this.settings.maxBytes,
+      async (file) => ({ name: file.name, ...(await this.put(identityId, id, file.stream)) }),
+      () => this.store().deletePrefix(prefixOf(identityId, id)),
+    );
+    return this.admit(identityId, id, written.name, written);
+  }
+
+  /**
+   * The resumable uploads of `identityId` (tus, runtime/blobs/tus.ts): ids `agent.<identityId>.<hex>`,
+   * at most `maxBytes`; the name is `Upload-Metadata` `filename` (or `name`); a finished upload is
+   * kept like a multipart one and answered `{ uploadId, name, type, size }`.
+   */
+  tusTarget(identityId: string): TusTarget {
+    return {
+      idPrefix: `agent.${encodeURIComponent(identityId)}.`,
+      maxBytes: this.settings.maxBytes,
+      checkCreate: () => undefined,
+      finish: async (source, upload) => {
+        const id = randomUUID();
+        const metered = meteredStream(this.settings.maxBytes);
+        pipeline(source, metered, () => undefined);
+        const written = await this.put(identityId, id, metered).catch(async (err: unknown) => {
+          await this.store()
+            .deletePrefix(prefixOf(identityId, id))
+            .catch(() => undefined);
+          throw err;
+        });
+        return this.admit(identityId, id, cleanFileName(upload.metadata?.filename ?? upload.metadata?.name ?? undefined), written);
+      },
+    };
   }
 
   /** The uploads of these ids (any identity), in no particular order. */

@@ -10,13 +10,17 @@
  *   no credentials needed) or with the owner's credentials; anyone else's upload is 404 (401 anonymous).
  * - `DELETE /uploads/{uploadId}`: the owner removes an upload no message used yet (204); a used one
  *   goes with its thread (409).
- * Errors are the DESIGN §4 body. Resumable (tus) uploads are not served here yet.
+ * - `/uploads/tus[/{upload}]`: the same upload, resumable (tus 1.0.0, runtime/blobs/tus.ts): signed-in
+ *   callers only, an upload id bound to its identity (another's is 404); the last `PATCH` answers 200
+ *   `{ uploadId, name, type, size }` (or 413/415 as above). The file name is `Upload-Metadata` `filename`.
+ * Errors are the DESIGN §4 body.
  */
 import { Router, type Request, type Response } from 'express';
 import { create as contentDisposition } from 'content-disposition';
 import { callerOf, type Caller } from '../auth/caller.js';
 import { HttpError } from '../errors.js';
 import type { BlobUrlSigner } from '../blobs/signed-url.js';
+import type { TusUploads } from '../blobs/tus.js';
 import { AgentUploads, type UploadRow } from '../agent/uploads.js';
 
 /** The caller's identity id; anonymous callers are refused. */
@@ -26,7 +30,7 @@ function ownerOf(caller: Caller): string {
 }
 
 /** The router; mount it at `/api/_agent` after authentication, before any body parser. */
-export function agentUploadsRouter(uploads: AgentUploads, signer: BlobUrlSigner | undefined): Router {
+export function agentUploadsRouter(uploads: AgentUploads, signer: BlobUrlSigner | undefined, tus?: TusUploads): Router {
   const router = Router();
   const notFound = (id: string) => new HttpError('NOT_FOUND', `no upload ${JSON.stringify(id)}`);
 
@@ -44,6 +48,12 @@ export function agentUploadsRouter(uploads: AgentUploads, signer: BlobUrlSigner 
     if (!row || row.identityId !== owner) throw notFound(id);
     return row;
   }
+
+  if (tus)
+    router.all(['/uploads/tus', '/uploads/tus/:upload'], async (req: Request, res: Response) => {
+      const owner = req.method === 'OPTIONS' ? '' : ownerOf(callerOf(res));
+      await tus.serve(uploads.tusTarget(owner), req.params.upload as string | undefined, req, res, 'this identity');
+    });
 
   router.post('/uploads', async (req: Request, res: Response) => {
     const owner = ownerOf(callerOf(res));

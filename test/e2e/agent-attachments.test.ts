@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
+import * as tus from 'tus-js-client';
 import { prepareApp, ROOT, type PreparedApp } from '../support/cli.js';
 import { backends } from '../support/backends.js';
 import { adminIdentity, userIdentity, type Identity } from '../support/auth.js';
@@ -190,6 +191,46 @@ for (const backend of backends()) {
       // An upload never sent can be taken back.
       expect((await fetch(`${base}/_agent/uploads/${disguised.json.uploadId}`, { method: 'DELETE', headers: writer.headers })).status).toBe(204);
       expect(existsSync(join(uploadsRoot(), encodeURIComponent(writer.id), disguised.json.uploadId))).toBe(false);
+    });
+
+    it('tus: a resumable upload of an identity ends in the same answer as a multipart one; another identity cannot touch it; wrong bytes are 415', async () => {
+      const endpoint = `${base}/_agent/uploads/tus`;
+      const tusHeaders = { 'tus-resumable': '1.0.0' };
+      expect((await fetch(endpoint, { method: 'POST', headers: { ...tusHeaders, 'upload-length': '10' } })).status).toBe(401);
+      const tooBig = await fetch(endpoint, { method: 'POST', headers: { ...writer.headers, ...tusHeaders, 'upload-length': String(MAX_BYTES + 1) } });
+      expect(tooBig.status).toBe(413);
+      const pdf = Buffer.concat([makePdf('Resumable manual'), Buffer.from(`%${'x'.repeat(150_000)}\n`)]);
+      const send = (bytes: Buffer, name: string, stopAt?: number, uploadUrl?: string) =>
+        new Promise<{ url: string; body?: string }>((resolve, reject) => {
+          const upload: tus.Upload = new tus.Upload(bytes, {
+            endpoint,
+            ...(uploadUrl && { uploadUrl }),
+            chunkSize: 50_000,
+            headers: writer.headers,
+            metadata: { filename: name, filetype: 'image/png' },
+            retryDelays: null,
+            onError: reject,
+            onChunkComplete: (_size, accepted) => {
+              if (stopAt !== undefined && accepted >= stopAt) void upload.abort().then(() => resolve({ url: upload.url! }), reject);
+            },
+            onSuccess: (payload) => resolve({ url: upload.url!, body: payload.lastResponse.getBody() }),
+          });
+          upload.start();
+        });
+      const first = await send(pdf, 'manual.pdf', 50_000);
+      expect(first.url).toMatch(new RegExp(`^${base}/_agent/uploads/tus/agent\\.${writer.id}\\.[0-9a-f]{32}$`));
+      // Another identity's credentials do not reach the upload.
+      const theirs = await fetch(first.url.replace(writer.id, reader.id), { method: 'HEAD', headers: { ...reader.headers, ...tusHeaders } });
+      expect(theirs.status).toBe(404);
+      const asReader = await fetch(first.url, { method: 'HEAD', headers: { ...reader.headers, ...tusHeaders } });
+      expect(asReader.status).toBe(404);
+      const done = await send(pdf, 'manual.pdf', undefined, first.url);
+      const info = JSON.parse(done.body!);
+      expect(info).toEqual({ uploadId: expect.any(String), name: 'manual.pdf', type: 'application/pdf', size: pdf.length });
+      const got = await fetch(`${base}/_agent/uploads/${info.uploadId}`, { headers: writer.headers });
+      expect(Buffer.from(await got.arrayBuffer()).equals(pdf)).toBe(true);
+      // Bytes of no accepted type fail at the end, whatever the metadata says.
+      await expect(send(bytesOf(1000, 3), 'fake.png')).rejects.toThrow(/415/);
     });
 
     const seed = fuzzSeed();
