@@ -151,6 +151,7 @@ function sweepSuite(backend: Backend): void {
       expect(result).toEqual({ scanned: 5, deleted: 2 });
       const left = localFiles(join(dir, 'blobs')).filter((f) => f.startsWith('_agent/'));
       expect(left.sort()).toEqual([`${used}original`, `${waiting}original`, `${fresh}original`, `_agent/${identity}/not-an-upload/original`].sort());
+      for (const gone of [stale, rowless]) expect(left).not.toContain(`${gone}original`);
       const rows = await db.query(sql`SELECT "id" FROM ${ident('_svc_agent_uploads')} WHERE "identityId" = ${identity}`);
       expect(rows.map((r) => `_agent/${identity}/${String(r.id)}/`).sort()).toEqual([used, waiting].sort());
     });
