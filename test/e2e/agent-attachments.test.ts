@@ -97,14 +97,15 @@ for (const backend of backends()) {
       expect(up3.json).toMatchObject({ type: 'text/plain' });
 
       model.script({ text: ['I see a picture and an invoice.'], usage: { prompt: 1200, completion: 8 } });
-      const events = await chat
-        .send({
-          type: 'message',
-          text: 'What is in these?',
-          attachments: [{ uploadId: up1.json.uploadId }, { uploadId: up2.json.uploadId }, { uploadId: up3.json.uploadId }],
-        })
-        .then(() => chat.next('turn-completed', chat.events.length - 1, 20_000));
-      expect(events).toMatchObject({ status: 'completed' });
+      const sent = chat.events.length;
+      await chat.send({
+        type: 'message',
+        text: 'What is in these?',
+        attachments: [{ uploadId: up1.json.uploadId }, { uploadId: up2.json.uploadId }, { uploadId: up3.json.uploadId }],
+      });
+      expect(await chat.next('turn-completed', sent, 20_000)).toMatchObject({ status: 'completed' });
+      // Charged as the provider billed it: the attachments are in its prompt tokens (1200 × 15 + 8 × 60, per 1,000).
+      expect((await chat.next('credits', sent)).credits).toBe(19);
       const parts = lastUserParts(model);
       expect(parts).toEqual([
         { type: 'text', text: 'What is in these?' },
@@ -147,6 +148,10 @@ for (const backend of backends()) {
       expect((await fetch(`${origin}${forged}`)).status).toBe(403);
       expect((await fetch(`${base}/_agent/uploads/${up1.json.uploadId}`, { headers: reader.headers })).status).toBe(404);
       expect((await fetch(`${base}/_agent/uploads/${up1.json.uploadId}`, { headers: writer.headers })).status).toBe(200);
+      // The admin transcript names the uploads of each user message.
+      const admin = await adminIdentity(app, base);
+      const transcript = await (await fetch(`${base}/_admin/agent/threads/${list.threads[0].id}`, { headers: admin.headers })).json();
+      expect(transcript.turns.map((t: any) => t.attachments)).toEqual([[up1.json.uploadId, up2.json.uploadId, up3.json.uploadId], []]);
       // A used upload is deleted with its thread, not on its own.
       expect((await fetch(`${base}/_agent/uploads/${up1.json.uploadId}`, { method: 'DELETE', headers: writer.headers })).status).toBe(409);
     });
