@@ -6,7 +6,7 @@
  * gets text only: a PDF's text extracted with unpdf, a text file's content, and a note for an image.
  * The provider bills attachment tokens as prompt tokens, which the turn's usage already counts.
  */
-import type { UploadRow } from './uploads.js';
+import type { AgentUploads, UploadRow } from './uploads.js';
 
 /** Most characters of a PDF's extracted text (or a text file's content) given to a model without files. */
 export const MAX_TEXT_CHARS = 200_000;
@@ -52,6 +52,31 @@ export async function partsOf(row: UploadRow, bytes: Uint8Array, files: boolean)
   }
   if (files) return [{ type: 'file', data: bytes, mediaType: row.type, filename: row.name }];
   return [{ type: 'text', text: `[${label}:]\n${clip(new TextDecoder().decode(bytes))}` }];
+}
+
+/**
+ * The parts, by upload id, of the attachments a turn's request carries: this message's (`now`) and
+ * those of the thread's turns after its summary. An attachment whose bytes cannot be read becomes a
+ * note (and `warn` is told).
+ */
+export async function threadParts(
+  uploads: AgentUploads,
+  thread: { summaryTurns: number; turns: { attachments: string[] }[] } | null,
+  now: UploadRow[],
+  files: boolean,
+  warn: (err: unknown, uploadId: string) => void,
+): Promise<Map<string, UserPart[]>> {
+  const earlier = (thread?.turns.slice(thread.summaryTurns) ?? []).flatMap((t) => t.attachments).filter((id) => !now.some((r) => r.id === id));
+  const parts = new Map<string, UserPart[]>();
+  for (const row of [...now, ...(await uploads.rows(earlier))]) {
+    try {
+      parts.set(row.id, await partsOf(row, await uploads.bytes(row), files));
+    } catch (err) {
+      warn(err, row.id);
+      parts.set(row.id, [{ type: 'text', text: `[Attachment "${row.name}" could not be read.]` }]);
+    }
+  }
+  return parts;
 }
 
 /** The content of a user message: its text (when not empty), then its attachments' parts. */

@@ -11,9 +11,9 @@ import type { EngineEvent, FromSessionWorker, ToolSpec } from './worker-protocol
 import { RungNotConfiguredError, resolveRung } from './rungs.js';
 import { SessionTools, type RunningTurn } from './session-tools.js';
 import { TurnLog, userMessageItem, type RunningHistory } from './turn-log.js';
-import type { StoredTurn, ThreadState } from './threads.js';
+import type { StoredTurn } from './threads.js';
 import type { UploadRow } from './uploads.js';
-import { partsOf, userContent, type UserPart } from './attachment-parts.js';
+import { threadParts, userContent, type UserPart } from './attachment-parts.js';
 
 /** How long a turn waits for MCP servers still on their first attempt before it starts without them, ms. */
 const MCP_FIRST_CONNECT_WAIT_MS = 3000;
@@ -88,25 +88,6 @@ export abstract class SessionTurns extends SessionTools {
       ),
       ...t.items,
     ]);
-  }
-
-  /**
-   * The model parts of the attachments a turn's request carries: this message's (`now`) and those of the
-   * thread's turns after its summary. An attachment whose bytes cannot be read becomes a note.
-   */
-  private async attachmentParts(thread: ThreadState | null, now: UploadRow[], files: boolean): Promise<Map<string, UserPart[]>> {
-    const earlier = (thread?.turns.slice(thread.summaryTurns) ?? []).flatMap((t) => t.attachments).filter((id) => !now.some((r) => r.id === id));
-    const rows = [...now, ...(await this.host.uploads.rows(earlier))];
-    const parts = new Map<string, UserPart[]>();
-    for (const row of rows) {
-      try {
-        parts.set(row.id, await partsOf(row, await this.host.uploads.bytes(row), files));
-      } catch (err) {
-        this.host.logger.warn({ err, identityId: this.identityId, uploadId: row.id }, 'agent attachment could not be read');
-        parts.set(row.id, [{ type: 'text', text: `[Attachment "${row.name}" could not be read.]` }]);
-      }
-    }
-    return parts;
   }
 
   /** Ends the running turn as failed with `error` (worker crash, restart, stop); see the base class. */
@@ -208,7 +189,9 @@ export abstract class SessionTurns extends SessionTools {
         this.fastNext = false;
         await this.mcp.settled(MCP_FIRST_CONNECT_WAIT_MS);
         const system = await this.host.systemPrompt(this.options);
-        const parts = await this.attachmentParts(thread, attachments, rung.rung.files !== false);
+        const parts = await threadParts(this.host.uploads, thread, attachments, rung.rung.files !== false, (err, uploadId) =>
+          this.host.logger.warn({ err, identityId: this.identityId, uploadId }, 'agent attachment could not be read'),
+        );
         // Handed over as a lifecycle step: a restart or stop meanwhile has ended the turn already.
         await this.serially(async () => {
           if (ended) return;
