@@ -8,18 +8,19 @@
  * PDF's text extracted with unpdf; `history` returns them with signed urls that download the same
  * bytes; hostile uploads (EXE or PDF bytes named .png, too large, anonymous, not multipart) and
  * hostile `attachments` (another identity's upload, unknown ids, fuzzed arrays) are refused;
- * `thread-delete` and deleting the identity delete the uploads, bytes included.
+ * `thread-delete` and deleting the identity delete the uploads, bytes included. Resumable uploads go
+ * through tus. The store is the local folder on both databases, and an S3 bucket (s3rver) once.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import * as tus from 'tus-js-client';
 import { prepareApp, ROOT, type PreparedApp } from '../support/cli.js';
-import { backends } from '../support/backends.js';
+import { backends, type Backend } from '../support/backends.js';
 import { adminIdentity, userIdentity, type Identity } from '../support/auth.js';
 import { fuzzSeed, Prng } from '../support/hostile.js';
-import { bytesOf, uploadFile } from '../support/blobs.js';
+import { bytesOf, localFiles, startS3, uploadFile, type S3Server } from '../support/blobs.js';
 import { makePdf, png } from '../support/files.js';
 import { startModelServer, type ModelServer } from '../support/model-server.js';
 import { ChatClient, postJson } from '../support/chat-client.js';
@@ -47,26 +48,31 @@ function lastUserParts(model: ModelServer): any[] {
 
 const dataUrl = (type: string, bytes: Buffer) => `data:${type};base64,${bytes.toString('base64')}`;
 
-for (const backend of backends()) {
-  describe(`agent attachments on ${backend}`, () => {
+function attachmentSuite(backend: Backend, storeKind: 'local' | 's3'): void {
+  describe(`agent attachments on ${backend}, ${storeKind} store`, () => {
     let app: PreparedApp;
+    let s3: S3Server | undefined;
     let model: ModelServer;
     let server: RunningServer;
     let base: string;
     let writer: Identity;
     let reader: Identity;
     let chat: ChatClient;
-    const uploadsRoot = () => join(app.dir, 'data/blobs/_agent');
+    /** The keys the blob store holds under `prefix` (a local folder or the s3rver bucket). */
+    const keys = async (prefix: string) => (s3 ? await s3.keys(prefix) : localFiles(join(app.dir, 'data/blobs')).filter((k) => k.startsWith(prefix)));
+    /** True when the store holds the bytes of that upload of the writer. */
+    const stored = async (uploadId: string) => (await keys(`_agent/${writer.id}/${uploadId}/`)).length > 0;
     const upload = (who: Identity | null, bytes: Buffer, name: string, type = 'application/octet-stream') =>
       uploadFile(`${base}/_agent/uploads`, bytes, { name, type, headers: who?.headers ?? {} });
 
     beforeAll(async () => {
       model = await startModelServer();
       app = await prepareApp(FIXTURE, backend, withAttachments);
+      if (storeKind === 's3') s3 = await startS3();
       server = await startServer({
         appDir: app.dir,
         port: 0,
-        env: { ...process.env, ...app.env, MODEL_URL: model.url, SVC_SECRET_LLM: 'k' },
+        env: { ...process.env, ...app.env, ...s3?.env, MODEL_URL: model.url, SVC_SECRET_LLM: 'k' },
         logger: pino({ level: 'silent' }),
       });
       base = server.url;
@@ -80,6 +86,7 @@ for (const backend of backends()) {
       chat?.stop();
       await server?.close();
       await model?.close();
+      await s3?.close();
       await app?.cleanup();
     });
 
@@ -190,12 +197,12 @@ for (const backend of backends()) {
       const json = await postJson(base, writer, '_agent/uploads', { file: 'x' });
       expect(json.status).toBe(415);
       // Nothing refused was kept: only the accepted uploads' folders are in the store.
-      const kept = readdirSync(join(uploadsRoot(), encodeURIComponent(writer.id)));
+      const kept = (await keys(`_agent/${writer.id}/`)).map((k) => k.split('/')[2]);
       expect(kept).toContain(disguised.json.uploadId);
       expect(kept.every((id) => /^[0-9a-f-]{36}$/.test(id))).toBe(true);
       // An upload never sent can be taken back.
       expect((await fetch(`${base}/_agent/uploads/${disguised.json.uploadId}`, { method: 'DELETE', headers: writer.headers })).status).toBe(204);
-      expect(existsSync(join(uploadsRoot(), encodeURIComponent(writer.id), disguised.json.uploadId))).toBe(false);
+      expect(await stored(disguised.json.uploadId)).toBe(false);
     });
 
     it('tus: a resumable upload of an identity ends in the same answer as a multipart one; another identity cannot touch it; wrong bytes are 415', async () => {
@@ -297,12 +304,11 @@ for (const backend of backends()) {
       const list = await chat.next('thread-list', from);
       const thread = list.threads[0];
       expect(thread.preview).toBe('keep this');
-      const folder = join(uploadsRoot(), encodeURIComponent(writer.id), up.json.uploadId);
-      expect(existsSync(folder)).toBe(true);
+      expect(await stored(up.json.uploadId)).toBe(true);
       const at = chat.events.length;
       await chat.send({ type: 'thread-delete', threadId: thread.id });
       expect(await chat.next('info', at)).toMatchObject({ message: 'thread deleted' });
-      expect(existsSync(folder)).toBe(false);
+      expect(await stored(up.json.uploadId)).toBe(false);
       expect((await fetch(`${base}/_agent/uploads/${up.json.uploadId}`, { headers: writer.headers })).status).toBe(404);
       await chat.send({ type: 'thread-list' });
       const after = await chat.next('thread-list', chat.events.length - 1);
@@ -314,13 +320,17 @@ for (const backend of backends()) {
 
       // The identity goes: its remaining uploads (bytes too) and threads with it.
       const left = await upload(writer, await png(2, 2), 'left.png');
-      expect(existsSync(join(uploadsRoot(), encodeURIComponent(writer.id), left.json.uploadId))).toBe(true);
+      expect(await stored(left.json.uploadId)).toBe(true);
       chat.stop();
       const admin = await adminIdentity(app, base);
       expect((await fetch(`${base}/_admin/identities/${writer.id}`, { method: 'DELETE', headers: admin.headers })).status).toBe(204);
-      expect(existsSync(join(uploadsRoot(), encodeURIComponent(writer.id)))).toBe(false);
+      expect(await keys(`_agent/${writer.id}/`)).toEqual([]);
       const threads = await (await fetch(`${base}/_admin/agent/threads?identity=${writer.id}`, { headers: admin.headers })).json();
       expect(threads.data).toEqual([]);
     });
   });
 }
+
+for (const backend of backends()) attachmentSuite(backend, 'local');
+// The store does not depend on the database: the S3 path runs once, against s3rver on loopback.
+attachmentSuite(backends()[0], 's3');
