@@ -27,6 +27,8 @@ const UPLOADS = ident('_svc_agent_uploads');
 
 /** Most attachments one message may carry. */
 export const MAX_ATTACHMENTS = 10;
+/** Most uploads an identity may hold that no message used yet (a day later they are swept). */
+export const MAX_UNSENT_UPLOADS = 50;
 
 /** One stored upload. */
 export interface UploadRow {
@@ -92,6 +94,18 @@ export class AgentUploads {
     return this.blobs.store;
   }
 
+  /**
+   * Refuses a new upload of an identity that holds `MAX_UNSENT_UPLOADS` unused ones already.
+   * @throws HttpError RATE_LIMITED (429)
+   */
+  private async checkUnsent(identityId: string): Promise<void> {
+    const [row] = await this.db.query<Raw>(
+      sql`SELECT COUNT(*) AS ${ident('n')} FROM ${UPLOADS} WHERE ${ident('identityId')} = ${identityId} AND ${ident('threadId')} IS NULL`,
+    );
+    if (Number(row?.n ?? 0) >= MAX_UNSENT_UPLOADS)
+      throw new HttpError('RATE_LIMITED', `this identity holds ${MAX_UNSENT_UPLOADS} uploads no message used yet: send or delete some first`);
+  }
+
   /** Stores `bytes` as upload `id` of `identityId`, sniffing them on the way; nothing is left behind when they fail. */
   private async put(identityId: string, id: string, bytes: Readable): Promise<{ type: string; size: number }> {
     const store = this.store();
@@ -126,9 +140,11 @@ export class AgentUploads {
    * Stores the one file of a multipart upload (a part named `file`) for `identityId`.
    * @returns `{ uploadId, name, type, size }`, `type` as sniffed from the bytes
    * @throws HttpError PAYLOAD_TOO_LARGE (413) past `maxBytes`; UNSUPPORTED_MEDIA_TYPE (415) for a body
-   *   that is not multipart or bytes of a type not in `types`; VALIDATION_FAILED (400) for a malformed body
+   *   that is not multipart or bytes of a type not in `types`; VALIDATION_FAILED (400) for a malformed body;
+   *   RATE_LIMITED (429) for an identity with `MAX_UNSENT_UPLOADS` unused uploads
    */
   async receive(identityId: string, req: IncomingMessage): Promise<UploadInfo> {
+    await this.checkUnsent(identityId);
     const id = randomUUID();
     const written = await readUpload(
       req,
@@ -149,6 +165,7 @@ export class AgentUploads {
       idPrefix: `agent.${encodeURIComponent(identityId)}.`,
       maxBytes: this.settings.maxBytes,
       checkCreate: () => undefined,
+      admit: () => this.checkUnsent(identityId),
       finish: async (source, upload) => {
         const id = randomUUID();
         const metered = meteredStream(this.settings.maxBytes);

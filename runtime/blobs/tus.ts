@@ -43,6 +43,8 @@ export interface TusTarget {
   maxBytes: number;
   /** Checks a creation's `Upload-Metadata`. @throws HttpError (400) */
   checkCreate(metadata: Record<string, string | null> | undefined): void;
+  /** Checks, before a creation, that the caller may start one more upload. @throws HttpError */
+  admit?(): Promise<void>;
   /** Takes a finished upload's bytes; returns the JSON body of the last PATCH's 200. */
   finish(source: Readable, upload: Upload): Promise<unknown>;
 }
@@ -258,6 +260,7 @@ export class TusUploads {
     if (upload === undefined && req.method !== 'POST' && req.method !== 'OPTIONS') {
       throw new HttpError('METHOD_NOT_ALLOWED', `${req.method} needs an upload: POST …/tus creates one, then HEAD and PATCH …/tus/<upload>`);
     }
+    if (upload === undefined && req.method === 'POST') await target.admit?.();
     // A router below a mount point (Express) sees a shortened `url`: the tus server gets the request's own.
     const original = (req as { originalUrl?: string }).originalUrl;
     if (original !== undefined) req.url = original;

@@ -5,7 +5,8 @@
  *   upload belongs to the caller's identity. 201 `{ uploadId, name, type, size }` with `type` sniffed
  *   from the bytes; 413 PAYLOAD_TOO_LARGE past `agent.attachments.maxBytes`, 415
  *   UNSUPPORTED_MEDIA_TYPE for bytes of a type not in `agent.attachments.types` (or a body that is
- *   not multipart), 400 VALIDATION_FAILED for a malformed body.
+ *   not multipart), 400 VALIDATION_FAILED for a malformed body, 429 RATE_LIMITED for an identity that
+ *   holds 50 uploads no message used yet.
  * - `GET`/`HEAD /uploads/{uploadId}`: the bytes, through the signed url `history` gives (`?v=…&exp=…&sig=…`,
  *   no credentials needed) or with the owner's credentials; anyone else's upload is 404 (401 anonymous).
  * - `DELETE /uploads/{uploadId}`: the owner removes an upload no message used yet (204); a used one

@@ -200,6 +200,23 @@ function attachmentSuite(backend: Backend, storeKind: 'local' | 's3'): void {
       const kept = (await keys(`_agent/${writer.id}/`)).map((k) => k.split('/')[2]);
       expect(kept).toContain(disguised.json.uploadId);
       expect(kept.every((id) => /^[0-9a-f-]{36}$/.test(id))).toBe(true);
+      // At most 50 unused uploads per identity (multipart and tus alike); the 3 of the first test were sent.
+      const unsent = (await keys(`_agent/${writer.id}/`)).length - 3;
+      const extra: string[] = [];
+      let over: Awaited<ReturnType<typeof upload>> | undefined;
+      for (let i = 0; i < 60 && !over; i++) {
+        const r = await upload(writer, Buffer.from(`note ${i}`), `n${i}.txt`);
+        if (r.status === 201) extra.push(r.json.uploadId);
+        else over = r;
+      }
+      expect(extra.length).toBe(50 - unsent);
+      expect(over).toMatchObject({ status: 429, json: { code: 'RATE_LIMITED' } });
+      const overTus = await fetch(`${base}/_agent/uploads/tus`, {
+        method: 'POST',
+        headers: { ...writer.headers, 'tus-resumable': '1.0.0', 'upload-length': '5' },
+      });
+      expect(overTus.status).toBe(429);
+      for (const id of extra) expect((await fetch(`${base}/_agent/uploads/${id}`, { method: 'DELETE', headers: writer.headers })).status).toBe(204);
       // An upload never sent can be taken back.
       expect((await fetch(`${base}/_agent/uploads/${disguised.json.uploadId}`, { method: 'DELETE', headers: writer.headers })).status).toBe(204);
       expect(await stored(disguised.json.uploadId)).toBe(false);
