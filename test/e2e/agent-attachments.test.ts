@@ -182,7 +182,7 @@ function attachmentSuite(backend: Backend, storeKind: 'local' | 's3'): void {
       other.stop();
     });
 
-    it('hostile uploads: EXE bytes named .png (415), PDF bytes named .png (taken as a PDF), too large (413), anonymous (401), not multipart (415)', async () => {
+    it('hostile uploads: EXE bytes named .png (415), PDF bytes named .png (taken as a PDF), too large (413), anonymous (401), not multipart (415), a 51st unsent upload (429)', async () => {
       const exe = Buffer.concat([Buffer.from('MZ\x90\x00\x03\x00\x00\x00', 'latin1'), bytesOf(2000)]);
       const bad = await upload(writer, exe, 'cat.png', 'image/png');
       expect(bad.status).toBe(415);
