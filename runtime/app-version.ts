@@ -173,6 +173,7 @@ export function buildAppVersion(services: ServerServices, manifest: AppManifest)
     functions,
     invokeFunction,
     credits: services.agent?.ledger,
+    agentUploads: services.agent && { uploads: services.agent.uploads, signer: services.blobs.signer, tus: services.tus },
     publicDir: hasPublicDir ? publicDir : undefined,
     publicNoCache: services.dev,
     health,
@@ -189,6 +190,7 @@ export function buildAppVersion(services: ServerServices, manifest: AppManifest)
       logs: services.logs,
       mcpServers: services.agent?.mcpServers,
       jobs: services.jobs?.engine,
+      agentUploads: services.agent?.uploads,
     },
   });
   const data = apiHandler(runtime, auth);

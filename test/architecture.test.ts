@@ -50,7 +50,7 @@ function importsOf(file: string): Import[] {
 const all = ['runtime', 'generator', 'cli'].flatMap(sources).flatMap(importsOf);
 const from = (folder: string) => all.filter((i) => i.file.startsWith(`${folder}/`));
 const RUNTIME_PACKAGES =
-  /^(node:|express$|pino$|jose$|cookie$|@node-rs\/argon2$|ajv$|ajv-formats$|uuid$|@prisma\/adapter-(better-sqlite3|pg)$|@prisma\/driver-adapter-utils$|@prisma\/schema-engine-wasm|pg$|better-sqlite3$|proper-lockfile$|p-limit$|graphile-worker$|croner$|standardwebhooks$|ws$|ioredis$|nodemailer$|openid-client$|busboy$|sharp$|content-disposition$|cors$|range-parser$|@aws-sdk\/(client-s3|lib-storage)$|@tus\/(server|file-store|s3-store)$|ai$|prom-client$|@opentelemetry\/(api|sdk-trace-node|sdk-trace-base|exporter-trace-otlp-http|resources|semantic-conventions)$|@ai-sdk\/openai-compatible$|@ag-ui\/core$|@modelcontextprotocol\/sdk\/(client\/(index|stdio|streamableHttp)|types|shared\/transport)\.js$)/;
+  /^(node:|express$|pino$|jose$|cookie$|@node-rs\/argon2$|ajv$|ajv-formats$|uuid$|@prisma\/adapter-(better-sqlite3|pg)$|@prisma\/driver-adapter-utils$|@prisma\/schema-engine-wasm|pg$|better-sqlite3$|proper-lockfile$|p-limit$|graphile-worker$|croner$|standardwebhooks$|unpdf$|ws$|ioredis$|nodemailer$|openid-client$|busboy$|sharp$|content-disposition$|cors$|range-parser$|@aws-sdk\/(client-s3|lib-storage)$|@tus\/(server|file-store|s3-store)$|ai$|prom-client$|@opentelemetry\/(api|sdk-trace-node|sdk-trace-base|exporter-trace-otlp-http|resources|semantic-conventions)$|@ai-sdk\/openai-compatible$|@ag-ui\/core$|@modelcontextprotocol\/sdk\/(client\/(index|stdio|streamableHttp)|types|shared\/transport)\.js$)/;
 
 describe('architecture', () => {
   it('runtime imports only runtime files and its own packages', () => {

@@ -232,11 +232,70 @@ const CREDIT_CHANGE: SchemaObject = {
   },
 };
 
-/** `GET`/`PATCH /_agent/credits` (tag `agent`, DESIGN §7): admin service accounts only, never an agent tool. */
+/** An agent upload as `POST /_agent/uploads` answers it (DESIGN §7a). */
+const AGENT_UPLOAD: SchemaObject = {
+  type: 'object',
+  required: ['uploadId', 'name', 'type', 'size'],
+  properties: {
+    uploadId: { type: 'string', format: 'uuid', description: 'Name it in a message: attachments: [{ uploadId }]' },
+    name: { type: 'string', description: 'The file name of the part' },
+    type: { type: 'string', description: 'The type sniffed from the bytes (image/png, image/jpeg, image/webp, image/gif, application/pdf, text/plain)' },
+    size: { type: 'integer', description: 'Bytes' },
+  },
+};
+
+/**
+ * `GET`/`PATCH /_agent/credits` (tag `agent`, DESIGN §7): admin service accounts only; `/_agent/uploads`
+ * (DESIGN §7a): attachments of agent messages, signed-in callers. Never agent tools.
+ */
 export function agentOpenApi(builder: OpenApiBuilder): void {
   builder.addSchema('svc.CreditState', CREDIT_STATE);
   builder.addSchema('svc.CreditChange', CREDIT_CHANGE);
-  builder.addTag({ name: 'agent', description: 'The embedded agent: its credits (admin service accounts only)' });
+  builder.addSchema('svc.AgentUpload', AGENT_UPLOAD);
+  builder.addTag({ name: 'agent', description: 'The embedded agent: its credits (admin service accounts only) and the attachments of its messages' });
+  builder.addPath('/_agent/uploads', {
+    post: {
+      operationId: 'svc_uploadAgentAttachment',
+      tags: ['agent'],
+      summary: "Upload a file for an agent message (the caller's own identity)",
+      description:
+        'One file part named "file" (multipart/form-data). The type is sniffed from the bytes and must be in svc.json agent.attachments.types; ' +
+        'the size is limited by agent.attachments.maxBytes. For large files, tus 1.0 is served at /_agent/uploads/tus.',
+      security: AUTHENTICATED,
+      requestBody: {
+        required: true,
+        content: {
+          'multipart/form-data': {
+            schema: { type: 'object', properties: { file: { type: 'string', format: 'binary', description: 'The file' } }, required: ['file'] },
+          },
+        },
+      },
+      responses: { 201: { description: 'The stored upload', content: json(ref('svc.AgentUpload')) }, ...errorResponses(400, 401, 413, 415) },
+      ...ext('_agent'),
+    },
+  });
+  builder.addPath('/_agent/uploads/{uploadId}', {
+    parameters: [{ name: 'uploadId', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }],
+    get: {
+      operationId: 'svc_downloadAgentAttachment',
+      tags: ['agent'],
+      summary: 'Download an agent attachment: through the signed url of history (v, exp, sig; no credentials), or as its owner',
+      security: [...AUTHENTICATED, {}],
+      responses: {
+        200: { description: 'The file, with its sniffed type', content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
+        ...errorResponses(401, 403, 404),
+      },
+      ...ext('_agent'),
+    },
+    delete: {
+      operationId: 'svc_deleteAgentAttachment',
+      tags: ['agent'],
+      summary: 'Take back an upload no message used yet (a used one goes with its thread: 409)',
+      security: AUTHENTICATED,
+      responses: { 204: { description: 'Deleted' }, ...errorResponses(401, 404, 409) },
+      ...ext('_agent'),
+    },
+  });
   builder.addPath('/_agent/credits', {
     get: {
       operationId: 'svc_getAgentCredits',

@@ -6,7 +6,10 @@
  * `_log`, and the agent's tables (DESIGN §7): threads, their turns, one row per identity's session
  * (current thread, session credit counters, and the lease of the instance running it: `instanceId`,
  * `leaseUntil`, with the channel, options, state and start of the running session, and `mcp`: its MCP
- * servers' statuses as JSON, `[{ name, status }]`, written by the lease holder), the app's id (`apiId` of the stats callback) and its agent credits (one row: consumed, added,
+ * servers' statuses as JSON, `[{ name, status }]`, written by the lease holder), the attachments of agent messages
+ * (`_svc_agent_uploads`: one row per upload, its identity, the thread it was sent in (null until then),
+ * name, sniffed type, size and blob-store key; `_svc_agent_turns.attachments` lists a turn's upload ids
+ * as JSON; runtime/agent/uploads.ts), the app's id (`apiId` of the stats callback) and its agent credits (one row: consumed, added,
  * this Europe/Oslo month's use, an admin's cap, the pause), with where they went (`_svc_agent_credit_usage`:
  * credits and calls per source — turn, ask, compact — per minute and per hour bucket, keyed by
  * `spanSeconds`, `startMs` (epoch ms, UTC) and `source`; runtime/agent/credit-usage.ts). Their tables are prefixed `_svc_` (or named `_log`); collection names start with a letter, so
@@ -209,6 +212,22 @@ export const SYSTEM_MODELS: readonly SystemModel[] = [
       field('status', 'String'),
       field('error', 'String?'),
       field('credits', 'Int', '@default(0)'),
+      field('attachments', 'String?'),
+      createdAt,
+    ],
+  },
+  {
+    name: 'SvcAgentUpload',
+    table: '_svc_agent_uploads',
+    indexes: ['identityId', 'threadId'],
+    fields: [
+      id,
+      field('identityId', 'String'),
+      field('threadId', 'String?'),
+      field('name', 'String'),
+      field('type', 'String'),
+      field('size', 'Int'),
+      field('storageKey', 'String'),
       createdAt,
     ],
   },

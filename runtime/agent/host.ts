@@ -10,6 +10,7 @@ import type { AgentUiTool } from '../functions/context.js';
 import type { Logger } from '../log.js';
 import type { McpServerConfig, McpServerStatus } from './mcp.js';
 import type { ThreadStore } from './threads.js';
+import type { AgentUploads } from './uploads.js';
 import type { ApiToolMode } from './tools.js';
 import type { AgentWorkerPool } from './worker-pool.js';
 import type { EngineEvent, TurnUsage } from './worker-protocol.js';
@@ -41,6 +42,8 @@ export interface AgentHost {
   /** How often a session pings its connected MCP servers, ms. */
   mcpPingMs: number;
   threads: ThreadStore;
+  /** The attachments of messages (uploads.ts). */
+  uploads: AgentUploads;
   /** The worker threads that run the turns of every session (worker-pool.ts). */
   pool: AgentWorkerPool;
   logger: Logger;

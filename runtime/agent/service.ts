@@ -28,6 +28,7 @@ import type { RunningHistory } from './turn-log.js';
 import { traceTurn } from '../tracing/tracing.js';
 import type { AgentHost, CreditFigures, SessionOptions, TurnReport } from './host.js';
 import { ThreadStore } from './threads.js';
+import { AgentUploads } from './uploads.js';
 import { Leases, RENEW_MS } from './lease.js';
 import { CreditLedger } from './credits.js';
 import { MCP_PING_MS, type McpServerConfig, type McpServerStatus } from './mcp.js';
@@ -76,6 +77,8 @@ export class AgentService implements AgentHost {
   readonly mcpServers: McpServerConfig[];
   readonly mcpPingMs: number;
   readonly threads: ThreadStore;
+  /** The attachments of messages and the upload endpoint's store (DESIGN §7a). */
+  readonly uploads: AgentUploads;
   readonly logger: Logger;
   readonly pool: AgentWorkerPool;
   private readonly sessions = new Map<string, AgentSession>();
@@ -97,6 +100,7 @@ export class AgentService implements AgentHost {
     this.mcpPingMs = options.mcpPingMs ?? MCP_PING_MS;
     this.logger = options.logger.child({ component: 'agent' });
     this.threads = new ThreadStore(options.app.db);
+    this.uploads = new AgentUploads(options.app.db, options.app.blobs, this.settings.attachments, this.logger);
     this.pool = new AgentWorkerPool(this.settings.workers ?? defaultWorkers(), (err) => this.logger.error({ err }, 'agent worker failed'));
     this.tools = new ToolCaller(readTools(options.svcDir));
     this.leases = new Leases(options.app.db, this.threads, options.realtime.instanceId);

@@ -10,7 +10,10 @@ import type { AgentHost, SessionOptions } from './host.js';
 import type { EngineEvent, FromSessionWorker, ToolSpec } from './worker-protocol.js';
 import { RungNotConfiguredError, resolveRung } from './rungs.js';
 import { SessionTools, type RunningTurn } from './session-tools.js';
-import { TurnLog, type RunningHistory } from './turn-log.js';
+import { TurnLog, userMessageItem, type RunningHistory } from './turn-log.js';
+import type { StoredTurn } from './threads.js';
+import type { UploadRow } from './uploads.js';
+import { threadParts, userContent, type UserPart } from './attachment-parts.js';
 
 /** How long a turn waits for MCP servers still on their first attempt before it starts without them, ms. */
 const MCP_FIRST_CONNECT_WAIT_MS = 3000;
@@ -68,10 +71,23 @@ export abstract class SessionTurns extends SessionTools {
       const thread = await this.host.threads.load(this.identityId, log.threadId);
       // The turn ended (and maybe another began) during the read: read again for the turn running now.
       if (this.turnLog !== log) continue;
-      const stored = (thread?.turns ?? []).slice(0, log.storedTurns).flatMap((t) => [{ type: 'user-message', text: t.userText }, ...t.items]);
+      const stored = await this.storedItems((thread?.turns ?? []).slice(0, log.storedTurns));
+      if (this.turnLog !== log) continue;
       return join(log.historyFrame(stored));
     }
     return join();
+  }
+
+  /** The `history` items of stored turns: each `user-message` (with its attachments, urls signed now), then the turn's items. */
+  protected async storedItems(turns: StoredTurn[]): Promise<Record<string, unknown>[]> {
+    const views = new Map((await this.host.uploads.views(turns.flatMap((t) => t.attachments))).map((v) => [v.uploadId, v]));
+    return turns.flatMap((t) => [
+      userMessageItem(
+        t.userText,
+        t.attachments.flatMap((id) => views.get(id) ?? []),
+      ),
+      ...t.items,
+    ]);
   }
 
   /** Ends the running turn as failed with `error` (worker crash, restart, stop); see the base class. */
@@ -115,15 +131,17 @@ export abstract class SessionTurns extends SessionTools {
   }
 
   /** One turn: thread, model request in the worker, persisted result, events and callbacks. */
-  protected async runTurn(text: string, model?: string): Promise<TurnOutcome> {
+  protected async runTurn(text: string, model?: string, attachments: UploadRow[] = []): Promise<TurnOutcome> {
     if (this.state === 'stopped') return { status: 'failed', text: '', error: 'the session was closed' };
     const refusal = await this.host.refuseTurn(this.identityId);
     if (refusal) {
       this.emit({ type: 'error', message: refusal });
       return { status: 'failed', text: '', error: refusal };
     }
-    if (this.threadId === null) this.threadId = await this.host.threads.createThread(this.identityId, text);
+    if (this.threadId === null) this.threadId = await this.host.threads.createThread(this.identityId, text.trim() || attachments.map((a) => a.name).join(', '));
     const threadId = this.threadId;
+    const attachmentIds = attachments.map((a) => a.id);
+    await this.host.uploads.bind(attachmentIds, threadId);
     const thread = await this.host.threads.load(this.identityId, threadId);
     this.state = 'busy';
     this.clearIdle();
@@ -148,7 +166,12 @@ export abstract class SessionTurns extends SessionTools {
         }),
     );
     this.turn = turn;
-    const log = new TurnLog(threadId, text, thread?.turns.length ?? 0);
+    const log = new TurnLog(
+      threadId,
+      text,
+      thread?.turns.length ?? 0,
+      attachments.map((a) => this.host.uploads.view(a)),
+    );
     this.turnLog = log;
     let completed = false;
     try {
@@ -166,6 +189,9 @@ export abstract class SessionTurns extends SessionTools {
         this.fastNext = false;
         await this.mcp.settled(MCP_FIRST_CONNECT_WAIT_MS);
         const system = await this.host.systemPrompt(this.options);
+        const parts = await threadParts(this.host.uploads, thread, attachments, rung.rung.files !== false, (err, uploadId) =>
+          this.host.logger.warn({ err, identityId: this.identityId, uploadId }, 'agent attachment could not be read'),
+        );
         // Handed over as a lifecycle step: a restart or stop meanwhile has ended the turn already.
         await this.serially(async () => {
           if (ended) return;
@@ -177,7 +203,16 @@ export abstract class SessionTurns extends SessionTools {
               providerName: rung.providerName,
               modelId: rung.rung.model,
               system,
-              messages: [...modelHistory(thread), { role: 'user', content: text }],
+              messages: [
+                ...modelHistory(thread, parts),
+                {
+                  role: 'user',
+                  content: userContent(
+                    text,
+                    attachmentIds.flatMap((id) => parts.get(id) ?? []),
+                  ),
+                },
+              ],
               tools: [...this.tools, ...this.mcp.tools(this.toolNames)],
               ...(effort && { reasoningEffort: effort }),
               maxSteps: this.host.settings.maxStepsPerTurn,
@@ -210,7 +245,7 @@ export abstract class SessionTurns extends SessionTools {
       await this.host.threads
         .appendTurn(
           threadId,
-          { userText: text, messages: outcome.messages, items: turn.items, status: outcome.status, error: outcome.error },
+          { userText: text, attachments: attachmentIds, messages: outcome.messages, items: turn.items, status: outcome.status, error: outcome.error },
           turnCreditsConsumed,
         )
         .catch((err: unknown) => this.host.logger.error({ err, identityId: this.identityId }, 'agent turn could not be stored'));
@@ -249,12 +284,28 @@ export abstract class SessionTurns extends SessionTools {
   }
 }
 
-/** The model messages of a thread: its summary (if compacted), then every later turn. */
-export function modelHistory(thread: { summary: string | null; summaryTurns: number; turns: { userText: string; messages: unknown[] }[] } | null): unknown[] {
+/**
+ * The model messages of a thread: its summary (if compacted), then every later turn, each user message
+ * with the parts of its attachments (`parts` by upload id; without them, the text alone).
+ */
+export function modelHistory(
+  thread: { summary: string | null; summaryTurns: number; turns: { userText: string; attachments?: string[]; messages: unknown[] }[] } | null,
+  parts?: Map<string, UserPart[]>,
+): unknown[] {
   if (!thread) return [];
   const out: unknown[] = [];
   if (thread.summary)
     out.push({ role: 'user', content: `Summary of our conversation so far:\n${thread.summary}` }, { role: 'assistant', content: 'Understood.' });
-  for (const t of thread.turns.slice(thread.summaryTurns)) out.push({ role: 'user', content: t.userText }, ...t.messages);
+  for (const t of thread.turns.slice(thread.summaryTurns))
+    out.push(
+      {
+        role: 'user',
+        content: userContent(
+          t.userText,
+          (t.attachments ?? []).flatMap((id) => parts?.get(id) ?? []),
+        ),
+      },
+      ...t.messages,
+    );
   return out;
 }

@@ -1,7 +1,7 @@
 /**
  * @module One identity's agent session on the main thread (SPEC §3, §6.3, DESIGN §7): the client
  * events of its channel. Events that change the conversation (`message`, `new-thread`,
- * `thread-resume`, `rollback`, `compact`, a backend `prompt`) run in order, each after the one before
+ * `thread-resume`, `thread-delete`, `rollback`, `compact`, a backend `prompt`) run in order, each after the one before
  * has finished; `status`, `cancel`, `tool-result`, `approval` (approvals.ts), `effort`, `fast`, `thread-list` and `mcp-list` are
  * answered at once; `restart` is a lifecycle operation. The session is built in layers, one file each:
  * lifecycle (session-lifecycle.ts: state, MCP servers, idle timeout), tool calls
@@ -9,6 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { modelHistory, SessionTurns, type TurnOutcome } from './session-turn.js';
+import { AttachmentError, type UploadRow } from './uploads.js';
 
 export type { AgentState } from './session-lifecycle.js';
 export type { TurnOutcome } from './session-turn.js';
@@ -35,9 +36,21 @@ export class AgentSession extends SessionTurns {
           this.emit({ type: 'ack', id });
           if (repeated) return;
         }
-        if (text.trim() === '') return this.emit({ type: 'error', message: 'message.text must be a non-empty string' });
+        const attachments = ev.attachments;
+        const none = attachments === undefined || (Array.isArray(attachments) && attachments.length === 0);
+        if (text.trim() === '' && none) return this.emit({ type: 'error', message: 'message.text must be a non-empty string' });
         this.guard(
-          this.enqueue(() => this.runTurn(text)),
+          this.enqueue(async () => {
+            // Checked in the chain: the thread a turn before this one runs on is the one the uploads may belong to.
+            let uploads: UploadRow[];
+            try {
+              uploads = await this.host.uploads.claim(this.identityId, attachments, this.threadId);
+            } catch (err) {
+              if (err instanceof AttachmentError) return this.emit({ type: 'error', message: err.message });
+              throw err;
+            }
+            await this.runTurn(text, undefined, uploads);
+          }),
           'the turn',
         );
         return;
@@ -100,6 +113,12 @@ export class AgentSession extends SessionTurns {
           'thread-resume',
         );
         return;
+      case 'thread-delete':
+        this.guard(
+          this.enqueue(() => this.deleteThread(ev.threadId)),
+          'thread-delete',
+        );
+        return;
       case 'rollback':
         this.guard(
           this.enqueue(() => this.rollback(ev.turns)),
@@ -146,7 +165,16 @@ export class AgentSession extends SessionTurns {
     if (!thread) return this.emit({ type: 'error', message: `no thread ${JSON.stringify(threadId)} of this identity` });
     this.threadId = thread.id;
     await this.host.threads.setCurrentThread(this.identityId, thread.id);
-    this.emit({ type: 'history', threadId: thread.id, items: thread.turns.flatMap((t) => [{ type: 'user-message', text: t.userText }, ...t.items]) });
+    this.emit({ type: 'history', threadId: thread.id, items: await this.storedItems(thread.turns) });
+  }
+
+  /** `thread-delete { threadId }`: deletes a thread of this identity, its turns and its attachments (bytes too). */
+  private async deleteThread(threadId: unknown): Promise<void> {
+    const deleted = typeof threadId === 'string' && (await this.host.threads.deleteThread(this.identityId, threadId));
+    if (!deleted) return this.emit({ type: 'error', message: `no thread ${JSON.stringify(threadId)} of this identity` });
+    await this.host.uploads.deleteThread(threadId);
+    if (this.threadId === threadId) this.threadId = null;
+    this.emit({ type: 'info', message: 'thread deleted' });
   }
 
   private async rollback(turns: unknown): Promise<void> {

@@ -1,8 +1,8 @@
 /**
  * @module Agent threads in the database (SPEC §2 "Agent session data", §6.3 `thread-list`,
  * `thread-resume`, `rollback`, `compact`; DESIGN §7 "Threads"): the system tables `_svc_agent_threads`
- * (one row per conversation of an identity), `_svc_agent_turns` (one row per turn: the user's text,
- * the model messages the turn added, and its `history` items) and `_svc_agent_sessions` (one row per
+ * (one row per conversation of an identity), `_svc_agent_turns` (one row per turn: the user's text
+ * and the ids of its attachments, the model messages the turn added, and its `history` items) and `_svc_agent_sessions` (one row per
  * identity: its current thread and its session credit counters). Threads survive a restart.
  */
 import { randomUUID } from 'node:crypto';
@@ -32,6 +32,8 @@ export interface StoredTurn {
   id: string;
   seq: number;
   userText: string;
+  /** The ids of the uploads the user message carried (uploads.ts), in order; empty for none. */
+  attachments: string[];
   messages: unknown[];
   items: Record<string, unknown>[];
   status: 'completed' | 'failed';
@@ -161,6 +163,7 @@ export class ThreadStore {
         id: String(t.id),
         seq: Number(t.seq),
         userText: String(t.userText),
+        attachments: parseJson<string[]>(t.attachments ?? '[]', []),
         messages: parseJson<unknown[]>(t.messages, []),
         items: parseJson<Record<string, unknown>[]>(t.items, []),
         status: String(t.status) === 'completed' ? 'completed' : 'failed',
@@ -170,13 +173,14 @@ export class ThreadStore {
   }
 
   /** Appends a finished turn (its number is one past the thread's last), with the credits it was charged (the console shows them). */
-  async appendTurn(threadId: string, turn: Omit<StoredTurn, 'id' | 'seq'>, credits = 0): Promise<void> {
+  async appendTurn(threadId: string, turn: Omit<StoredTurn, 'id' | 'seq' | 'attachments'> & { attachments?: string[] }, credits = 0): Promise<void> {
+    const attachments = turn.attachments?.length ? JSON.stringify(turn.attachments) : null;
     await this.db.transaction(async (tx) => {
       const [last] = await this.db.query<Raw>(sql`SELECT MAX(${ident('seq')}) AS ${ident('n')} FROM ${TURNS} WHERE ${ident('threadId')} = ${threadId}`, tx);
       const seq = last?.n === null || last?.n === undefined ? 1 : Number(last.n) + 1;
       await this.db.query(
-        sql`INSERT INTO ${TURNS} (${ident('id')}, ${ident('threadId')}, ${ident('seq')}, ${ident('userText')}, ${ident('messages')}, ${ident('items')}, ${ident('status')}, ${ident('error')}, ${ident('credits')}, ${ident('createdAt')})
-            VALUES (${randomUUID()}, ${threadId}, ${seq}, ${turn.userText}, ${JSON.stringify(turn.messages)}, ${JSON.stringify(turn.items)}, ${turn.status}, ${turn.error}, ${Math.round(credits)}, ${new Date()})`,
+        sql`INSERT INTO ${TURNS} (${ident('id')}, ${ident('threadId')}, ${ident('seq')}, ${ident('userText')}, ${ident('messages')}, ${ident('items')}, ${ident('status')}, ${ident('error')}, ${ident('credits')}, ${ident('attachments')}, ${ident('createdAt')})
+            VALUES (${randomUUID()}, ${threadId}, ${seq}, ${turn.userText}, ${JSON.stringify(turn.messages)}, ${JSON.stringify(turn.items)}, ${turn.status}, ${turn.error}, ${Math.round(credits)}, ${attachments}, ${new Date()})`,
         tx,
       );
       await this.db.query(sql`UPDATE ${THREADS} SET ${ident('updatedAt')} = ${new Date()} WHERE ${ident('id')} = ${threadId}`, tx);
@@ -203,6 +207,25 @@ export class ThreadStore {
         tx,
       );
       return rows.length;
+    });
+  }
+
+  /**
+   * Deletes a thread of `identityId` with its turns (its uploads are the caller's to delete, uploads.ts);
+   * the identity's current thread becomes none when it was this one.
+   * @returns false when it is not a thread of that identity
+   */
+  async deleteThread(identityId: string, threadId: string): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      const [thread] = await this.db.query<Raw>(sql`SELECT ${ident('identityId')} FROM ${THREADS} WHERE ${ident('id')} = ${threadId}`, tx);
+      if (!thread || String(thread.identityId) !== identityId) return false;
+      await this.db.query(sql`DELETE FROM ${TURNS} WHERE ${ident('threadId')} = ${threadId}`, tx);
+      await this.db.query(sql`DELETE FROM ${THREADS} WHERE ${ident('id')} = ${threadId}`, tx);
+      await this.db.query(
+        sql`UPDATE ${SESSIONS} SET ${ident('threadId')} = ${null}, ${ident('updatedAt')} = ${new Date()} WHERE ${ident('identityId')} = ${identityId} AND ${ident('threadId')} = ${threadId}`,
+        tx,
+      );
+      return true;
     });
   }
 

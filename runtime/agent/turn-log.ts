@@ -9,6 +9,7 @@
  * turn; nothing here awaits, so a snapshot is exact at the moment it is taken.
  */
 import type { EngineEvent } from './worker-protocol.js';
+import type { AttachmentView } from './uploads.js';
 
 /** Frames about the session rather than the turn: they get a `seq` but are not part of the turn's state. */
 const ENVELOPE = new Set(['ack', 'status', 'credits', 'info', 'idle-timeout', 'agent-event', 'mcp-list', 'mcp-status', 'thread-list', 'history']);
@@ -38,6 +39,11 @@ export interface RunningHistory {
   running: { pending: Record<string, unknown>[] };
 }
 
+/** The `user-message` item of `history`: the text, and `attachments` when the message carried any (DESIGN §7a). */
+export function userMessageItem(text: string, attachments: AttachmentView[]): Record<string, unknown> {
+  return { type: 'user-message', text, ...(attachments.length > 0 && { attachments }) };
+}
+
 export class TurnLog {
   private seq: number;
   private readonly items: Record<string, unknown>[] = [];
@@ -47,15 +53,17 @@ export class TurnLog {
    * @param threadId - the thread the turn runs on
    * @param userText - the turn's user message
    * @param storedTurns - how many stored turns the thread had when the turn started (a snapshot shows only those)
+   * @param attachments - the user message's attachments, as `history` shows them
    */
   constructor(
     readonly threadId: string,
     userText: string,
     readonly storedTurns: number,
+    attachments: AttachmentView[] = [],
   ) {
     // At least the wall clock (ms) at the start: increasing on the thread across sessions and instances too.
     this.seq = Math.max((lastSeqOf.get(threadId) ?? 0) + 1, Date.now()) - 1;
-    this.items.push({ type: 'user-message', text: userText });
+    this.items.push(userMessageItem(userText, attachments));
   }
 
   /** Gives `event` the next `seq` and folds it into the partial state. @returns the event as sent (with `seq`) */

@@ -11,7 +11,7 @@ import type { Database } from '../data/database.js';
 import { HttpError } from '../errors.js';
 import type { Caller } from './caller.js';
 import { hashSecret, randomToken, verifySecret } from './secrets.js';
-import { join, sql, type Sql } from '../query/sql.js';
+import { ident, join, sql, type Sql } from '../query/sql.js';
 import { decodeServiceAccount, decodeUser, first, TABLE, type Raw, type ServiceAccountRow, type UserRow } from './store.js';
 import { deleteSubjectTokens, revokeSubjectTokens } from './refresh-tokens.js';
 import { deleteUserMailTokens, voidUserMailTokens } from './mail-tokens.js';
@@ -275,7 +275,21 @@ export async function disableIdentity(db: Database, ref: IdentityRef): Promise<s
 }
 
 /**
- * Deletes an identity, its refresh tokens and (a user's) provider links and mail tokens. Rows it created keep its id in `createdBy`.
+ * Deletes the agent data of an identity (DESIGN §7, §7a): its threads with their turns, its session
+ * row and the rows of its attachments. Their bytes are the blob store's: the server deletes them first
+ * (runtime/agent/uploads.ts), and the orphan sweep takes those whose row is gone (`svc user delete`).
+ */
+async function deleteAgentData(db: Database, identityId: string): Promise<void> {
+  const threads = sql`SELECT ${ident('id')} FROM ${ident('_svc_agent_threads')} WHERE ${ident('identityId')} = ${identityId}`;
+  await db.query(sql`DELETE FROM ${ident('_svc_agent_turns')} WHERE ${ident('threadId')} IN (${threads})`);
+  await db.query(sql`DELETE FROM ${ident('_svc_agent_threads')} WHERE ${ident('identityId')} = ${identityId}`);
+  await db.query(sql`DELETE FROM ${ident('_svc_agent_sessions')} WHERE ${ident('identityId')} = ${identityId}`);
+  await db.query(sql`DELETE FROM ${ident('_svc_agent_uploads')} WHERE ${ident('identityId')} = ${identityId}`);
+}
+
+/**
+ * Deletes an identity, its refresh tokens, its agent threads and attachments (rows), and (a user's)
+ * provider links and mail tokens. Rows it created keep its id in `createdBy`.
  * @returns its id
  * @throws HttpError NOT_FOUND when no such identity exists
  */
@@ -285,6 +299,7 @@ export async function deleteIdentity(db: Database, ref: IdentityRef): Promise<st
   if (rows.length === 0) throw new HttpError('NOT_FOUND', t.label);
   const id = String(rows[0].id);
   await deleteSubjectTokens(db, ref.kind, id);
+  await deleteAgentData(db, id);
   if (ref.kind === 'user') {
     await db.query(sql`DELETE FROM ${TABLE.userProviders} WHERE "userId" = ${id}`);
     await deleteUserMailTokens(db, id);

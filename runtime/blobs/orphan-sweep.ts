@@ -11,6 +11,10 @@
  * - the others are looked up in batches (`SELECT id, <blob fields> … WHERE id IN (…)`), and every one
  *   that no row's blob value names is deleted; keys not of that shape, or under a field that is not a
  *   blob property, are left alone;
+ * - the agent's attachments (`_agent/<identity>/<upload>/`, runtime/agent/uploads.ts): an upload no
+ *   message used within `UNUSED_UPLOAD_MS` (a day) is deleted, and so is every upload prefix older
+ *   than the grace period whose `_svc_agent_uploads` row is gone (its identity deleted from the
+ *   command line, a deletion whose byte removal failed);
  * - it runs every hour (env `SVC_BLOB_SWEEP_INTERVAL_MS`), first a minute after start (or one
  *   interval, when shorter); with Redis, one instance per interval (`SET NX PX` on
  *   `svc:<api>:blob-sweep`); without Redis, each process sweeps (deletes are idempotent).
@@ -34,6 +38,9 @@ export const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 const FIRST_SWEEP_MS = 60_000;
 /** Version prefixes looked up per statement. */
 const BATCH = 200;
+/** An agent upload no message used for this long is deleted, ms (DESIGN §7a). */
+export const UNUSED_UPLOAD_MS = 24 * 60 * 60 * 1000;
+const UPLOADS = ident('_svc_agent_uploads');
 
 /**
  * The sweep's timing from the environment: `SVC_BLOB_SWEEP_GRACE_MS` (default 1 hour, 0 allowed) and
@@ -147,7 +154,50 @@ export class OrphanSweep {
       total.scanned += r.scanned;
       total.deleted += r.deleted;
     }
+    if (!this.closed) {
+      const r = await this.sweepAgentUploads();
+      total.scanned += r.scanned;
+      total.deleted += r.deleted;
+    }
     return total;
+  }
+
+  /** Deletes agent uploads never used within a day (rows), then upload prefixes without a row (bytes). */
+  private async sweepAgentUploads(): Promise<SweepResult> {
+    const { db, store } = this.options;
+    await db.query(sql`DELETE FROM ${UPLOADS} WHERE ${ident('threadId')} IS NULL AND ${ident('createdAt')} < ${new Date(this.now() - UNUSED_UPLOAD_MS)}`);
+    const cutoff = this.now() - this.graceMs;
+    const result: SweepResult = { scanned: 0, deleted: 0 };
+    let batch: { prefix: string; id: string }[] = [];
+    const check = async () => {
+      if (batch.length === 0) return;
+      const ids = batch.map((c) => c.id);
+      const rows = await db.query(
+        sql`SELECT ${ident('id')} FROM ${UPLOADS} WHERE ${ident('id')} IN (${join(
+          ids.map((id) => sql`${id}`),
+          ', ',
+        )})`,
+      );
+      const kept = new Set(rows.map((r) => String(r.id)));
+      for (const c of batch) {
+        if (kept.has(c.id)) continue;
+        await store.deletePrefix(c.prefix);
+        result.deleted += 1;
+      }
+      batch = [];
+    };
+    for await (const object of store.list('_agent/')) {
+      if (this.closed) return result;
+      // _agent/<identity>/<upload id>/original
+      const parts = object.key.split('/');
+      if (parts.length !== 4 || !UUID.test(parts[2])) continue;
+      result.scanned += 1;
+      if (object.modifiedMs > cutoff) continue;
+      batch.push({ prefix: `${parts.slice(0, 3).join('/')}/`, id: parts[2] });
+      if (batch.length >= BATCH) await check();
+    }
+    await check();
+    return result;
   }
 
   /** Lists `<collection>/`, groups by version prefix, and checks old ones in batches. */

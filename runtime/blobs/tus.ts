@@ -1,11 +1,14 @@
 /**
  * @module Resumable uploads with the tus protocol (issue "blobs"; tus 1.0.0 with creation,
- * termination and expiration) through `@tus/server`, at `/api/{collection}/{id}/{field}/tus`:
- * `POST` creates an upload (`Location: …/tus/<upload>`), `HEAD` tells its offset, `PATCH` appends.
- * Every request needs the row's PATCH rule (checked before the tus server sees it), and an upload id
- * is bound to its collection, row and field. A finished upload is copied into the blob store, hashed
- * on the way, and committed exactly like a multipart upload; the answer to the last `PATCH` is 200
- * with the metadata. Unfinished uploads expire after a day.
+ * termination and expiration) through `@tus/server`, at `/api/{collection}/{id}/{field}/tus` and at
+ * `/api/_agent/uploads/tus` (an agent attachment, DESIGN §7a): `POST` creates an upload
+ * (`Location: …/tus/<upload>`), `HEAD` tells its offset, `PATCH` appends. Each request names its
+ * `TusTarget`, admitted by its caller before the tus server sees it (a blob: the row's PATCH rule;
+ * an attachment: a signed-in identity), and an upload id is bound to its target by its prefix (a
+ * blob's collection, row and field; an attachment's identity). A finished upload goes to its
+ * target's `finish` (a blob: copied into the blob store, hashed on the way, and committed exactly like
+ * a multipart upload); the answer to the last `PATCH` is 200 with what `finish` returned. Unfinished
+ * uploads expire after a day.
  *
  * Across instances (issue 24 §3): with Redis, an upload's requests are serialized by `RedisLocker`
  * (`tus-lock.ts`) instead of tus's per-process lock, and the S3 store keeps no per-process copy of an
@@ -32,11 +35,24 @@ import { LocalBlobStore } from './store.js';
 
 const EXPIRES_MS = 24 * 60 * 60 * 1000;
 
+/** Where the uploads of one endpoint go. */
+export interface TusTarget {
+  /** What every upload id of this target starts with (then 32 hex digits); no `/` or `\\`. */
+  idPrefix: string;
+  /** The largest upload, bytes. */
+  maxBytes: number;
+  /** Checks a creation's `Upload-Metadata`. @throws HttpError (400) */
+  checkCreate(metadata: Record<string, string | null> | undefined): void;
+  /** Checks, before a creation, that the caller may start one more upload. @throws HttpError */
+  admit?(): Promise<void>;
+  /** Takes a finished upload's bytes; returns the JSON body of the last PATCH's 200. */
+  finish(source: Readable, upload: Upload): Promise<unknown>;
+}
+
 /** What a tus hook needs of the request it runs for (the tus server hands hooks a web `Request`). */
 interface Pending {
-  ctx: RequestContext;
-  target: BlobTarget;
-  /** The path of the upload collection: `/api/{collection}/{id}/{field}/tus`. */
+  target: TusTarget;
+  /** The path of the upload collection, e.g. `/api/{collection}/{id}/{field}/tus`. */
   base: string;
 }
 
@@ -56,9 +72,27 @@ const UPLOAD_SUFFIX = /^[0-9a-f]{32}$/;
  * digits, and no path separator anywhere (the file store joins the id to its folder, so a decoded
  * `%2F..%2F` would reach another row's upload).
  */
-export function isUploadIdOf(upload: string, target: BlobTarget): boolean {
-  const prefix = uploadPrefix(target);
+export function isUploadIdOf(upload: string, target: { idPrefix: string }): boolean {
+  const prefix = target.idPrefix;
   return upload.startsWith(prefix) && UPLOAD_SUFFIX.test(upload.slice(prefix.length)) && !/[/\\]/.test(upload);
+}
+
+/** The target of a blob property's uploads: admitted by the row's PATCH rule (`handle`'s caller), committed like a multipart upload. */
+export function blobTusTarget(ctx: RequestContext, target: BlobTarget, blobs: BlobService): TusTarget {
+  return {
+    idPrefix: uploadPrefix(target),
+    maxBytes: blobs.settings.maxBytes,
+    checkCreate: (metadata) => void declaredType(metadata),
+    finish: async (source, upload) => {
+      const prefix = newBlobPrefix(target);
+      const metered = meteredStream(blobs.settings.maxBytes);
+      pipeline(source, metered, () => undefined);
+      const contentType = declaredType(upload.metadata);
+      await blobs.store.put(originalKey(prefix), metered, contentType);
+      const name = cleanFileName(upload.metadata?.filename ?? upload.metadata?.name ?? undefined);
+      return commitBlob(ctx, target, { prefix, name, contentType, ...metered.digest() });
+    },
+  };
 }
 
 /** A media type (RFC 9110 §8.3.1): `type/subtype`, then `; name=value` parameters, printable ASCII only. */
@@ -159,16 +193,16 @@ export class TusUploads {
     const server = new Server({
       path: '/api',
       datastore,
-      maxSize: settings.maxBytes,
+      maxSize: (req) => of(req).target.maxBytes,
       allowedOrigins: [], // CORS is the server's (runtime/http/cors.ts): tus adds no Allow-Origin
       exposedHeaders: ['X-Request-Id', 'ETag', 'Retry-After'], // tus replaces Access-Control-Expose-Headers: keep these
       ...(this.locker && { locker: this.locker }),
-      namingFunction: (req) => `${uploadPrefix(of(req).target)}${randomBytes(16).toString('hex')}`,
+      namingFunction: (req) => `${of(req).target.idPrefix}${randomBytes(16).toString('hex')}`,
       generateUrl: (req, { proto, host, id }) => `${proto}://${host}${of(req).base}/${id}`,
       getFileIdFromRequest: (_req, lastPath) => lastPath,
-      onUploadCreate: async (_req, upload) => {
+      onUploadCreate: async (req, upload) => {
         try {
-          declaredType(upload.metadata);
+          of(req).target.checkCreate(upload.metadata);
         } catch (err) {
           throw tusError(err);
         }
@@ -193,17 +227,10 @@ export class TusUploads {
       .catch((err: unknown) => this.logger.warn({ err: (err as Error).message }, 'tus clean-up failed'));
   }
 
-  /** Copies a finished upload into the blob store and commits it; the tus copy is removed either way. */
+  /** Hands a finished upload to its target; the tus copy is removed either way. */
   private async finish(datastore: TusStore, p: Pending, upload: Upload) {
-    const prefix = newBlobPrefix(p.target);
-    const metered = meteredStream(this.blobs.settings.maxBytes);
-    const source = await datastore.read(upload.id);
-    pipeline(source, metered, () => undefined);
-    const contentType = declaredType(upload.metadata);
     try {
-      await this.blobs.store.put(originalKey(prefix), metered, contentType);
-      const name = cleanFileName(upload.metadata?.filename ?? upload.metadata?.name ?? undefined);
-      return await commitBlob(p.ctx, p.target, { prefix, name, contentType, ...metered.digest() });
+      return await p.target.finish(await datastore.read(upload.id), upload);
     } finally {
       // tus's S3 store aborts the (completed) multipart upload before deleting its objects, and S3
       // refuses that abort: the objects (`<upload>`, `<upload>.info`) are then deleted here.
@@ -212,20 +239,33 @@ export class TusUploads {
   }
 
   /**
-   * Serves one tus request for `target` (`upload`: the id after `/tus/`, if any).
+   * Serves one tus request for a blob property (`upload`: the id after `/tus/`, if any).
    * @throws HttpError 401/403/404 before the tus server sees the request (the rule, the row, an
    *   upload id of another row or field, or not of the generated form); 400 from the creation for a
    *   `filetype` that is not a media type
    */
   async handle(ctx: RequestContext, target: BlobTarget, upload: string | undefined, req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method !== 'OPTIONS') await admitUpload(ctx, target);
-    if (upload !== undefined && !isUploadIdOf(upload, target))
-      throw new HttpError('NOT_FOUND', `no upload ${JSON.stringify(upload)} for this ${target.field.name}`);
+    await this.serve(blobTusTarget(ctx, target, this.blobs), upload, req, res, `this ${target.field.name}`);
+  }
+
+  /**
+   * Serves one tus request for an admitted `target` (`upload`: the id after `/tus/`, if any; `what`
+   * names the target in a 404).
+   * @throws HttpError NOT_FOUND for an upload id of another target or not of the generated form;
+   *   METHOD_NOT_ALLOWED for a HEAD or PATCH without an upload id
+   */
+  async serve(target: TusTarget, upload: string | undefined, req: IncomingMessage, res: ServerResponse, what: string): Promise<void> {
+    if (upload !== undefined && !isUploadIdOf(upload, target)) throw new HttpError('NOT_FOUND', `no upload ${JSON.stringify(upload)} for ${what}`);
     if (upload === undefined && req.method !== 'POST' && req.method !== 'OPTIONS') {
       throw new HttpError('METHOD_NOT_ALLOWED', `${req.method} needs an upload: POST …/tus creates one, then HEAD and PATCH …/tus/<upload>`);
     }
+    if (upload === undefined && req.method === 'POST') await target.admit?.();
+    // A router below a mount point (Express) sees a shortened `url`: the tus server gets the request's own.
+    const original = (req as { originalUrl?: string }).originalUrl;
+    if (original !== undefined) req.url = original;
     const path = (req.url ?? '').split('?')[0];
-    this.pending.set(req, { ctx, target, base: upload === undefined ? path : path.slice(0, path.lastIndexOf('/')) });
+    this.pending.set(req, { target, base: upload === undefined ? path : path.slice(0, path.lastIndexOf('/')) });
     const { server } = await this.tus();
     await server.handle(req, res);
   }

@@ -25,6 +25,11 @@ export interface AgentRung {
   /** Price of cached input tokens; absent = `inputPer1k`. Never applied to `norway-*` rungs. */
   cachedInputPer1k?: number;
   outputPer1k: number;
+  /**
+   * Whether the model takes file parts (default true). false: a PDF attachment reaches it as its
+   * extracted text, an image as a note that it cannot be seen (docs/agent.md "Attachments").
+   */
+  files?: boolean;
 }
 
 /** An MCP server the agent connects (DESIGN §7 `agent.mcpServers.<name>`): over HTTP or as a child process. */
@@ -51,7 +56,25 @@ export interface AgentSettings {
   approval?: ApprovalSettings;
   /** Seconds a call waits for its approval before it counts as declined; unset = 300. */
   approvalTimeoutSeconds?: number;
+  /** Files and images in messages (DESIGN §7a); unset keys take `ATTACHMENT_DEFAULTS`. */
+  attachments?: Partial<AttachmentSettings>;
 }
+
+/** `agent.attachments` (DESIGN §7a, issue 34 §3): the largest upload and the types sniffed from its bytes that are taken. */
+export interface AttachmentSettings {
+  maxBytes: number;
+  types: AttachmentType[];
+}
+
+/** The types an attachment's bytes can be recognised as (runtime/agent/sniff.ts). */
+export const ATTACHMENT_TYPES = ['image/png', 'image/jpeg', 'image/webp', 'image/gif', 'application/pdf', 'text/plain'] as const;
+export type AttachmentType = (typeof ATTACHMENT_TYPES)[number];
+
+/** Defaults of `agent.attachments` (DESIGN §7a). */
+export const ATTACHMENT_DEFAULTS: AttachmentSettings = {
+  maxBytes: 10 * 1024 * 1024,
+  types: ['image/png', 'image/jpeg', 'image/webp', 'application/pdf', 'text/plain'],
+};
 
 /**
  * `agent.approval` (issue 34 §1): `default` for every tool, `tools` by tool name, `mcp:<server>/<tool>`

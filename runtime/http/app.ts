@@ -23,6 +23,10 @@ import { providerRouter } from './provider-routes.js';
 import { healthRouter, type HealthDeps } from './health.js';
 import { creditsRouter } from './credits-routes.js';
 import type { CreditLedger } from '../agent/credits.js';
+import type { AgentUploads } from '../agent/uploads.js';
+import type { BlobUrlSigner } from '../blobs/signed-url.js';
+import type { TusUploads } from '../blobs/tus.js';
+import { agentUploadsRouter } from './agent-uploads.js';
 import { consoleHandler } from './console.js';
 import type { LogStore } from '../logs/log-store.js';
 import { adminRouter, type AdminDeps } from './admin/router.js';
@@ -51,6 +55,8 @@ export interface AppOptions {
   health: HealthDeps;
   /** The agent's credits, behind `GET`/`PATCH /api/_agent/credits` (admins only). */
   credits?: CreditLedger;
+  /** The attachments of agent messages, behind `/api/_agent/uploads` (DESIGN §7a), and the signer of their urls. */
+  agentUploads?: { uploads: AgentUploads; signer?: BlobUrlSigner; tus?: TusUploads };
   /** The app's `public/` folder, served at `/` (pages such as a chat widget); absent: nothing is. */
   publicDir?: string;
   /** The built console served at `/_/` (DESIGN §9); default `dist/console/`. Off when svc.json says `"console": false`. */
@@ -117,6 +123,8 @@ export function createApp(options: AppOptions): express.Express {
   api.use('/_log', json(LOG_BODY_BYTES));
   api.use(['/_invoke', ...manifest.functions.filter((f) => f.enabled && f.functionTypeId === 1).map((f) => `/${f.name}`)], functionJsonBody);
   api.use(accountRouter(options.auth), authRouter(options.auth), tokenRouter(options.auth), clientLogRouter(options.db, logger, manifest, options.logs));
+  // Uploads stream their multipart body themselves: mounted before the JSON parser of the credits.
+  if (options.agentUploads) api.use('/_agent', agentUploadsRouter(options.agentUploads.uploads, options.agentUploads.signer, options.agentUploads.tus));
   if (options.credits) api.use('/_agent', json(AUTH_BODY_BYTES), creditsRouter(options.credits));
   // Admins only: refused before any body is parsed.
   if (options.admin) api.use('/_admin', adminOnly, json(AUTH_BODY_BYTES), adminRouter(options.admin));

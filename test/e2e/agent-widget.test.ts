@@ -8,7 +8,8 @@
  * `history` of the running turn, DESIGN §7a) and keeps streaming it.
  * With `getProduct` set to ask (the shop's read-only tools never ask under its
  * `ask-writes`), the widget shows an approval request with Approve / Deny: an approved call runs, a
- * denied one reaches the model as declined.
+ * denied one reaches the model as declined. A pasted screenshot and a dropped PDF become attachment
+ * chips, are uploaded, and reach the model as image and file parts (DESIGN §7a).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
@@ -18,6 +19,7 @@ import { launchChromium } from '../support/browser.js';
 import { prepareApp, ROOT, type PreparedApp } from '../support/cli.js';
 import { adminIdentity, createUser } from '../support/auth.js';
 import { startModelServer, type ModelServer } from '../support/model-server.js';
+import { makePdf, png } from '../support/files.js';
 import { startServer, type RunningServer } from '../../dist/runtime/index.js';
 
 const SHOP = join(ROOT, 'examples/shop');
@@ -119,6 +121,52 @@ describe('the shop chat widget in Chromium', () => {
     await expect.poll(() => page.textContent('#status')).toBe('Assistant: idle');
     // One answer, shown once: nothing of it was repeated or left out between the history and the live frames.
     expect(await page.locator('.assistant', { hasText: 'word0 ' }).count()).toBe(1);
+    await page.close();
+  });
+
+  it('takes a pasted image and a dropped PDF as attachments: uploads them, shows chips, and the model receives them (DESIGN §7a)', async () => {
+    const page = await signedIn();
+    await page.click('#new-thread');
+    const image = await png(6, 4);
+    const pdf = makePdf('Receipt 77 kettle');
+    // A screenshot pasted into the text field, a PDF dropped on the conversation: real DataTransfer events.
+    await page.evaluate(
+      ({ image, pdf }) => {
+        const file = (b64: string, name: string, type: string) => new File([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))], name, { type });
+        const pasted = new DataTransfer();
+        pasted.items.add(file(image, 'screenshot.png', 'image/png'));
+        document.getElementById('text')!.dispatchEvent(new ClipboardEvent('paste', { clipboardData: pasted, bubbles: true, cancelable: true }));
+        const dropped = new DataTransfer();
+        dropped.items.add(file(pdf, 'receipt.pdf', 'application/pdf'));
+        document.querySelector('main')!.dispatchEvent(new DragEvent('drop', { dataTransfer: dropped, bubbles: true, cancelable: true }));
+      },
+      { image: image.toString('base64'), pdf: pdf.toString('base64') },
+    );
+    await expect.poll(() => page.locator('#chips .chip[data-state=ready]').count(), { timeout: 10_000 }).toBe(2);
+    expect(await page.locator('#chips .chip').allTextContents()).toEqual([expect.stringContaining('screenshot.png'), expect.stringContaining('receipt.pdf')]);
+    model.script({ text: ['A kettle receipt.'] });
+    await page.fill('#text', 'What are these?');
+    await page.click('#send button');
+    await expect.poll(() => page.locator('.assistant').last().textContent(), { timeout: 15_000 }).toBe('A kettle receipt.');
+    expect(await page.locator('#chips .chip').count()).toBe(0);
+    const user = model.requests
+      .at(-1)!
+      .body.messages.filter((m) => m.role === 'user')
+      .at(-1)!;
+    expect(user.content).toEqual([
+      { type: 'text', text: 'What are these?' },
+      { type: 'image_url', image_url: { url: `data:image/png;base64,${image.toString('base64')}` } },
+      { type: 'file', file: { filename: 'receipt.pdf', file_data: `data:application/pdf;base64,${pdf.toString('base64')}` } },
+    ]);
+    // The message shows the image (its signed url after a resume; the same bytes).
+    await page.click('#list-threads');
+    await expect.poll(() => page.locator('.thread', { hasText: 'What are these?' }).count()).toBe(1);
+    await page.locator('.thread', { hasText: 'What are these?' }).click();
+    await expect.poll(() => page.locator('#log .user img').count(), { timeout: 10_000 }).toBe(1);
+    const src = await page.locator('#log .user img').getAttribute('src');
+    expect(src).toMatch(/^\/api\/_agent\/uploads\/[0-9a-f-]{36}\?v=.*&exp=\d+&sig=/);
+    expect(Buffer.from(await (await fetch(`${origin}${src}`)).arrayBuffer()).equals(image)).toBe(true);
+    expect(await page.locator('#log .user a', { hasText: 'receipt.pdf' }).count()).toBe(1);
     await page.close();
   });
 

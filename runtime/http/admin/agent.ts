@@ -118,6 +118,8 @@ export function agentAdminRouter(db: Database, mcpServers: readonly McpServerCon
       turns: turns.map((t) => ({
         seq: Number(t.seq),
         userText: String(t.userText),
+        // The upload ids of the user message (DESIGN §7a), for the record; the bytes are the user's.
+        attachments: parseJson(t.attachments ?? '[]') ?? [],
         status: String(t.status),
         error: t.error === null || t.error === undefined ? null : String(t.error),
         credits: Number(t.credits ?? 0),

@@ -25,6 +25,7 @@ import {
 import { revokeFamily } from '../../auth/refresh-tokens.js';
 import type { ProviderLink } from '../../auth/providers/link.js';
 import { enumParam, idParam, isKey, isOffset, pageOf, pageParams, requireAdmin, textParam } from './params.js';
+import type { AgentUploads } from '../../agent/uploads.js';
 
 /** One identity as the admin endpoints show it. */
 export interface AdminIdentity {
@@ -152,7 +153,7 @@ function rolesField(body: Body): string[] | undefined {
  * The router; mount it under `/api/_admin` after authentication and a JSON body parser.
  * Source: DESIGN §9 (identities), §3a (the commands whose effect each change has).
  */
-export function identitiesRouter(db: Database, auth: AuthService): Router {
+export function identitiesRouter(db: Database, auth: AuthService, agentUploads?: AgentUploads): Router {
   const router = Router();
   const forget = (i: AdminIdentity) => auth.identities.changed(i.kind, i.id);
 
@@ -227,6 +228,8 @@ export function identitiesRouter(db: Database, auth: AuthService): Router {
   router.delete('/identities/:id', async (req: Request, res: Response) => {
     requireAdmin(res);
     const identity = await found(db, req.params.id);
+    // The attachments' bytes first: deleteIdentity removes the rows that name them.
+    await agentUploads?.deleteIdentity(identity.id);
     await deleteIdentity(db, refOf(identity));
     forget(identity);
     res.status(204).end();

@@ -14,6 +14,7 @@ import { agentAdminRouter } from './agent.js';
 import { systemRouter, type SystemDeps } from './system.js';
 import { requireAdmin } from './params.js';
 import type { McpServerConfig } from '../../agent/mcp.js';
+import type { AgentUploads } from '../../agent/uploads.js';
 import type { JobEngine } from '../../jobs/engine.js';
 import { jobsAdminRouter } from './jobs.js';
 
@@ -25,13 +26,15 @@ export interface AdminDeps extends SystemDeps {
   mcpServers?: readonly McpServerConfig[];
   /** The job engine (DESIGN §12); absent: the jobs endpoints answer 503. */
   jobs?: JobEngine;
+  /** The agent's attachments: an identity's are deleted, bytes too, with it (DESIGN §7a). */
+  agentUploads?: AgentUploads;
 }
 
 /** The router; mount it at `/api/_admin` after authentication and a JSON body parser. */
 export function adminRouter(deps: AdminDeps): Router {
   const router = Router();
   router.use(
-    identitiesRouter(deps.db, deps.auth),
+    identitiesRouter(deps.db, deps.auth, deps.agentUploads),
     logsRouter(deps.db),
     agentAdminRouter(deps.db, deps.mcpServers),
     jobsAdminRouter(deps.jobs),

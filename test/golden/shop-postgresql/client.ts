@@ -657,6 +657,16 @@ export interface Schemas {
     /** false lifts a pause; true pauses agent turns and ask */
     paused?: boolean;
   };
+  "svc.AgentUpload": {
+    /** Name it in a message: attachments: [{ uploadId }] */
+    uploadId: string;
+    /** The file name of the part */
+    name: string;
+    /** The type sniffed from the bytes (image/png, image/jpeg, image/webp, image/gif, application/pdf, text/plain) */
+    type: string;
+    /** Bytes */
+    size: number;
+  };
   "svc.AdminIdentity": {
     /** User or service-account id */
     id: string;

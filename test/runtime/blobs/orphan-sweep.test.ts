@@ -3,7 +3,8 @@
  * table, on both databases: version prefixes older than the grace period that no row names are deleted
  * (a crash before the commit, a replaced blob whose release failed, a deleted row), while a committed
  * blob, a fresh upload, and keys the uploads never write are kept; lookups go in batches (more rows
- * than one batch); the timing comes from the environment and a bad value stops the start.
+ * than one batch); agent attachments (`_agent/<identity>/<upload>/`) go when their row is gone or no
+ * message used them within a day; the timing comes from the environment and a bad value stops the start.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
@@ -13,7 +14,7 @@ import { dirname, join } from 'node:path';
 import { backends, createPgDatabase, type Backend } from '../../support/backends.js';
 import { localFiles } from '../../support/blobs.js';
 import { openDatabase, type Database } from '../../../dist/runtime/data/database.js';
-import { raw } from '../../../dist/runtime/query/sql.js';
+import { ident, raw, sql } from '../../../dist/runtime/query/sql.js';
 import { LocalBlobStore } from '../../../dist/runtime/blobs/store.js';
 import { OrphanSweep, sweepTiming } from '../../../dist/runtime/blobs/orphan-sweep.js';
 import type { AppManifest } from '../../../dist/runtime/manifest.js';
@@ -67,6 +68,13 @@ function sweepSuite(backend: Backend): void {
       db = await openDatabase(backend, url);
       const idType = backend === 'postgresql' ? 'uuid' : 'TEXT';
       await db.query(raw(`CREATE TABLE "Product" ("id" ${idType} PRIMARY KEY, "title" TEXT, "image" TEXT, "manual" TEXT)`));
+      // As the generator emits it (generator/emit/system-models.ts).
+      const time = backend === 'postgresql' ? 'TIMESTAMPTZ(3)' : 'DATETIME';
+      await db.query(
+        raw(
+          `CREATE TABLE "_svc_agent_uploads" ("id" TEXT PRIMARY KEY, "identityId" TEXT NOT NULL, "threadId" TEXT, "name" TEXT NOT NULL, "type" TEXT NOT NULL, "size" INTEGER NOT NULL, "storageKey" TEXT NOT NULL, "createdAt" ${time} NOT NULL)`,
+        ),
+      );
       store = new LocalBlobStore(join(dir, 'blobs'));
     });
     afterAll(async () => {
@@ -118,6 +126,34 @@ function sweepSuite(backend: Backend): void {
         [`${committed}original`, `${committed}thumb-100x100`, `${manual}original`].sort(),
       );
       await sweep.close();
+    });
+
+    it('agent attachments: an upload without its row goes after the grace period, one never used goes after a day, a used one stays', async () => {
+      const identity = randomUUID();
+      const upload = async (threadId: string | null, createdAgoMs: number, fileAgeMs: number) => {
+        const id = randomUUID();
+        put(`_agent/${identity}/${id}/original`, fileAgeMs);
+        await db.query(
+          sql`INSERT INTO ${ident('_svc_agent_uploads')} ("id", "identityId", "threadId", "name", "type", "size", "storageKey", "createdAt")
+              VALUES (${id}, ${identity}, ${threadId}, ${'a.png'}, ${'image/png'}, ${1}, ${`_agent/${identity}/${id}/original`}, ${new Date(Date.now() - createdAgoMs)})`,
+        );
+        return `_agent/${identity}/${id}/`;
+      };
+      const used = await upload(randomUUID(), 48 * HOUR_MS, 48 * HOUR_MS);
+      const waiting = await upload(null, 2 * HOUR_MS, 2 * HOUR_MS);
+      const stale = await upload(null, 25 * HOUR_MS, 25 * HOUR_MS);
+      const rowless = `_agent/${identity}/${randomUUID()}/`;
+      put(`${rowless}original`, 2 * HOUR_MS);
+      const fresh = `_agent/${identity}/${randomUUID()}/`;
+      put(`${fresh}original`);
+      put(`_agent/${identity}/not-an-upload/original`, 2 * HOUR_MS);
+      const result = await new OrphanSweep({ store, db, manifest: () => ({ collections: [] }) as unknown as AppManifest, logger }).run();
+      expect(result).toEqual({ scanned: 5, deleted: 2 });
+      const left = localFiles(join(dir, 'blobs')).filter((f) => f.startsWith('_agent/'));
+      expect(left.sort()).toEqual([`${used}original`, `${waiting}original`, `${fresh}original`, `_agent/${identity}/not-an-upload/original`].sort());
+      for (const gone of [stale, rowless]) expect(left).not.toContain(`${gone}original`);
+      const rows = await db.query(sql`SELECT "id" FROM ${ident('_svc_agent_uploads')} WHERE "identityId" = ${identity}`);
+      expect(rows.map((r) => `_agent/${identity}/${String(r.id)}/`).sort()).toEqual([used, waiting].sort());
     });
 
     it('looks rows up in batches: more versions than one statement checks', async () => {
