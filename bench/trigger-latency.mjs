@@ -8,7 +8,7 @@
  *   writing statement, just before the commit) and of start − the moment the POST's answer arrived
  *   (negative when the run started first). Goal: p50 ≤ 10 ms, p99 ≤ 100 ms.
  * - POST req/s: autocannon (10 connections, 2 s warm-up, `BENCH_TRIGGER_POST_SECONDS` measured, default
- *   8), `POST /api/Plain` (no trigger) and `POST /api/Task` (one trigger) alternated twice; ratio
+ *   8; 0 skips this part), `POST /api/Plain` (no trigger) and `POST /api/Task` (one trigger) alternated twice; ratio
  *   Task ÷ Plain, goal ≥ 0.9. Twice: with the same instance running the trigger's jobs (capture and
  *   delivery share its CPU), and with `"jobs": false` in svc.json (capture only; the jobs wait).
  * Prints the figures as JSON on stdout. `npm run build` first; `BENCH_TRIGGER_BACKENDS=sqlite` for one.
@@ -28,7 +28,7 @@ const stats = (values) => ({ p50: quantile(values, 0.5), p99: quantile(values, 0
 async function latency(server, url) {
   const answered = new Map();
   const pending = [];
-  let failed = 0;
+  const failed = new Map(); // error message → count
   const t0 = performance.now();
   const total = RATE * SECONDS;
   for (let i = 0; i < total; i++) {
@@ -38,7 +38,7 @@ async function latency(server, url) {
     pending.push(
       postRows(server, 'Task', { title: `latency ${i}` }).then(
         ([id]) => answered.set(id, Date.now()),
-        () => failed++,
+        (err) => failed.set(err.message.slice(0, 120), (failed.get(err.message.slice(0, 120)) ?? 0) + 1),
       ),
     );
   }
@@ -48,7 +48,7 @@ async function latency(server, url) {
   const seen = (await select(url, 'SELECT "rowId", "at", "startedAt" FROM "Seen"')).filter((r) => answered.has(r.rowId));
   return {
     changes: answered.size,
-    failed,
+    failed: Object.fromEntries(failed),
     sentPerSecond: Math.round(sentPerSecond),
     commitToStartMs: stats(seen.map((r) => Number(r.startedAt) - Date.parse(r.at))),
     answerToStartMs: stats(seen.map((r) => Number(r.startedAt) - answered.get(r.rowId))),
@@ -100,6 +100,10 @@ try {
     log(`${backend}: latency at ${RATE} changes/s for ${SECONDS} s`);
     const result = { latency: await latency(server, url) };
     log(`${backend}: ${JSON.stringify(result.latency)}`);
+    if (POST_SECONDS <= 0) {
+      figures[backend] = result;
+      continue;
+    }
     log(`${backend}: POST req/s with and without a trigger (jobs run by the same instance)`);
     result.postWithJobs = await postRatio(server);
     log(`${backend}: ${JSON.stringify(result.postWithJobs)}`);
