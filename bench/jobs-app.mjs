@@ -38,6 +38,14 @@ export function serveApp(name, dir, env) {
   return startServer(name, [CLI, 'serve', dir, '--port', '0'], { SVC_LOG_LEVEL: 'warn', ...env }, /serving \S+ at (http:\/\/\S+)\n/);
 }
 
+/** Stops a served instance with `signal` and waits for its exit (not reported as unexpected). */
+export async function stopServer(server, signal = 'SIGTERM') {
+  server.child.removeAllListeners('exit'); // processes.mjs's: "exited unexpectedly"; cleanup skips an exited child
+  const exited = new Promise((done) => server.child.once('exit', done));
+  server.child.kill(signal);
+  await exited;
+}
+
 /** Runs one SELECT on the app database `databaseUrl` (SQLite file, read-only, or PostgreSQL). */
 export async function select(databaseUrl, text) {
   if (databaseUrl.startsWith('file:')) {

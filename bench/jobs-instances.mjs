@@ -19,7 +19,7 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { cleanup, log, onCleanup } from './processes.mjs';
-import { countOf, graphileJobs, postRows, prepareJobsApp, select, serveApp, sleep, until } from './jobs-app.mjs';
+import { countOf, graphileJobs, postRows, prepareJobsApp, select, serveApp, sleep, stopServer, until } from './jobs-app.mjs';
 
 const CHANGES = Number(process.env.BENCH_JOBS_CHANGES ?? 10_000);
 const SCHEDULE_S = Number(process.env.BENCH_JOBS_SCHEDULE_S ?? 30);
@@ -119,8 +119,7 @@ try {
   await until(async () => (await seenCount()) - before >= killAfter, 120_000, `${killAfter} runs before the kill`);
   const killed = servers.pop();
   const killedAt = new Date();
-  killed.child.kill('SIGKILL');
-  await new Promise((done) => killed.child.once('exit', done));
+  await stopServer(killed, 'SIGKILL');
   const lockedAtKill = await countOf(url, graphileJobs('svc_trigger', 'j.locked_at IS NOT NULL'));
   const deliveredAtKill = (await seenCount()) - before;
   const lockedBefore = graphileJobs('svc_trigger', `j.locked_at IS NOT NULL AND j.locked_at < '${killedAt.toISOString()}'::timestamptz`);

@@ -15,7 +15,7 @@
  */
 import autocannon from 'autocannon';
 import { cleanup, log } from './processes.mjs';
-import { countOf, postRows, prepareJobsApp, quantile, select, serveApp, sleep, until } from './jobs-app.mjs';
+import { countOf, postRows, prepareJobsApp, quantile, select, serveApp, sleep, stopServer, until } from './jobs-app.mjs';
 
 const RATE = Number(process.env.BENCH_TRIGGER_RATE ?? 200);
 const SECONDS = Number(process.env.BENCH_TRIGGER_SECONDS ?? 10);
@@ -107,16 +107,14 @@ try {
     log(`${backend}: POST req/s with and without a trigger (jobs run by the same instance)`);
     result.postWithJobs = await postRatio(server);
     log(`${backend}: ${JSON.stringify(result.postWithJobs)}`);
-    server.child.kill('SIGTERM');
-    await new Promise((done) => server.child.once('exit', done));
+    await stopServer(server);
     // Capture only: a copy of the app with `"jobs": false`, on a database of its own.
     const captureOnly = await prepareJobsApp(backend, { jobs: false });
     server = await serveApp(`${backend}-capture`, captureOnly.dir, captureOnly.env);
     log(`${backend}: POST req/s with and without a trigger (capture only, "jobs": false)`);
     result.postCaptureOnly = await postRatio(server);
     log(`${backend}: ${JSON.stringify(result.postCaptureOnly)}`);
-    server.child.kill('SIGTERM');
-    await new Promise((done) => server.child.once('exit', done));
+    await stopServer(server);
     figures[backend] = result;
   }
 } catch (err) {
