@@ -160,7 +160,7 @@ export class LogStore {
 
   /** Entries waiting to be written, all kinds. */
   get buffered(): number {
-    return this.buffers.request.length + this.buffers.client.length + this.buffers.function.length;
+    return LOG_KINDS.reduce((sum, kind) => sum + this.buffers[kind].length, 0);
   }
 
   /** Queues one entry; never throws, never waits. */

@@ -11,7 +11,7 @@
  * - request ids: a client's `x-request-id` is not taken (no trusted proxy), ours is answered and logged,
  *   the client's kept beside it as `clientReqId` in stdout only.
  * Then the store itself over the app's real database: a batch with an entry the database refuses
- * alone is split and the rest stored (`rejected` counted); request lines have their own buffer budget;
+ * alone is split and the rest stored (`rejected` counted); a job line alone is flushed; request lines have their own buffer budget;
  * `_log` is pruned by age and row count.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -215,6 +215,11 @@ function hostileSuite(backend: Backend): void {
         expect(store.rejected).toBe(1);
         expect(store.dropped).toBe(0);
         expect(store.buffered).toBe(0);
+        // Job lines alone are flushed too (they once were not counted as buffered, so they waited for another kind's line).
+        store.record({ kind: 'job', reqId: `${tag}-job`, source: 'tasks', message: 'svc_trigger tasks attempt 1/10: ok' });
+        expect(store.buffered).toBe(1);
+        await store.flush();
+        expect(await selectRows(app.env, `SELECT "kind" FROM "_svc_logs" WHERE "reqId" = '${tag}-job'`)).toEqual([{ kind: 'job' }]);
 
         // Client _log rows: the oldest beyond clientLog.maxRows, and rows older than retentionDays, go.
         const day = 86_400_000;
