@@ -15,7 +15,7 @@ import { agentSettings } from './agent/settings.js';
 import { resolveMcpServers } from './agent/mcp.js';
 import { WorkerPool } from './functions/worker-pool.js';
 import type { AppRuntime } from './core/context.js';
-import type { ChangeSink } from './data/changes.js';
+import type { Change, ChangeSink } from './data/changes.js';
 import { createLogger, type Logger } from './log.js';
 import { loadManifest, StartupError } from './load-manifest.js';
 import { corsCredentialsProblem } from './contract/index.js';
@@ -204,12 +204,12 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
   const extra = options.sink;
   // After a commit: the real-time feed, a caller's own sink, and the SQLite job runner when the app has
   // triggers (their SQL may just have added jobs; DESIGN §12).
-  let jobsAfterCommit: (() => void) | undefined;
+  let jobsAfterCommit: ((changes: Change[]) => void) | undefined;
   const sink: ChangeSink = {
     publish(changes, origin) {
       realtime.publish(changes);
       extra?.publish(changes, origin);
-      jobsAfterCommit?.();
+      jobsAfterCommit?.(changes);
     },
   };
   const blobs = await openBlobService(appDir, storage, logger, new BlobUrlSigner(auth.keys.derive('blob-url'), storage.signedUrlSeconds));
@@ -275,7 +275,11 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
       env,
     });
   services.jobs = jobs;
-  if (engine && engine.kind === 'sqlite') jobsAfterCommit = () => (current().manifest.triggers?.length ? engine.wake() : undefined);
+  // A commit that changed a collection with triggers may have added jobs: wake the runners.
+  jobsAfterCommit = (changes) => {
+    const triggers = current().manifest.triggers;
+    if (triggers?.length && changes.some((c) => triggers.some((t) => t.collection === c.collection))) engine.wake();
+  };
   // The agent outlives versions: it reaches the current one through a live runtime and invoker.
   const agent = new AgentService({
     app: liveRuntime(services, current),

@@ -92,9 +92,13 @@ function sqliteDdl(manifest: AppManifest, c: Collection, t: Trigger): string[] {
 }
 
 /**
- * PostgreSQL DDL of one trigger: a plpgsql function `svc_trg_fn_<C>_<T>` calling
- * `graphile_worker.add_job('svc_trigger', …)` and the triggers using it (AFTER INSERT OR UPDATE, BEFORE
- * DELETE). The caller and depth are the transaction's `svc.caller` and `svc.depth` settings (the caller falls
+ * PostgreSQL DDL of one trigger: a plpgsql function `svc_trg_fn_<C>_<T>` inserting the `svc_trigger` job
+ * into Graphile Worker's jobs table and the triggers using it (AFTER INSERT OR UPDATE, BEFORE DELETE).
+ * Not `graphile_worker.add_job`: that sends a NOTIFY inside the writing transaction, and PostgreSQL
+ * commits transactions that notified one at a time (POST with a trigger measured 0.32× of the same POST
+ * without it, bench/README.md "Jobs"). The row is the same one `add_job` writes (no key, no queue,
+ * priority 0, run now); the server that wrote wakes the runners after its commit (`JobEngine.wake`),
+ * and a change made outside svc is found by the runners' poll. The caller and depth are the transaction's `svc.caller` and `svc.depth` settings (the caller falls
  * back to `NEW."createdBy"` on create).
  */
 function postgresDdl(manifest: AppManifest, c: Collection, t: Trigger): string[] {
@@ -106,10 +110,11 @@ function postgresDdl(manifest: AppManifest, c: Collection, t: Trigger): string[]
       op === 'create' ? `COALESCE(NULLIF(current_setting('svc.caller', true), ''), NEW."createdBy"::text)` : `NULLIF(current_setting('svc.caller', true), '')`;
     return (
       `IF TG_OP = '${tgOp}' THEN IF ${conditionOf(manifest, c, t, op)} THEN ` +
-      `PERFORM graphile_worker.add_job('svc_trigger', json_build_object('trigger', ${sqlLiteral(t.name, 'postgresql')}, 'event', json_build_object(` +
+      `INSERT INTO graphile_worker._private_jobs (task_id, payload, max_attempts) VALUES (` +
+      `(SELECT id FROM graphile_worker._private_tasks WHERE identifier = 'svc_trigger'), json_build_object('trigger', ${sqlLiteral(t.name, 'postgresql')}, 'event', json_build_object(` +
       `'id', gen_random_uuid(), 'op', '${op}', 'collection', ${sqlLiteral(c.name, 'postgresql')}, 'rowId', ${ref}."id"::text, ` +
       `'before', ${op === 'create' ? 'NULL' : 'to_jsonb(OLD)'}, 'after', ${op === 'delete' ? 'NULL' : 'to_jsonb(NEW)'}, ` +
-      `'at', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'callerId', ${caller}), 'depth', COALESCE(NULLIF(current_setting('svc.depth', true), '')::int, 0)), max_attempts => ${t.maxAttempts}); END IF; END IF;`
+      `'at', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'callerId', ${caller}), 'depth', COALESCE(NULLIF(current_setting('svc.depth', true), '')::int, 0)), ${t.maxAttempts}); END IF; END IF;`
     );
   };
   const body = t.on.map(branch).join(' ');

@@ -139,7 +139,10 @@ export interface JobEngine {
   add(spec: JobSpec, tx?: Tx): Promise<{ id: string }>;
   /** Starts running due jobs with `handler`, at most `concurrency` at once. Idempotent. */
   start(handler: JobHandler, options: { concurrency: number; pollIntervalMs: number }): void;
-  /** Hint that a job may have been added by this process (SQLite: run it now instead of at the next poll). */
+  /**
+   * Hint that a job may have been added by this process's last commit (capture triggers do not notify):
+   * SQLite runs it now instead of at the next poll; PostgreSQL sends one NOTIFY to every runner.
+   */
   wake(): void;
   /** Stops taking jobs, aborts nothing that is running until `graceMs` passed, then resolves. */
   stop(graceMs?: number): Promise<void>;

@@ -117,6 +117,28 @@ export function createGraphileEngine(options: GraphileEngineOptions): JobEngine 
 
   /** Tells idle runners (this and other instances) that `count` jobs became due now. */
   const nudge = (count: number) => db.query(sql`SELECT pg_notify('jobs:insert', json_build_object('count', ${count}::int)::text)`);
+  let waking = false;
+  let wakeAgain = false;
+  /**
+   * After a commit whose capture triggers may have added jobs (they do not notify; `add_job` does): one
+   * NOTIFY at a time, outside any transaction, and one more after it when wakes came meanwhile.
+   */
+  const wake = (): void => {
+    if (waking) {
+      wakeAgain = true;
+      return;
+    }
+    waking = true;
+    void nudge(1)
+      .catch((err: Error) => logger?.debug({ err: err.message, scope: 'jobs' }, 'could not notify the job runners; they poll'))
+      .finally(() => {
+        waking = false;
+        if (wakeAgain) {
+          wakeAgain = false;
+          wake();
+        }
+      });
+  };
 
   return {
     kind: 'graphile',
@@ -127,6 +149,8 @@ export function createGraphileEngine(options: GraphileEngineOptions): JobEngine 
         await db.query(sql`SELECT pg_advisory_xact_lock(${PREPARE_LOCK}::bigint)`, tx);
         const { runMigrations, graphileLogger } = await loadGraphile();
         await runMigrations({ connectionString, maxPoolSize: 2, logger: graphileLogger(logger), noHandleSignals: true });
+        // The capture triggers (capture.ts) insert jobs by task id: the tasks must exist.
+        await db.query(sql`INSERT INTO graphile_worker._private_tasks (identifier) SELECT unnest(${OUR_TASKS}::text[]) ON CONFLICT DO NOTHING`, tx);
       });
     },
 
@@ -154,9 +178,7 @@ export function createGraphileEngine(options: GraphileEngineOptions): JobEngine 
       );
     },
 
-    wake() {
-      // Graphile's add_job notifies `jobs:insert`; runners wake on it.
-    },
+    wake,
 
     async stop(graceMs = 10_000) {
       const stopping = runner;

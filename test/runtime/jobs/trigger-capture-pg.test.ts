@@ -1,8 +1,8 @@
 /**
  * Capture SQL on PostgreSQL (DESIGN §12, `runtime/jobs/capture.ts`) in a fresh database with Graphile
  * Worker's own schema (`runMigrations` of graphile-worker 0.17.3): a matching committed create, update
- * (with `changed`) and delete each add exactly one `svc_trigger` job through `graphile_worker.add_job`
- * with the trigger's `max_attempts`, before/after rows and the caller (`svc.caller`, or `createdBy` on
+ * (with `changed`) and delete each add exactly one `svc_trigger` job to Graphile's jobs table (without
+ * `add_job`'s NOTIFY: none arrives) with the trigger's `max_attempts`, before/after rows and the caller (`svc.caller`, or `createdBy` on
  * create); a rolled-back change and a non-matching one add none; svc's triggers and functions drop.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -36,6 +36,10 @@ beforeAll(async () => {
   await runMigrations({ connectionString: db.url });
   client = new pg.Client({ connectionString: db.url });
   await client.connect();
+  // As the engine's prepare() does: the capture inserts jobs by task id.
+  await client.query(`INSERT INTO graphile_worker._private_tasks (identifier) VALUES ('svc_trigger') ON CONFLICT DO NOTHING`);
+  await client.query('LISTEN "jobs:insert"');
+  client.on('notification', (n) => notified.push(n.channel));
   await client.query(
     `CREATE TABLE "Order" ("id" uuid PRIMARY KEY, "total" numeric, "paid" boolean, "note" text, "createdAt" timestamptz, "updatedAt" timestamptz, "createdBy" uuid)`,
   );
@@ -47,6 +51,8 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
+/** NOTIFYs received on `jobs:insert`: the capture sends none (the writing server does, after its commit). */
+const notified: string[] = [];
 const U1 = '00000000-0000-7000-8000-000000000001';
 const U2 = '00000000-0000-7000-8000-000000000002';
 const O1 = '00000000-0000-7000-8000-0000000000a1';
@@ -69,6 +75,9 @@ describe('PostgreSQL capture', () => {
     expect(rows[1].payload.event).toMatchObject({ collection: 'Order', rowId: O1, before: { paid: false }, after: { paid: true, total: 10 } });
     expect(rows[2].payload.event).toMatchObject({ before: { id: O1, total: 11 }, after: null });
     expect(await onlyTriggers()).toBe(true);
+    // A notification sent in a transaction arrives at its commit: a round trip later, none came.
+    await client.query('SELECT 1');
+    expect(notified).toEqual([]);
   });
 
   test('a rolled-back change and a non-matching one add no job', async () => {
