@@ -45,6 +45,8 @@ const SCHEMA = 'graphile_worker';
 const OUR_TASKS = [...JOB_TASKS];
 /** Missing schema (3F000) or table (42P01): nothing was installed yet, so there are no jobs. */
 const NOT_INSTALLED = new Set(['3F000', '42P01']);
+/** Least time between two wake-up NOTIFYs of one process, in ms. */
+const WAKE_GAP_MS = 3;
 /** Key of the advisory lock that serialises `prepare()` across instances. */
 const PREPARE_LOCK = 0x5f6a6f6273; // "_jobs"
 
@@ -121,7 +123,8 @@ export function createGraphileEngine(options: GraphileEngineOptions): JobEngine 
   let wakeAgain = false;
   /**
    * After a commit whose capture triggers may have added jobs (they do not notify; `add_job` does): one
-   * NOTIFY at a time, outside any transaction, and one more after it when wakes came meanwhile.
+   * NOTIFY at a time, outside any transaction, and one more {@link WAKE_GAP_MS} after it when wakes came
+   * meanwhile (a NOTIFY is itself a commit PostgreSQL serialises; under load one per gap wakes enough).
    */
   const wake = (): void => {
     if (waking) {
@@ -131,6 +134,7 @@ export function createGraphileEngine(options: GraphileEngineOptions): JobEngine 
     waking = true;
     void nudge(1)
       .catch((err: Error) => logger?.debug({ err: err.message, scope: 'jobs' }, 'could not notify the job runners; they poll'))
+      .then(() => new Promise((gap) => setTimeout(gap, WAKE_GAP_MS)))
       .finally(() => {
         waking = false;
         if (wakeAgain) {
