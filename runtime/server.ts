@@ -202,14 +202,13 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
     logger.warn('sign-up is enabled but svc.json has no mail.smtp: verification and reset mails are written to the log, not sent (development only)');
   const realtime = await startRealtime({ manifest, auth, logger, backplane });
   const extra = options.sink;
-  // After a commit: the real-time feed, a caller's own sink, and the SQLite job runner when the app has
-  // triggers (their SQL may just have added jobs; DESIGN §12).
-  let jobsAfterCommit: ((changes: Change[]) => void) | undefined;
+  // After a commit: the real-time feed, a caller's own sink, and the job runners when a collection with
+  // triggers changed (their SQL may just have added jobs; DESIGN §12).
   const sink: ChangeSink = {
     publish(changes, origin) {
       realtime.publish(changes);
       extra?.publish(changes, origin);
-      jobsAfterCommit?.(changes);
+      wakeJobs(changes);
     },
   };
   const blobs = await openBlobService(appDir, storage, logger, new BlobUrlSigner(auth.keys.derive('blob-url'), storage.signedUrlSeconds));
@@ -275,11 +274,11 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
       env,
     });
   services.jobs = jobs;
-  // A commit that changed a collection with triggers may have added jobs: wake the runners.
-  jobsAfterCommit = (changes) => {
-    const triggers = current().manifest.triggers;
+  /** A commit that changed a collection with triggers may have added jobs: wake the runners. */
+  function wakeJobs(changes: Change[]): void {
+    const triggers = version?.manifest.triggers;
     if (triggers?.length && changes.some((c) => triggers.some((t) => t.collection === c.collection))) engine.wake();
-  };
+  }
   // The agent outlives versions: it reaches the current one through a live runtime and invoker.
   const agent = new AgentService({
     app: liveRuntime(services, current),
