@@ -120,10 +120,11 @@ export async function startDevServer(options: ServeOptions): Promise<DevServer> 
         ? await applySqliteMigrationsLive(sqliteFile, join(appDir, 'migrations', 'sqlite'))
         : await applyPending(appDir, manifest, url);
     swap(manifest);
-    // Capture triggers follow the definitions (a SQLite migration dropped them; DESIGN §12).
+    // Capture triggers follow the definitions, and the schema: a migration may change the columns they
+    // name (and on SQLite it dropped them). Otherwise they stand as installed (DESIGN §12).
     const triggers = JSON.stringify(manifest.triggers ?? []);
     const triggersChanged = triggers !== installedTriggers;
-    await installTriggers(db, manifest);
+    if (triggersChanged || applied.length > 0) await installTriggers(db, manifest);
     installedTriggers = triggers;
     const changed = await services.scheduler?.reschedule(manifest.functions);
     const schedules = changed ? scheduledFunctions(manifest.functions).map((f) => f.name) : undefined;

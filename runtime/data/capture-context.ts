@@ -16,6 +16,9 @@ import { sql, type Sql } from '../query/sql.js';
 /** Prefix of every SQL trigger (and, with `fn_`, trigger function) svc installs for its triggers. */
 export const TRIGGER_PREFIX = 'svc_trg_';
 
+/** Lists svc's capture triggers of a SQLite database: rows `{ name, tbl }`. */
+export const SQLITE_CAPTURE_TRIGGERS = `SELECT name, tbl_name AS tbl FROM sqlite_master WHERE type = 'trigger' AND name LIKE '${TRIGGER_PREFIX}%'`;
+
 /** Who and how deep a write is, as capture triggers record it. */
 export interface CaptureContext {
   /** The identity id of the request that writes; null for anonymous. */
@@ -38,9 +41,7 @@ export function captureContextStatement(provider: DatabaseProvider, context: Cap
  * @returns the names dropped
  */
 export function dropSqliteCaptureTriggers(db: SqliteDatabase): string[] {
-  const names = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE '${TRIGGER_PREFIX}%'`).all() as { name: string }[]).map(
-    (r) => r.name,
-  );
+  const names = (db.prepare(SQLITE_CAPTURE_TRIGGERS).all() as { name: string }[]).map((r) => r.name);
   for (const name of names) db.exec(`DROP TRIGGER IF EXISTS "${name.replace(/"/g, '""')}"`);
   return names;
 }

@@ -10,7 +10,7 @@ import type { AppManifest, Collection, DatabaseProvider, Trigger, TriggerOperati
 import { columnsOf } from '../data/row-codec.js';
 import { compileFilter } from '../query/filter-compile.js';
 import { parseFilter } from '../query/filter-parser.js';
-import { TRIGGER_PREFIX } from '../data/capture-context.js';
+import { SQLITE_CAPTURE_TRIGGERS, TRIGGER_PREFIX } from '../data/capture-context.js';
 import type { Database } from '../data/database.js';
 import { raw, sql } from '../query/sql.js';
 
@@ -147,7 +147,7 @@ export function installStatements(manifest: AppManifest): string[] {
 /** SQL listing svc's installed triggers: rows `{ name, tbl }` (SQLite) / `{ name, tbl, fn }` (PostgreSQL). */
 export function listInstalledSql(provider: DatabaseProvider): string {
   return provider === 'sqlite'
-    ? `SELECT name, tbl_name AS tbl FROM sqlite_master WHERE type = 'trigger' AND name LIKE '${TRIGGER_PREFIX}%'`
+    ? SQLITE_CAPTURE_TRIGGERS
     : `SELECT t.tgname AS name, c.relname AS tbl, p.proname AS fn FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid ` +
         `JOIN pg_proc p ON p.oid = t.tgfoid WHERE NOT t.tgisinternal AND t.tgname LIKE '${TRIGGER_PREFIX}%'`;
 }
