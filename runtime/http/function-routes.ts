@@ -181,7 +181,12 @@ export function functionInvoker(options: FunctionRoutesOptions): FunctionInvoker
         options.callMail &&
         (async (request) => {
           const reply = await options.callMail!(request);
-          if (reply.status === 200) options.logger.info({ reqId: call.reqId, function: f.name, to: request.to }, `function ${f.name} sent a mail`);
+          const sent = (reply.body as { sent?: boolean } | null)?.sent === true;
+          if (reply.status === 200)
+            options.logger.info(
+              { reqId: call.reqId, function: f.name, to: request.to },
+              `function ${f.name} ${sent ? 'sent a mail' : 'wrote a mail to the log (no mail.smtp)'}`,
+            );
           return reply;
         }),
       output: (stream, text, capped) => {
