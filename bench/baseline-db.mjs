@@ -61,6 +61,9 @@ export const SQL = {
   insert: `INSERT INTO "public"."Order" (${ORDER_COLUMNS.map((c) => `"${c}"`).join(',')}) VALUES (${ORDER_COLUMNS.map((_, i) => `$${i + 1}`).join(',')})`,
 };
 
+/** svc's `GET /api/_webAppConfig` body for an app without identity providers (runtime/auth/sign-in.ts). */
+export const WEB_APP_CONFIG = { loginUrl: '/login', loginMethods: ['password'], refreshUrl: '/api/_refresh', logoutUrl: '/api/_logout' };
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const STATUSES = new Set(['new', 'packed', 'shipped', 'delivered']);
 
@@ -94,7 +97,7 @@ const bad = (error) => ({ status: 400, body: { error } });
 /**
  * The baselines' handlers over one `pg.Pool` of 10 connections, the size of svc's pool
  * (@prisma/adapter-pg calls `new pg.Pool(config)` without `max`; pg-pool's default is 10).
- * Returns `{ list, one, create, stats, ping, end }`; each handler resolves to `{ status, body }`.
+ * Returns `{ list, one, create, stats, ping, webAppConfig, end }`; each handler resolves to `{ status, body }`.
  */
 export function createOrderStore(databaseUrl) {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
@@ -176,6 +179,11 @@ export function createOrderStore(databaseUrl) {
     return { status: 200, body: { pong: true } };
   }
 
+  /** GET /api/_webAppConfig: a constant, no database (svc's answer for an app without identity providers). */
+  function webAppConfig() {
+    return { status: 200, body: WEB_APP_CONFIG };
+  }
+
   /** GET /api/CustomerStats?sortBy=orders-&pageSize=N (the aggregate query of bench/app). */
   async function stats(query) {
     const pageSize = pageSizeOf(query.pageSize);
@@ -192,5 +200,5 @@ export function createOrderStore(databaseUrl) {
     return { status: 200, body: { data } };
   }
 
-  return { list, one, create, stats, ping, end: () => pool.end() };
+  return { list, one, create, stats, ping, webAppConfig, end: () => pool.end() };
 }

@@ -8,13 +8,15 @@
  *   GET  /api/Order/:id      (customer joined in)
  *   POST /api/Order          (one object)
  *   GET  /api/CustomerStats?sortBy=orders-&pageSize=N
- *   GET  /api/ping           ({ "pong": true }; svc's trivial function)
+ *   GET  /api/ping           ({ "pong": true } from a worker thread: the floor of svc's function call, bench/worker-floor.mjs)
+ *   GET  /api/_webAppConfig  (a constant: a request that reads no data)
  *
  * Env: DATABASE_URL (required), PORT (default 0 = any free port), HOST (default 127.0.0.1).
  * Prints `baseline: listening at http://<host>:<port>/api` once ready; SIGTERM/SIGINT stop it.
  */
 import { createServer } from 'node:http';
 import { createOrderStore } from './baseline-db.mjs';
+import { createWorkerFloor } from './worker-floor.mjs';
 
 const DATABASE_URL = process.env.DATABASE_URL;
 if (!DATABASE_URL) {
@@ -22,6 +24,7 @@ if (!DATABASE_URL) {
   process.exit(1);
 }
 const store = createOrderStore(DATABASE_URL);
+const floor = createWorkerFloor();
 
 function send(res, { status, body }) {
   const text = JSON.stringify(body);
@@ -51,7 +54,9 @@ async function route(req, res) {
       return send(res, await store.create(body));
     }
   } else if (path === '/api/ping' && req.method === 'GET') {
-    return send(res, store.ping());
+    return send(res, { status: 200, body: await floor.call('ping', {}) });
+  } else if (path === '/api/_webAppConfig' && req.method === 'GET') {
+    return send(res, store.webAppConfig());
   } else if (path === '/api/CustomerStats' && req.method === 'GET') {
     return send(res, await store.stats(query));
   } else if (path.startsWith('/api/Order/') && req.method === 'GET') {

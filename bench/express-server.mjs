@@ -29,6 +29,7 @@ app.get('/api/Order', async (req, res) => reply(res)(await store.list(req.query)
 app.post('/api/Order', express.json({ limit: '1mb' }), async (req, res) => reply(res)(await store.create(req.body)));
 app.get('/api/Order/:id', async (req, res) => reply(res)(await store.one(req.params.id)));
 app.get('/api/ping', (_req, res) => reply(res)(store.ping()));
+app.get('/api/_webAppConfig', (_req, res) => reply(res)(store.webAppConfig()));
 app.get('/api/CustomerStats', async (req, res) => reply(res)(await store.stats(req.query)));
 app.use((req, res) => res.status(404).json({ error: `no route ${req.method} ${req.path}` }));
 // Express needs all four parameters to see an error handler.

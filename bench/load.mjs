@@ -1,8 +1,8 @@
 /**
  * Load and measurement for bench/run.mjs: the benchmarked endpoints, one autocannon run with the
- * server's CPU time read around it, and the machine's idle check.
+ * server's and PostgreSQL's CPU time read around it, and the machine's idle check.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { BENCH } from './baseline-db.mjs';
 import { ADJECTIVES, NOUNS, STATUSES, pick } from './database.mjs';
@@ -20,6 +20,7 @@ const PATHS = {
   search: `/Order?filter=${q(BENCH.listFilter)}&search=${q(BENCH.search)}&pageSize=${PAGE_SIZE}`,
   aggregate: `/CustomerStats?sortBy=${q(BENCH.statsSort)}&pageSize=${STATS_PAGE}`,
   function: '/ping',
+  ping: '/_webAppConfig',
 };
 
 /** GET paths whose bodies must be the same on every server (checked before the runs). */
@@ -41,7 +42,8 @@ export function endpoints(orderIds, customerIds) {
     { key: 'count', label: 'GET count=only (filter)', requests: get(`/api${PATHS.count}`) },
     { key: 'search', label: `GET filter + search "${BENCH.search}"`, requests: get(`/api${PATHS.search}`) },
     { key: 'aggregate', label: `GET aggregate query (top ${STATS_PAGE})`, requests: get(`/api${PATHS.aggregate}`) },
-    { key: 'function', label: 'GET ping (svc: a function)', requests: get(`/api${PATHS.function}`) },
+    { key: 'ping', label: 'GET _webAppConfig (no data)', requests: get(`/api${PATHS.ping}`) },
+    { key: 'function', label: 'GET ping function (node: worker floor)', requests: get(`/api${PATHS.function}`) },
     {
       key: 'post',
       label: 'POST one row',
@@ -83,6 +85,37 @@ export function processCpuMicros(pid) {
   return (ticks * 1_000_000) / CLOCK_TICKS_PER_S;
 }
 
+/**
+ * CPU time (user + system) all PostgreSQL processes on this machine have used so far, in µs: every
+ * live `postgres` process (postmaster, backends, WAL writer, checkpointer, autovacuum, …) plus, for
+ * each postmaster, what its exited children used (fields 16–17, cutime + cstime), so a backend or an
+ * autovacuum worker that ends inside a window still counts. Null without /proc.
+ */
+export function postgresCpuMicros() {
+  if (!existsSync('/proc/self/stat')) return null;
+  const procs = new Map(); // pid → { ppid, fields }
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    let stat;
+    try {
+      stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+    } catch {
+      continue; // exited since readdir
+    }
+    const open = stat.indexOf('(');
+    const close = stat.lastIndexOf(')');
+    if (stat.slice(open + 1, close) !== 'postgres') continue;
+    const fields = stat.slice(close + 2).split(' ');
+    procs.set(Number(name), { ppid: Number(fields[1]), fields });
+  }
+  let ticks = 0;
+  for (const { ppid, fields } of procs.values()) {
+    ticks += Number(fields[11]) + Number(fields[12]);
+    if (!procs.has(ppid)) ticks += Number(fields[13]) + Number(fields[14]); // a postmaster: its reaped children
+  }
+  return (ticks * 1_000_000) / CLOCK_TICKS_PER_S;
+}
+
 let running; // the autocannon instance under way, stopped first on cleanup
 onStop(() => running?.stop());
 
@@ -100,15 +133,19 @@ export async function load(server, endpoint, durationS, connections) {
 }
 
 /**
- * A measured run: the server's CPU time is read just before and after, so `cpuUsPerReq` is the µs
- * of server CPU (user + system) spent per completed request (null without /proc).
+ * A measured run: the server's CPU time and PostgreSQL's are read just before and after, so
+ * `cpuUsPerReq` is the µs of server CPU (user + system) spent per completed request and
+ * `pgCpuUsPerReq` the µs of PostgreSQL's (all its processes; null without /proc).
  */
 export async function measure(server, endpoint, durationS, connections) {
   const cpuBefore = processCpuMicros(server.pid);
+  const pgBefore = postgresCpuMicros();
   const result = await load(server, endpoint, durationS, connections);
   const cpuAfter = processCpuMicros(server.pid);
+  const pgAfter = postgresCpuMicros();
   const summary = summarise(result);
   summary.cpuUsPerReq = cpuBefore === null || cpuAfter === null || summary.requests === 0 ? null : Math.round((cpuAfter - cpuBefore) / summary.requests);
+  summary.pgCpuUsPerReq = pgBefore === null || pgAfter === null || summary.requests === 0 ? null : Math.round(((pgAfter - pgBefore) / summary.requests) * 10) / 10;
   summary.cpuBusyShare = cpuBefore === null || cpuAfter === null ? null : Math.round(((cpuAfter - cpuBefore) / (result.duration * 1e6)) * 100) / 100;
   return summary;
 }

@@ -7,6 +7,7 @@
  *   svcPerNode     = svc req/s ÷ node:http baseline req/s   (1.00 = as fast as hand-written node:http + pg)
  *   svcPerExpress  = svc req/s ÷ Express baseline req/s
  *   cpuSvcPerExpress = svc CPU µs/request ÷ Express CPU µs/request (lower is better; 1.00 = same cost)
+ *   pgSvcPerNode     = PostgreSQL's CPU µs per svc request ÷ per node:http baseline request
  */
 
 const ratio = (a, b) => (a == null || b == null || b === 0 ? null : Math.round((a / b) * 100) / 100);
@@ -22,6 +23,7 @@ export function buildRows(endpoints, connectionLevels, results) {
         svcPerNode: ratio(r.svc.reqPerSec, r.node.reqPerSec),
         svcPerExpress: ratio(r.svc.reqPerSec, r.express.reqPerSec),
         cpuSvcPerExpress: ratio(r.svc.cpuUsPerReq, r.express.cpuUsPerReq),
+        pgSvcPerNode: ratio(r.svc.pgCpuUsPerReq, r.node.pgCpuUsPerReq),
       };
       rows.push({ endpoint: e.key, label: e.label, connections: c, svc: r.svc, node: r.node, express: r.express, ratios });
     }
@@ -49,6 +51,10 @@ export function table(rows) {
     'node CPU',
     'express CPU',
     'CPU svc÷express',
+    'svc PG µs/req',
+    'node PG',
+    'express PG',
+    'PG svc÷node',
   ];
   const body = rows.map((r) => [
     r.label,
@@ -65,6 +71,10 @@ export function table(rows) {
     fmt(r.node.cpuUsPerReq),
     fmt(r.express.cpuUsPerReq),
     fmt(r.ratios.cpuSvcPerExpress, 2),
+    fmt(r.svc.pgCpuUsPerReq),
+    fmt(r.node.pgCpuUsPerReq),
+    fmt(r.express.pgCpuUsPerReq),
+    fmt(r.ratios.pgSvcPerNode, 2),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
   const line = (cells) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' | ')} |`;
@@ -77,5 +87,35 @@ export const LEGEND = [
   "svc÷node, svc÷express = svc req/s ÷ that baseline's req/s (1.00 = as fast; 0.50 = half the requests per second)",
   'CPU µs/req = server process CPU time (user + system, all threads, /proc/<pid>/stat) over the measured run ÷ requests',
   "CPU svc÷express = svc CPU per request ÷ the Express baseline's (lower is better)",
+  'PG µs/req = CPU time of all PostgreSQL processes over the measured run ÷ requests (lower is better)',
+  'function row: the node column is the worker floor (node:http → worker thread → back, bench/worker-floor.mjs)',
   "! more than 1% of that run's requests failed (non-2xx or errors): its figures mean nothing",
 ].join('\n');
+
+/**
+ * The goals of issue 35, checked against the rows of one connection count: `[{ goal, value, met }]`
+ * (value null and met null when the row was not run). Ratios as in the table.
+ */
+export function goals(rows, connections) {
+  const at = (key) => rows.find((r) => r.endpoint === key && r.connections === connections);
+  const out = [];
+  const check = (goal, key, pick, test) => {
+    const row = at(key);
+    const value = row ? pick(row) : null;
+    out.push({ goal, value, met: value == null ? null : test(value) });
+  };
+  for (const key of ['one', 'list', 'post']) check(`${key}: PostgreSQL CPU svc÷node ≤ 1.15`, key, (r) => r.ratios.pgSvcPerNode, (v) => v <= 1.15);
+  check('ping: PostgreSQL CPU per svc request ≤ 3 µs', 'ping', (r) => r.svc.pgCpuUsPerReq, (v) => v <= 3);
+  for (const key of ['one', 'list', 'post', 'ping']) check(`${key}: svc CPU ÷ express ≤ 1.00`, key, (r) => r.ratios.cpuSvcPerExpress, (v) => v <= 1);
+  for (const key of ['one', 'list', 'post']) check(`${key}: req/s svc÷node ≥ 0.85`, key, (r) => r.ratios.svcPerNode, (v) => v >= 0.85);
+  check('ping: req/s svc÷node ≥ 0.50', 'ping', (r) => r.ratios.svcPerNode, (v) => v >= 0.5);
+  check('function: req/s svc÷worker floor ≥ 0.60', 'function', (r) => r.ratios.svcPerNode, (v) => v >= 0.6);
+  return out;
+}
+
+/** The goals as a Markdown table. */
+export function goalsTable(list, connections) {
+  const lines = [`| goal (${connections} connections) | figure | met |`, '|:--|--:|:-:|'];
+  for (const g of list) lines.push(`| ${g.goal} | ${g.value == null ? '-' : g.value} | ${g.met == null ? '-' : g.met ? 'yes' : 'no'} |`);
+  return lines.join('\n');
+}

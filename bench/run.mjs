@@ -26,7 +26,7 @@ import { SEARCH_QUERY } from './baseline-db.mjs';
 import { createDatabase, explain, seed } from './database.mjs';
 import { comparablePaths, endpoints, measure, load, otherCpuBusy } from './load.mjs';
 import { CLI, cleanup, log, onCleanup, runCli, startServer } from './processes.mjs';
-import { LEGEND, buildRows, table } from './report.mjs';
+import { LEGEND, buildRows, goals, goalsTable, table } from './report.mjs';
 
 const BENCH_DIR = import.meta.dirname;
 const RESULTS = join(BENCH_DIR, 'results', 'latest.json');
@@ -159,6 +159,9 @@ async function main() {
   );
   out(`machine: node ${machine.node}, ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.platform}\n`);
   out(`${table(rows)}\n\n${LEGEND}`);
+  const goalLevel = Math.max(...CONNECTIONS);
+  const goalList = goals(rows, goalLevel);
+  out(`\n${goalsTable(goalList, goalLevel)}`);
   for (const [name, p] of Object.entries(plans)) out(`\n${name} query plan (EXPLAIN ANALYZE):\n${p.plan.map((l) => `  ${l}`).join('\n')}`);
   const pct = (v) => (v === null ? 'n/a' : `${Math.round(v * 100)}%`);
   out(`\nCPU busy with other work: ${pct(idleCheck.busyBefore)} before the runs, ${pct(idleCheck.busyAfter)} after (above ~25%: noisy figures)`);
@@ -170,6 +173,7 @@ async function main() {
     config: { rows: ROWS, customers: CUSTOMERS, durationS: DURATION_S, warmupS: WARMUP_S, connections: CONNECTIONS, poolMax: 10 },
     results: rows,
     table: table(rows),
+    goals: goalList,
     plans,
     otherCpuBusy: idleCheck,
     failures,

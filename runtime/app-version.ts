@@ -35,6 +35,7 @@ import { createApp } from './http/app.js';
 import { blobHandler } from './http/blob-handler.js';
 import { functionInvoker, secretsFromEnv, type FunctionInvoker } from './http/function-routes.js';
 import { functionHandler } from './http/function-handler.js';
+import { configHandler } from './http/config-handler.js';
 import { StartupError } from './load-manifest.js';
 import type { Logger } from './log.js';
 import type { AppManifest } from './manifest.js';
@@ -197,13 +198,14 @@ export function buildAppVersion(services: ServerServices, manifest: AppManifest)
   const rt = realtimeHttpHandler(realtime, runtime);
   const blob = blobHandler(runtime, auth, services.blobs, services.tus);
   const fn = functionHandler(manifest, logger, auth, invokeFunction, services.logs, metrics);
+  const config = configHandler(logger, auth, services.logs, metrics);
   return {
     manifest,
     runtime,
     invokeFunction,
     hasPublicDir,
     handle: (req, res) => {
-      if (!rt(req, res) && !blob(req, res) && !data(req, res) && !fn(req, res)) app(req, res);
+      if (!config(req, res) && !rt(req, res) && !blob(req, res) && !data(req, res) && !fn(req, res)) app(req, res);
     },
   };
 }

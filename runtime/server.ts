@@ -35,7 +35,7 @@ export { createAppRuntime } from './app-version.js';
 import { createMailer, type Mailer } from './auth/mailer.js';
 import { mailsSettled } from './auth/account-mail.js';
 import { createProviders } from './auth/providers/registry.js';
-import { LogStore } from './logs/log-store.js';
+import { LogStore, prepareLogTable } from './logs/log-store.js';
 import { Presence } from './http/admin/presence.js';
 import { Metrics } from './metrics/metrics.js';
 import { flushTracing, startTracing, traceRequest, tracingOn } from './tracing/tracing.js';
@@ -227,6 +227,8 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
     maxMemoryMb: manifest.settings.functions.maxMemoryMb,
     logger,
   });
+  // Log lines need no write-ahead log (PostgreSQL): a start goes on without it, only slower per request.
+  await prepareLogTable(db).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'could not make _svc_logs UNLOGGED; log lines stay logged'));
   const logs = new LogStore(db, realtime.instanceId, manifest.settings.logs, logger).start();
   const presence = new Presence(realtime).start();
   let draining = false;

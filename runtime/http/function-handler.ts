@@ -12,16 +12,15 @@
  * disabled function (404), and conditional requests (`If-None-Match`, `If-Modified-Since`), whose
  * freshness check Express does.
  */
-import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
 import type { RequestHandler } from 'express';
 import type { AuthService } from '../auth/auth-service.js';
 import { authenticateCredentials, credentialInput } from '../auth/authenticate.js';
-import { answerError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { AppManifest, FunctionDefinition } from '../manifest.js';
 import { trackRequest } from './api-handler.js';
+import { send, sendError } from './express-answer.js';
 import { noteCaller } from '../logs/request-log.js';
 import type { LogStore } from '../logs/log-store.js';
 import type { Metrics, RouteSeries } from '../metrics/metrics.js';
@@ -38,46 +37,6 @@ function runMiddleware(mw: RequestHandler, req: IncomingMessage, res: ServerResp
   return new Promise((ok, fail) => {
     void mw(req as never, res as never, (err?: unknown) => (err ? fail(err) : ok()));
   });
-}
-
-/** Express's default (weak) ETag of a body: `W/"<byte length hex>-<sha1 base64, 27 chars>"`. */
-function weakEtag(body: Buffer): string {
-  const hash = body.length === 0 ? '2jmj7l5rSw0yVb/vlWAYkK/YBwk' : createHash('sha1').update(body).digest('base64').slice(0, 27);
-  return `W/"${body.length.toString(16)}-${hash}"`;
-}
-
-/** Writes an answer as Express's `res.status(s).type('application/json').send(text)` (or `res.end()`) does. */
-function send(res: ServerResponse, status: number, text: string | undefined, headers: Record<string, string> = {}): void {
-  res.statusCode = status;
-  for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
-  if (text === undefined) {
-    res.end();
-    return;
-  }
-  const body = Buffer.from(text, 'utf8');
-  res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.setHeader('Content-Length', body.length);
-  res.setHeader('ETag', weakEtag(body));
-  if (status === 204 || status === 304) {
-    res.removeHeader('Content-Type');
-    res.removeHeader('Content-Length');
-    res.end();
-    return;
-  }
-  if (status === 205) {
-    res.setHeader('Content-Length', '0');
-    res.end();
-    return;
-  }
-  res.end(body);
-}
-
-/** Writes the error body of any thrown value, as the Express application's error middleware does. */
-function sendError(logger: Logger, res: ServerResponse, reqId: string, thrown: unknown): void {
-  const { status, body, headers } = answerError(thrown);
-  if (status >= 500) logger.error({ reqId, err: thrown }, 'request failed');
-  if (res.headersSent) return;
-  send(res, status, JSON.stringify(body), headers);
 }
 
 /**

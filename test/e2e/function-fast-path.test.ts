@@ -146,6 +146,34 @@ describe('function routes on the fast path', () => {
     expect(refused).toMatchObject({ method: 'GET', url: '/api/authOnly', status: 401 });
   });
 
+  it('serves GET /api/_webAppConfig beside Express as Express does: body, ETag, HEAD, 401, 304, 405, log line', async () => {
+    const probes: (Probe & { status: number })[] = [
+      { name: 'config', url: '/_webAppConfig', status: 200 },
+      { name: 'config with a query', url: '/_webAppConfig?x=1', status: 200 },
+      { name: 'config signed in', url: '/_webAppConfig', headers: user.headers, status: 200 },
+      { name: 'config with a bad bearer token', url: '/_webAppConfig', headers: { authorization: 'Bearer nope' }, status: 401 },
+      { name: 'config HEAD', method: 'HEAD', url: '/_webAppConfig', status: 200 },
+      { name: 'config with a request id', url: '/_webAppConfig', headers: { 'x-request-id': 'config-fast-1' }, status: 200 },
+    ];
+    for (const p of probes) expect((await both(base, p)).status, p.name).toBe(p.status);
+    const first = await both(base, probes[0]);
+    expect(JSON.parse(first.body)).toMatchObject({ loginUrl: '/login', loginMethods: ['password'] });
+    expect(first.headers.etag).toMatch(/^W\/"/);
+    // A conditional request is left to Express: the same answer as the Express spelling's; another method is 405 there.
+    const conditional = { name: 'conditional', url: '/_webAppConfig', headers: { 'if-none-match': first.headers.etag } };
+    expect((await both(base, conditional)).status).toBe((await send(base, expressSpelling('/_webAppConfig'), conditional)).status);
+    expect((await send(base, '/_webAppConfig', { name: '405', url: '', method: 'POST' })).status).toBe(405);
+    const line = await waitFor(() =>
+      server
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .find((l) => l.msg === 'request' && l.reqId === 'config-fast-1'),
+    );
+    expect(line).toMatchObject({ method: 'GET', url: '/api/_webAppConfig', status: 200 });
+  });
+
   it('answers hostile bodies and query strings with a 2xx or 4xx, the same on both paths', async () => {
     const seed = fuzzSeed();
     const r = new Prng(seed);

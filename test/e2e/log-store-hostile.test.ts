@@ -23,7 +23,7 @@ import { adminIdentity, userIdentity, type Identity } from '../support/auth.js';
 import { call } from '../support/scenario.js';
 import { waitFor } from '../support/wait.js';
 import { selectRows } from '../support/system-tables.js';
-import { LogStore, type LogEntry } from '../../dist/runtime/logs/log-store.js';
+import { LogStore, prepareLogTable, type LogEntry } from '../../dist/runtime/logs/log-store.js';
 import { openDatabase } from '../../dist/runtime/data/database.js';
 import { createLogger } from '../../dist/runtime/log.js';
 
@@ -94,6 +94,23 @@ function hostileSuite(backend: Backend): void {
     afterAll(async () => {
       await server?.close();
       await app?.cleanup();
+    });
+
+    it('keeps its lines out of the write-ahead log: _svc_logs is UNLOGGED on PostgreSQL, the app\'s tables are not', async () => {
+      if (backend !== 'postgresql') {
+        // SQLite has no such table kind: the store is a plain table in the app's file.
+        expect((await selectRows(app.env, `SELECT name FROM sqlite_master WHERE name = '_svc_logs'`)).length).toBe(1);
+        return;
+      }
+      const rows = await selectRows(app.env, `SELECT relname AS "name", relpersistence AS "p" FROM pg_class WHERE relname IN ('_svc_logs', 'Note')`);
+      expect(Object.fromEntries(rows.map((r) => [r.name, r.p]))).toEqual({ _svc_logs: 'u', Note: 'p' });
+      // A second start finds it done and changes nothing.
+      const db = await openDatabase('postgresql', app.env.DATABASE_URL!);
+      try {
+        expect(await prepareLogTable(db)).toBe(false);
+      } finally {
+        await db.close();
+      }
     });
 
     it('keeps storing after a lone surrogate and a NUL, from a client and from a function', async () => {
