@@ -17,7 +17,7 @@ parentPort.on('message', async (job) => parentPort.postMessage({ id: job.id, val
 `;
 
 /** A pool of worker threads; `call(name, input)` resolves to the thread's answer. */
-export function createWorkerFloor(maxThreads = Math.max(8, 4 * availableParallelism())) {
+export function createWorkerFloor(maxThreads = Number(process.env.MAXT ?? Math.max(8, 4 * availableParallelism()))) {
   const idle = [];
   const queue = [];
   const pending = new Map();

@@ -2,6 +2,12 @@
  * @module Runs function invocations on a pool of warm worker threads, one invocation per thread at a
  * time (DESIGN §4 "Function details"). A thread imports each compiled module once and serves many calls;
  * `spareThreads` idle threads are kept booted, at most `maxThreads` run at once and later calls queue.
+ * Of the running calls, at most `computeThreads` (the CPU count) may be computing: a call waiting for an
+ * API reply (`get`, `post`, `rt.*`, …), one whose thread reported it `parked` (it yielded to its event
+ * loop unfinished: a timer, `fetch`), and one started over `COMPUTE_MS` ago no longer count, so calls
+ * that wait or run long never hold the queue back for more than `COMPUTE_MS`, while short calls stay
+ * on as few threads as there are cores (eight isolates sharing two cores cost about half again as much
+ * CPU per call as two: bench/README.md "The function path").
  *
  * Limits, each ending only its own call and thread:
  * - time: a call not done within its limit (queueing included) answers 504 FUNCTION_TIMEOUT; its thread
@@ -36,6 +42,8 @@ export interface WorkerPoolOptions {
   spareThreads?: number;
   /** Invocations running at once (one per thread); the rest wait in line. Default 4 × CPU count, at least 8. */
   maxThreads?: number;
+  /** Calls computing at once (see the module comment). Default: the CPU count (`availableParallelism`). */
+  computeThreads?: number;
   /** Memory of one thread (heap + external), in MiB: `functions.maxMemoryMb`. Default 256. */
   maxMemoryMb?: number;
   /** Output (stdout/stderr) forwarded per call, in bytes. Default 2 MiB. */
@@ -77,6 +85,12 @@ interface Invocation {
   /** Aborts the call's API calls when it ends; made by its first API call (most calls make none). */
   controller?: AbortController;
   thread?: Thread;
+  /** When it started on its thread (`performance.now()`, ms). */
+  startedAt: number;
+  /** Its API calls waiting for a reply: while any does, it is not computing. */
+  waiting: number;
+  /** Its thread reported it waiting in the event loop (`parked`): not computing from then on. */
+  parked: boolean;
   ended: boolean;
   finish(result: FunctionOutcome | HttpError): void;
 }
@@ -99,6 +113,8 @@ const NO_JOBS: ApiReply = { status: 503, body: { error: 'jobs are not available 
 const MiB = 1024 * 1024;
 const RSS_SLACK = 128 * MiB;
 const GUARD_MS = 20;
+/** A call running longer than this (ms) no longer holds back the queue (see the module comment). */
+const COMPUTE_MS = 50;
 
 /** A pool of warm function worker threads; see the module comment. */
 export class WorkerPool {
@@ -114,6 +130,9 @@ export class WorkerPool {
   private readonly reaper: NodeJS.Timeout;
   private readonly spareThreads: number;
   private readonly maxThreads: number;
+  private readonly computeThreads: number;
+  /** A `pump` due when the oldest computing call passes `COMPUTE_MS` (set only while calls queue). */
+  private recheck?: NodeJS.Timeout;
   private readonly maxMemoryMb: number;
   private readonly settings: WorkerSettings;
   private readonly idleMs: number;
@@ -122,6 +141,7 @@ export class WorkerPool {
   constructor(options: WorkerPoolOptions = {}) {
     this.spareThreads = options.spareThreads ?? 2;
     this.maxThreads = Math.max(1, options.maxThreads ?? Math.max(8, 4 * availableParallelism()));
+    this.computeThreads = Math.max(1, options.computeThreads ?? availableParallelism());
     this.maxMemoryMb = options.maxMemoryMb ?? 256;
     this.settings = { maxOutputBytes: options.maxOutputBytes ?? 2 * MiB };
     this.idleMs = options.idleMs ?? 30_000;
@@ -147,6 +167,9 @@ export class WorkerPool {
         id: ++this.seq,
         job,
         options,
+        startedAt: 0,
+        waiting: 0,
+        parked: false,
         ended: false,
         finish: (result) => {
           if (inv.ended) return;
@@ -173,6 +196,7 @@ export class WorkerPool {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.reaper);
+    clearTimeout(this.recheck);
     const idle = this.threads.filter((t) => !t.invocation);
     await Promise.all(
       idle.map((t) => {
@@ -204,18 +228,43 @@ export class WorkerPool {
     for (const path of modulePaths) this.versions.set(path, (this.versions.get(path) ?? 0) + 1);
   }
 
-  /** Starts queued calls on idle threads, booting new threads up to `maxThreads`. */
+  /**
+   * Starts queued calls on idle threads (the first idle one, so short calls stay on few threads), booting
+   * new threads up to `maxThreads`, while fewer than `computeThreads` calls compute.
+   */
   private pump(): void {
-    while (!this.closed && this.queue.length > 0) {
+    const now = performance.now();
+    let computing = 0;
+    let oldest = Infinity;
+    for (const t of this.threads) {
+      const running = t.invocation;
+      if (!running || running.parked || running.waiting > 0 || now - running.startedAt >= COMPUTE_MS) continue;
+      computing += 1;
+      oldest = Math.min(oldest, running.startedAt);
+    }
+    while (!this.closed && this.queue.length > 0 && computing < this.computeThreads) {
       const thread = this.threads.find((t) => !t.invocation) ?? (this.threads.length < this.maxThreads ? this.spawn() : undefined);
       if (!thread) break;
       const inv = this.queue.shift()!;
       inv.thread = thread;
+      inv.startedAt = now;
+      computing += 1;
+      oldest = Math.min(oldest, now);
       thread.invocation = inv;
       thread.lastReport = Date.now();
       thread.worker.ref();
       this.post(thread, { type: 'run', id: inv.id, job: this.wireJob(thread, inv.job) });
       this.watchMemory();
+    }
+    // Calls wait because enough compute: look again when the oldest of those passes COMPUTE_MS.
+    if (!this.closed && this.queue.length > 0 && computing >= this.computeThreads && !this.recheck) {
+      this.recheck = setTimeout(
+        () => {
+          this.recheck = undefined;
+          this.pump();
+        },
+        Math.max(1, oldest + COMPUTE_MS - now),
+      );
     }
     this.refill();
   }
@@ -276,6 +325,9 @@ export class WorkerPool {
           this.post(thread, { type: 'api-reply', call: m.call, error: 'this function call has ended; its API calls are refused' });
           return;
         }
+        // Waiting for the reply, the call computes nothing: a queued call may start.
+        inv.waiting += 1;
+        if (this.queue.length > 0) this.pump();
         (m.type === 'api'
           ? inv.options.callApi(m.request, (inv.controller ??= new AbortController()).signal, m.asApp === true)
           : m.type === 'rt'
@@ -286,12 +338,23 @@ export class WorkerPool {
                 ? (inv.options.callJobs?.(m.request) ?? Promise.resolve(NO_JOBS))
                 : (inv.options.callMail?.(m.request) ?? Promise.resolve(NO_MAIL))
         ).then(
-          (reply) => this.post(thread, { type: 'api-reply', call: m.call, reply }),
-          (err: unknown) => this.post(thread, { type: 'api-reply', call: m.call, error: err instanceof Error ? err.message : String(err) }),
+          (reply) => {
+            inv.waiting -= 1;
+            this.post(thread, { type: 'api-reply', call: m.call, reply });
+          },
+          (err: unknown) => {
+            inv.waiting -= 1;
+            this.post(thread, { type: 'api-reply', call: m.call, error: err instanceof Error ? err.message : String(err) });
+          },
         );
         return;
       case 'output':
         if (mine) inv.options.output?.(m.stream, m.text, m.capped === true);
+        return;
+      case 'parked':
+        if (!mine) return;
+        inv.parked = true;
+        if (this.queue.length > 0) this.pump();
         return;
       case 'memory':
         thread.lastReport = Date.now();

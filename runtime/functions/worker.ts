@@ -159,7 +159,13 @@ async function invoke(id: number, job: FunctionJob): Promise<void> {
   current = id;
   outputBytes = 0;
   reporter ??= setInterval(report, MEMORY_REPORT_MS).unref();
+  // Runs once the call has yielded to the event loop; a call that ends in microtasks is done by then.
+  let finished = false;
+  setImmediate(() => {
+    if (!finished && current === id) post({ type: 'parked', id });
+  });
   const outcome = await run(id, job);
+  finished = true;
   // Let work started by the code settle one turn, then see whether any of it is still running.
   await new Promise((turned) => setImmediate(turned));
   const clean = pending.size === 0 && process.getActiveResourcesInfo().every((r) => r === 'MessagePort' || r === 'CloseReq');

@@ -67,6 +67,14 @@ const CODE: Record<string, string> = {
       }
       return { held: held.length };
     };`,
+  'functions/whichThread.ts': `
+    import { threadId } from 'node:worker_threads';
+    export default async ({ req }: any) => {
+      const started = Date.now();
+      if (req.query.spinMs) while (Date.now() - started < Number(req.query.spinMs)) {}
+      if (req.query.sleepMs) await new Promise((resolve) => setTimeout(resolve, Number(req.query.sleepMs)));
+      return { threadId, started };
+    };`,
   'functions/chatty.ts': `export default () => { for (let i = 0; i < 30; i++) console.log('0123456789'.repeat(5)); console.error('oops'); return {}; };`,
 };
 
@@ -277,3 +285,42 @@ describe('the worker pool', () => {
     expect(output.slice(20)).toEqual(['stdout (capped): function output passed 1000 bytes in this call; the rest of it is dropped']);
   });
 });
+
+describe('the worker pool with one call computing at a time (computeThreads: 1)', () => {
+  let pool: WorkerPool;
+  beforeAll(() => {
+    pool = new WorkerPool({ spareThreads: 1, maxThreads: 4, computeThreads: 1, maxMemoryMb: 64 });
+  });
+  afterAll(() => pool.close());
+
+  test('keeps short calls on one thread; calls that sleep, wait for an API reply or spin long let the next ones start', async () => {
+    const { options } = recording();
+    // 40 short calls at once, after one that imports the module (an import parks the call): one computing
+    // at a time, so the first thread serves them all.
+    await pool.run(job('whichThread'), options);
+    const short = await Promise.all(Array.from({ length: 40 }, () => pool.run(job('whichThread'), options)));
+    expect(new Set(short.map((o) => body(o).threadId)).size).toBe(1);
+
+    // Three calls sleeping 300 ms: each parks in its event loop, so all three start at once (4 threads).
+    let t0 = Date.now();
+    const sleepers = await Promise.all(Array.from({ length: 3 }, () => pool.run(job('whichThread', { sleepMs: '300' }), options)));
+    expect(Date.now() - t0).toBeLessThan(850);
+    expect(new Set(sleepers.map((o) => body(o).threadId)).size).toBe(3);
+
+    // Three calls waiting 300 ms for their API reply overlap too.
+    const slowApi = recording(() => new Promise((ok) => setTimeout(() => ok({ status: 200, body: {} }), 300)));
+    t0 = Date.now();
+    await Promise.all(Array.from({ length: 3 }, () => pool.run(job('waitApi'), { ...slowApi.options, name: 'waitApi' })));
+    expect(Date.now() - t0).toBeLessThan(850);
+
+    // A call spinning 600 ms holds the compute slot for at most COMPUTE_MS (50 ms): the next call starts long before it ends.
+    t0 = Date.now();
+    const [spin, next] = await Promise.all([
+      pool.run(job('whichThread', { spinMs: '600' }), options),
+      new Promise((r) => setTimeout(r, 10)).then(() => pool.run(job('whichThread'), options)),
+    ]);
+    expect(body(next).started - t0).toBeLessThan(400);
+    expect(body(next).threadId).not.toBe(body(spin).threadId);
+  });
+});
+
