@@ -47,16 +47,17 @@ export interface CredentialInput {
 export function credentialInput(req: RequestLike, auth: Pick<AuthService, 'publicOrigin'>): CredentialInput {
   const h = req.headers;
   const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+  // An origin as `URL.origin` writes it: `http://` or `https://`, then the host (and port), nothing after.
   const origin = auth.publicOrigin(req);
-  const url = origin === undefined ? undefined : new URL(origin);
+  const https = origin?.startsWith('https://') === true;
   return {
     method: req.method ?? 'GET',
     authorization: one(h.authorization),
     cookie: one(h.cookie),
     origin: one(h.origin),
     referer: one(h.referer),
-    host: url?.host,
-    scheme: url?.protocol === 'https:' ? 'https' : 'http',
+    host: origin === undefined ? undefined : origin.slice(https ? 8 : 7),
+    scheme: https ? 'https' : 'http',
   };
 }
 

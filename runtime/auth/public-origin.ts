@@ -29,15 +29,27 @@ function firstValue(v: string | string[] | undefined): string | undefined {
   return first ? first : undefined;
 }
 
+/** Origins of recent `scheme://host` pairs: every request names its host, and most name the same few. */
+const origins = new Map<string, string | undefined>();
+/** Entries before `origins` starts again (a client choosing random hosts cannot grow it). */
+const MAX_ORIGINS = 256;
+
 /** `scheme://host` as `URL.origin` writes it (default port dropped, host lower case), or undefined when `host` is no host. */
 function originFrom(scheme: 'http' | 'https', host: string): string | undefined {
-  if (/[/\\?#@\s]/.test(host)) return undefined;
-  try {
-    const url = new URL(`${scheme}://${host}`);
-    return url.origin === 'null' ? undefined : url.origin;
-  } catch {
-    return undefined;
+  const key = `${scheme}://${host}`;
+  if (origins.has(key)) return origins.get(key);
+  let origin: string | undefined;
+  if (!/[/\\?#@\s]/.test(host)) {
+    try {
+      const url = new URL(key);
+      origin = url.origin === 'null' ? undefined : url.origin;
+    } catch {
+      origin = undefined;
+    }
   }
+  if (origins.size >= MAX_ORIGINS) origins.clear();
+  origins.set(key, origin);
+  return origin;
 }
 
 /**

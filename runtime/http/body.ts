@@ -34,14 +34,7 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
   const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
   if (encoding !== 'identity') throw new HttpError('UNSUPPORTED_MEDIA_TYPE', `unsupported content encoding "${encoding}"`);
   if (Number(req.headers['content-length'] ?? 0) > limit) throw payloadTooLarge(limit);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw payloadTooLarge(limit);
-    chunks.push(chunk);
-  }
-  const text = Buffer.concat(chunks, size).toString('utf8');
+  const text = await readText(req, limit);
   const first = /\S/.exec(text)?.[0];
   if (first === undefined) return undefined;
   if (first !== '{' && first !== '[') throw new HttpError('INVALID_JSON', 'the request body must be a JSON object or array');
@@ -50,4 +43,41 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
   } catch {
     throw new HttpError('INVALID_JSON', 'the request body is not valid JSON');
   }
+}
+
+/**
+ * The whole body as UTF-8 text, read with stream events (an async iterator costs several µs more per
+ * request). Over `limit` bytes the request is destroyed, as leaving a `for await` loop would do.
+ * @throws HttpError PAYLOAD_TOO_LARGE (413); the stream's error when the client goes away mid-body
+ */
+function readText(req: IncomingMessage, limit: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (err?: unknown) => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', done);
+      req.off('close', onClose);
+      if (err) reject(err);
+      else resolve(Buffer.concat(chunks, size).toString('utf8'));
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) chunks.push(chunk);
+      else {
+        done(payloadTooLarge(limit));
+        req.destroy();
+      }
+    };
+    const onEnd = () => done();
+    // Closed before its end: the client went away (the iterator answered ERR_STREAM_PREMATURE_CLOSE).
+    const onClose = () => {
+      if (!req.readableEnded) done(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', done);
+    req.on('close', onClose);
+  });
 }

@@ -96,7 +96,7 @@ function hostileSuite(backend: Backend): void {
       await app?.cleanup();
     });
 
-    it('keeps its lines out of the write-ahead log: _svc_logs is UNLOGGED on PostgreSQL, the app\'s tables are not', async () => {
+    it("keeps its lines out of the write-ahead log: _svc_logs is UNLOGGED on PostgreSQL, the app's tables are not", async () => {
       if (backend !== 'postgresql') {
         // SQLite has no such table kind: the store is a plain table in the app's file.
         expect((await selectRows(app.env, `SELECT name FROM sqlite_master WHERE name = '_svc_logs'`)).length).toBe(1);

@@ -323,4 +323,3 @@ describe('the worker pool with one call computing at a time (computeThreads: 1)'
     expect(body(next).threadId).not.toBe(body(spin).threadId);
   });
 });
-
