@@ -145,7 +145,8 @@ export async function measure(server, endpoint, durationS, connections) {
   const pgAfter = postgresCpuMicros();
   const summary = summarise(result);
   summary.cpuUsPerReq = cpuBefore === null || cpuAfter === null || summary.requests === 0 ? null : Math.round((cpuAfter - cpuBefore) / summary.requests);
-  summary.pgCpuUsPerReq = pgBefore === null || pgAfter === null || summary.requests === 0 ? null : Math.round(((pgAfter - pgBefore) / summary.requests) * 10) / 10;
+  summary.pgCpuUsPerReq =
+    pgBefore === null || pgAfter === null || summary.requests === 0 ? null : Math.round(((pgAfter - pgBefore) / summary.requests) * 10) / 10;
   summary.cpuBusyShare = cpuBefore === null || cpuAfter === null ? null : Math.round(((cpuAfter - cpuBefore) / (result.duration * 1e6)) * 100) / 100;
   return summary;
 }

@@ -104,12 +104,45 @@ export function goals(rows, connections) {
     const value = row ? pick(row) : null;
     out.push({ goal, value, met: value == null ? null : test(value) });
   };
-  for (const key of ['one', 'list', 'post']) check(`${key}: PostgreSQL CPU svc÷node ≤ 1.15`, key, (r) => r.ratios.pgSvcPerNode, (v) => v <= 1.15);
-  check('ping: PostgreSQL CPU per svc request ≤ 3 µs', 'ping', (r) => r.svc.pgCpuUsPerReq, (v) => v <= 3);
-  for (const key of ['one', 'list', 'post', 'ping']) check(`${key}: svc CPU ÷ express ≤ 1.00`, key, (r) => r.ratios.cpuSvcPerExpress, (v) => v <= 1);
-  for (const key of ['one', 'list', 'post']) check(`${key}: req/s svc÷node ≥ 0.85`, key, (r) => r.ratios.svcPerNode, (v) => v >= 0.85);
-  check('ping: req/s svc÷node ≥ 0.50', 'ping', (r) => r.ratios.svcPerNode, (v) => v >= 0.5);
-  check('function: req/s svc÷worker floor ≥ 0.60', 'function', (r) => r.ratios.svcPerNode, (v) => v >= 0.6);
+  for (const key of ['one', 'list', 'post'])
+    check(
+      `${key}: PostgreSQL CPU svc÷node ≤ 1.15`,
+      key,
+      (r) => r.ratios.pgSvcPerNode,
+      (v) => v <= 1.15,
+    );
+  check(
+    'ping: PostgreSQL CPU per svc request ≤ 3 µs',
+    'ping',
+    (r) => r.svc.pgCpuUsPerReq,
+    (v) => v <= 3,
+  );
+  for (const key of ['one', 'list', 'post', 'ping'])
+    check(
+      `${key}: svc CPU ÷ express ≤ 1.00`,
+      key,
+      (r) => r.ratios.cpuSvcPerExpress,
+      (v) => v <= 1,
+    );
+  for (const key of ['one', 'list', 'post'])
+    check(
+      `${key}: req/s svc÷node ≥ 0.85`,
+      key,
+      (r) => r.ratios.svcPerNode,
+      (v) => v >= 0.85,
+    );
+  check(
+    'ping: req/s svc÷node ≥ 0.50',
+    'ping',
+    (r) => r.ratios.svcPerNode,
+    (v) => v >= 0.5,
+  );
+  check(
+    'function: req/s svc÷worker floor ≥ 0.60',
+    'function',
+    (r) => r.ratios.svcPerNode,
+    (v) => v >= 0.6,
+  );
   return out;
 }
 
