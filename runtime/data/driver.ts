@@ -22,6 +22,12 @@ export interface SqlTransaction {
 export interface QueryOptions {
   point?: boolean;
   /**
+   * The text is one of a bounded set of shapes (a read by primary key, a one-row insert), run again and
+   * again: a driver may keep it prepared on each connection (PostgreSQL: a named statement, parsed and
+   * planned once per connection instead of per call).
+   */
+  prepare?: boolean;
+  /**
    * Date-time (`timestamptz`) columns may come back as the database's UTC text instead of a `Date`
    * (PostgreSQL; SQLite always answers text): for reads whose rows go through the row codec only.
    */

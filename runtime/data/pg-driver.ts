@@ -49,6 +49,51 @@ function classify(err: unknown): unknown {
   return isConnectionError(err) ? unavailable(err) : err;
 }
 
+/** Texts kept prepared at most (per process; each connection prepares those it runs, once). */
+const MAX_PREPARED = 200;
+/** "cached plan must not change result type": a table a prepared statement reads was altered. */
+const PLAN_CHANGED = '0A000';
+/** A connection pooler that moves sessions between server connections (PgBouncer in transaction mode). */
+const POOLER_LOST_STATEMENT = new Set(['26000', '42P05']);
+
+/**
+ * Names of the texts run prepared (`QueryOptions.prepare`), as PostgreSQL named statements: a text is
+ * parsed and planned once per connection instead of on every call (a read by id costs PostgreSQL about a
+ * third: bench/README.md "Issue 35"). At most `MAX_PREPARED` texts get a name; later ones run unnamed,
+ * so texts a client can vary (`select=`) never grow the server's memory without bound. Two failures
+ * change course: a plan that no longer fits an altered table (`0A000`, a migration while serving)
+ * starts a new generation of names; a statement a pooler lost (`26000`, `42P05`) turns preparing off.
+ * Either way the statement runs once more, unnamed (it failed before doing anything).
+ */
+class PreparedNames {
+  private names = new Map<string, string>();
+  private generation = 0;
+  private off = false;
+
+  /** The name to run `text` under, or undefined to run it unnamed. */
+  nameOf(text: string): string | undefined {
+    if (this.off) return undefined;
+    let name = this.names.get(text);
+    if (name === undefined && this.names.size < MAX_PREPARED) this.names.set(text, (name = `svc${this.generation}_${this.names.size}`));
+    return name;
+  }
+
+  /** Whether `err` of a named statement calls for a retry unnamed; adjusts what comes next. */
+  retry(err: unknown): boolean {
+    const code = (err as { code?: unknown })?.code;
+    if (code === PLAN_CHANGED) {
+      this.generation += 1;
+      this.names = new Map();
+      return true;
+    }
+    if (typeof code === 'string' && POOLER_LOST_STATEMENT.has(code)) {
+      this.off = true;
+      return true;
+    }
+    return false;
+  }
+}
+
 /**
  * The per-pool type parsers (see the module comment); everything else as pg parses it by default.
  * `timesAsText`: `timestamptz` stays its text too (`2024-01-31 10:00:00.5+00`), for the row codec.
@@ -101,13 +146,20 @@ export function createPgDriver(url: string, options: PgDriverOptions = {}): SqlD
     }
   };
 
-  /** Runs one statement on `client`; a connection failure marks the client broken (discarded on release). */
-  const run = async (client: pg.PoolClient, text: string, values?: readonly unknown[], timesAsText = false): Promise<SqlRow[]> => {
+  const prepared = new PreparedNames();
+  /** Runs one statement on `client` (named when `name` is given); a connection failure marks the client broken (discarded on release). */
+  const run = async (client: pg.PoolClient, text: string, values?: readonly unknown[], timesAsText = false, name?: string): Promise<SqlRow[]> => {
     try {
-      const result = await client.query<SqlRow>({ text, values: values as unknown[] | undefined, ...(timesAsText && { types: TIMES_AS_TEXT }) });
+      const result = await client.query<SqlRow>({
+        text,
+        values: values as unknown[] | undefined,
+        ...(timesAsText && { types: TIMES_AS_TEXT }),
+        ...(name !== undefined && { name }),
+      });
       return result.rows;
     } catch (err) {
       if (isConnectionError(err)) broken.add(client);
+      if (name !== undefined && !broken.has(client) && prepared.retry(err)) return run(client, text, values, timesAsText);
       throw classify(err);
     }
   };
@@ -125,7 +177,7 @@ export function createPgDriver(url: string, options: PgDriverOptions = {}): SqlD
     async query(text, values, opts) {
       const client = await checkout();
       try {
-        return await run(client, text, values, opts?.timesAsText);
+        return await run(client, text, values, opts?.timesAsText, opts?.prepare ? prepared.nameOf(text) : undefined);
       } finally {
         release(client);
       }

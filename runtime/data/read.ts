@@ -216,7 +216,8 @@ export async function findItem(scope: ReadScope, id: string, options: ItemOption
   const select = selectList(columns, scope, lookups?.columns);
   // By primary key: a point read, unless conditions (policies, a view, a query's joins) may scan.
   const point = !scope.rows && !scope.conditions?.length && (lookups?.plain ?? true);
-  const rows = await scope.db.query(sql`SELECT ${select} ${from}`, scope.tx, { point, timesAsText: true });
+  // A point read has few shapes per collection (its select list): kept prepared (PostgreSQL).
+  const rows = await scope.db.query(sql`SELECT ${select} ${from}`, scope.tx, { point, prepare: point, timesAsText: true });
   if (rows.length === 0) return null;
   if (scope.owner && (await scope.db.query(sql`SELECT ${ID} ${from} AND ${scope.owner}`, scope.tx)).length === 0) {
     throw new HttpError('FORBIDDEN', `${scope.collection.name} ${JSON.stringify(id)} belongs to another caller`);

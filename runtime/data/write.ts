@@ -244,7 +244,8 @@ export async function createItems(scope: WriteScope, body: unknown): Promise<{ i
     () =>
       runUnitOfWork(work(scope, 'POST', single), async (w) => {
         await checkRestrictedLookups(scope, w.tx, scope.collection, rows, basePaths);
-        await scope.db.query(insertRows(scope.collection, rows), w.tx);
+        // One row: one statement shape per collection, kept prepared (PostgreSQL).
+        await scope.db.query(insertRows(scope.collection, rows), w.tx, { prepare: rows.length === 1 });
         w.changes.record(
           scope.collection.name,
           rows.map((r) => r.id as string),
