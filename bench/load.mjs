@@ -72,17 +72,31 @@ export function endpoints(orderIds, customerIds) {
 const CLOCK_TICKS_PER_S = 100; // USER_HZ: 100 on every Linux architecture Node supports
 
 /**
+ * `/proc/<pid>/stat` of a process as `{ name, fields }`, `fields[0]` being field 3 of the line (the
+ * command name, field 2, is in parentheses and may hold spaces); null when it is gone or /proc is missing.
+ */
+function procStat(pid) {
+  let stat;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  const close = stat.lastIndexOf(')');
+  return { name: stat.slice(stat.indexOf('(') + 1, close), fields: stat.slice(close + 2).split(' ') };
+}
+
+/** utime + stime (fields 14 and 15 of the line) in clock ticks of 10 ms. */
+const ownTicks = (fields) => Number(fields[11]) + Number(fields[12]);
+const micros = (ticks) => (ticks * 1_000_000) / CLOCK_TICKS_PER_S;
+
+/**
  * CPU time (user + system, all threads) the process `pid` has used so far, in µs, from
- * /proc/<pid>/stat (fields 14 and 15, in clock ticks of 10 ms); null where /proc is missing.
+ * /proc/<pid>/stat; null where /proc is missing.
  */
 export function processCpuMicros(pid) {
-  const path = `/proc/${pid}/stat`;
-  if (!existsSync(path)) return null;
-  const stat = readFileSync(path, 'utf8');
-  // The command name (field 2) is in parentheses and may hold spaces: split after its closing one.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14, 15 of the full line)
-  return (ticks * 1_000_000) / CLOCK_TICKS_PER_S;
+  const stat = procStat(pid);
+  return stat && micros(ownTicks(stat.fields));
 }
 
 /**
@@ -93,27 +107,18 @@ export function processCpuMicros(pid) {
  */
 export function postgresCpuMicros() {
   if (!existsSync('/proc/self/stat')) return null;
-  const procs = new Map(); // pid → { ppid, fields }
+  const procs = new Map(); // pid → fields
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
-    let stat;
-    try {
-      stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-    } catch {
-      continue; // exited since readdir
-    }
-    const open = stat.indexOf('(');
-    const close = stat.lastIndexOf(')');
-    if (stat.slice(open + 1, close) !== 'postgres') continue;
-    const fields = stat.slice(close + 2).split(' ');
-    procs.set(Number(name), { ppid: Number(fields[1]), fields });
+    const stat = procStat(name); // null: exited since readdir
+    if (stat?.name === 'postgres') procs.set(Number(name), stat.fields);
   }
   let ticks = 0;
-  for (const { ppid, fields } of procs.values()) {
-    ticks += Number(fields[11]) + Number(fields[12]);
-    if (!procs.has(ppid)) ticks += Number(fields[13]) + Number(fields[14]); // a postmaster: its reaped children
+  for (const fields of procs.values()) {
+    ticks += ownTicks(fields);
+    if (!procs.has(Number(fields[1]))) ticks += Number(fields[13]) + Number(fields[14]); // a postmaster: its reaped children
   }
-  return (ticks * 1_000_000) / CLOCK_TICKS_PER_S;
+  return micros(ticks);
 }
 
 let running; // the autocannon instance under way, stopped first on cleanup

@@ -94,7 +94,7 @@ export type FromWorker =
   /** `capped`: this is the one note that the call's output passed `maxOutputBytes` and the rest is dropped. */
   | { type: 'output'; id: number; stream: 'stdout' | 'stderr'; text: string; capped?: true }
   | { type: 'memory'; bytes: number }
-  /** The call yielded to the thread's event loop unfinished (it awaits a timer, `fetch`, …): it is not computing. */
+  /** The call yielded to the thread's event loop unfinished (it awaits an API reply, a timer, `fetch`…): it is not computing. */
   | { type: 'parked'; id: number }
   /** `clean`: no timer, socket or other handle is left running, so the thread may take another call. */
   | { type: 'done'; id: number; outcome: FunctionOutcome; clean: boolean; bytes: number };

@@ -2,9 +2,9 @@
  * @module Runs function invocations on a pool of warm worker threads, one invocation per thread at a
  * time (DESIGN §4 "Function details"). A thread imports each compiled module once and serves many calls;
  * `spareThreads` idle threads are kept booted, at most `maxThreads` run at once and later calls queue.
- * Of the running calls, at most `computeThreads` (the CPU count) may be computing: a call waiting for an
- * API reply (`get`, `post`, `rt.*`, …), one whose thread reported it `parked` (it yielded to its event
- * loop unfinished: a timer, `fetch`), and one started over `COMPUTE_MS` ago no longer count, so calls
+ * Of the running calls, at most `computeThreads` (the CPU count) may be computing: one whose thread
+ * reported it `parked` (it yielded to its event loop unfinished: awaiting the reply of `get`, `post`,
+ * `rt.*`…, a timer, `fetch`) and one started over `COMPUTE_MS` ago no longer count, so calls
  * that wait or run long never hold the queue back for more than `COMPUTE_MS`, while short calls stay
  * on as few threads as there are cores (eight isolates sharing two cores cost about half again as much
  * CPU per call as two: bench/README.md "The function path").
@@ -87,8 +87,6 @@ interface Invocation {
   thread?: Thread;
   /** When it started on its thread (`performance.now()`, ms). */
   startedAt: number;
-  /** Its API calls waiting for a reply: while any does, it is not computing. */
-  waiting: number;
   /** Its thread reported it waiting in the event loop (`parked`): not computing from then on. */
   parked: boolean;
   ended: boolean;
@@ -168,7 +166,6 @@ export class WorkerPool {
         job,
         options,
         startedAt: 0,
-        waiting: 0,
         parked: false,
         ended: false,
         finish: (result) => {
@@ -238,7 +235,7 @@ export class WorkerPool {
     let oldest = Infinity;
     for (const t of this.threads) {
       const running = t.invocation;
-      if (!running || running.parked || running.waiting > 0 || now - running.startedAt >= COMPUTE_MS) continue;
+      if (!running || running.parked || now - running.startedAt >= COMPUTE_MS) continue;
       computing += 1;
       oldest = Math.min(oldest, running.startedAt);
     }
@@ -325,9 +322,6 @@ export class WorkerPool {
           this.post(thread, { type: 'api-reply', call: m.call, error: 'this function call has ended; its API calls are refused' });
           return;
         }
-        // Waiting for the reply, the call computes nothing: a queued call may start.
-        inv.waiting += 1;
-        if (this.queue.length > 0) this.pump();
         (m.type === 'api'
           ? inv.options.callApi(m.request, (inv.controller ??= new AbortController()).signal, m.asApp === true)
           : m.type === 'rt'
@@ -338,14 +332,8 @@ export class WorkerPool {
                 ? (inv.options.callJobs?.(m.request) ?? Promise.resolve(NO_JOBS))
                 : (inv.options.callMail?.(m.request) ?? Promise.resolve(NO_MAIL))
         ).then(
-          (reply) => {
-            inv.waiting -= 1;
-            this.post(thread, { type: 'api-reply', call: m.call, reply });
-          },
-          (err: unknown) => {
-            inv.waiting -= 1;
-            this.post(thread, { type: 'api-reply', call: m.call, error: err instanceof Error ? err.message : String(err) });
-          },
+          (reply) => this.post(thread, { type: 'api-reply', call: m.call, reply }),
+          (err: unknown) => this.post(thread, { type: 'api-reply', call: m.call, error: err instanceof Error ? err.message : String(err) }),
         );
         return;
       case 'output':

@@ -19,7 +19,7 @@ import type { LogStore } from '../logs/log-store.js';
 import { noteCaller } from '../logs/request-log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { trackRequest } from './api-handler.js';
-import { sendError, weakEtag } from './express-answer.js';
+import { jsonBody, send, sendError, type JsonBody } from './express-answer.js';
 
 const PATH = '/api/_webAppConfig';
 
@@ -31,8 +31,7 @@ export function configHandler(logger: Logger, auth: AuthService, logs?: LogStore
   const series = metrics?.route(PATH);
   // The body is the same object until the providers change (`svc dev`): serialized once per object.
   let lastConfig: object | undefined;
-  let body = Buffer.alloc(0);
-  let etag = '';
+  let body: JsonBody | undefined;
   return (req, res) => {
     const url = req.url ?? '/';
     if (!url.startsWith(PATH) || (url.length !== PATH.length && url[PATH.length] !== '?')) return false;
@@ -44,17 +43,11 @@ export function configHandler(logger: Logger, auth: AuthService, logs?: LogStore
         const { caller } = await authenticateCredentials(auth, credentialInput(req, auth));
         noteCaller(res, caller);
         const config = webAppConfig(auth);
-        if (config !== lastConfig) {
-          body = Buffer.from(JSON.stringify(config), 'utf8');
-          etag = weakEtag(body);
+        if (config !== lastConfig || !body) {
+          body = jsonBody(JSON.stringify(config));
           lastConfig = config;
         }
-        // As `express-answer.ts` `send` writes a 200, with the body and its ETag made once.
-        res.statusCode = 200;
-        res.setHeader('Content-Type', 'application/json; charset=utf-8');
-        res.setHeader('Content-Length', body.length);
-        res.setHeader('ETag', etag);
-        res.end(body);
+        send(res, 200, body);
       } catch (err) {
         sendError(logger, res, reqId, err);
       }

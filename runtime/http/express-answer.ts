@@ -14,18 +14,33 @@ export function weakEtag(body: Buffer): string {
   return `W/"${body.length.toString(16)}-${hash}"`;
 }
 
-/** Writes an answer as Express's `res.status(s).type('application/json').send(text)` (or `res.end()`) does. */
-export function send(res: ServerResponse, status: number, text: string | undefined, headers: Record<string, string> = {}): void {
+/** A JSON body as `send` writes it: its UTF-8 bytes and their weak ETag (made once for a body sent again and again). */
+export interface JsonBody {
+  bytes: Buffer;
+  etag: string;
+}
+
+/** The bytes and ETag of a JSON text. */
+export function jsonBody(text: string): JsonBody {
+  const bytes = Buffer.from(text, 'utf8');
+  return { bytes, etag: weakEtag(bytes) };
+}
+
+/**
+ * Writes an answer as Express's `res.status(s).type('application/json').send(text)` (or `res.end()`) does.
+ * @param body - the JSON text, or one made into bytes before (`jsonBody`); undefined: no body
+ */
+export function send(res: ServerResponse, status: number, body: string | JsonBody | undefined, headers: Record<string, string> = {}): void {
   res.statusCode = status;
   for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
-  if (text === undefined) {
+  if (body === undefined) {
     res.end();
     return;
   }
-  const body = Buffer.from(text, 'utf8');
+  const { bytes, etag } = typeof body === 'string' ? jsonBody(body) : body;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.setHeader('Content-Length', body.length);
-  res.setHeader('ETag', weakEtag(body));
+  res.setHeader('Content-Length', bytes.length);
+  res.setHeader('ETag', etag);
   if (status === 204 || status === 304) {
     res.removeHeader('Content-Type');
     res.removeHeader('Content-Length');
@@ -37,7 +52,7 @@ export function send(res: ServerResponse, status: number, text: string | undefin
     res.end();
     return;
   }
-  res.end(body);
+  res.end(bytes);
 }
 
 /** Writes the error body of any thrown value, as the Express application's error middleware does. */
