@@ -4,7 +4,9 @@
  *   limit, and write nothing; a bulk DELETE over 1,000 ids likewise;
  * - while bulk POSTs at the limit run back to back, a GET polled every 100 ms waits at most 500 ms;
  * - bodies are read only after routing and authorization: an anonymous 10 MB body sent to an unknown
- *   route or to a route that needs a signed-in caller is refused without being parsed.
+ *   route or to a route that needs a signed-in caller is refused without being parsed;
+ * - a body the client abandons halfway and a chunked body past the 10 MiB limit end only their own
+ *   request: nothing is written and the server answers the next request.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
@@ -12,6 +14,8 @@ import { backends, type Backend } from '../support/backends.js';
 import { prepareApp, ROOT, serve, type PreparedApp, type TestServer } from '../support/cli.js';
 import { adminIdentity, type Identity } from '../support/auth.js';
 import { call, useHeaders } from '../support/scenario.js';
+import { rawRequest } from '../support/hostile.js';
+import { connect } from 'node:net';
 
 const SHOP = join(ROOT, 'examples/shop');
 
@@ -107,6 +111,33 @@ function dataSuite(backend: Backend): void {
       });
       expect(auth.status).toBe(413);
       expect((await auth.json()).code).toBe('PAYLOAD_TOO_LARGE');
+    });
+
+    it('ends only its own request when a body is abandoned halfway or runs past the limit in chunks; nothing is written', async () => {
+      const port = Number(new URL(base).port);
+      const before = await count('title eq "cut"');
+      const head = (extra: string) =>
+        `POST /api/Order HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${admin.headers.authorization}\r\nContent-Type: application/json\r\n${extra}\r\n`;
+      // Promises 1,000 bytes, sends 20, goes away.
+      await new Promise<void>((done) => {
+        const socket = connect(port, '127.0.0.1', () => {
+          socket.write(`${head('Content-Length: 1000\r\n')}{"title":"cut","cus`);
+          setTimeout(() => {
+            socket.destroy();
+            done();
+          }, 200);
+        });
+        socket.on('error', () => {});
+      });
+      // 11 MiB in 1 MiB chunks of a JSON string: refused (413) or cut off at the limit, never parsed.
+      const chunk = 'x'.repeat(1024 * 1024);
+      const chunked = `${head('Transfer-Encoding: chunked\r\n')}${['{"title":"cut","note":"', ...Array(11).fill(chunk), '"}']
+        .map((c) => `${c.length.toString(16)}\r\n${c}\r\n`)
+        .join('')}0\r\n\r\n`;
+      const answer = await rawRequest(port, chunked);
+      expect([0, 413]).toContain(answer.status);
+      expect(await count('title eq "cut"')).toBe(before);
+      expect((await call(base, 'POST', '/Order', { title: 'after the cut', customer: { id: customer } })).status).toBe(201);
     });
   });
 }
