@@ -35,7 +35,8 @@ export { createAppRuntime } from './app-version.js';
 import { createMailer, type Mailer } from './auth/mailer.js';
 import { mailsSettled } from './auth/account-mail.js';
 import { createProviders } from './auth/providers/registry.js';
-import { LogStore, prepareLogTable } from './logs/log-store.js';
+import { LogStore } from './logs/log-store.js';
+import { prepareLogStore } from './logs/log-batches.js';
 import { Presence } from './http/admin/presence.js';
 import { Metrics } from './metrics/metrics.js';
 import { flushTracing, startTracing, traceRequest, tracingOn } from './tracing/tracing.js';
@@ -227,8 +228,10 @@ export async function launchServer(options: ServeOptions & { dev?: boolean }): P
     maxMemoryMb: manifest.settings.functions.maxMemoryMb,
     logger,
   });
-  // Log lines need no write-ahead log (PostgreSQL): a start goes on without it, only slower per request.
-  await prepareLogTable(db).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'could not make _svc_logs UNLOGGED; log lines stay logged'));
+  // Log lines need no write-ahead log (PostgreSQL) and readers want the view: a start goes on without them.
+  await prepareLogStore(db).catch((err: unknown) =>
+    logger.warn({ err: (err as Error).message }, 'could not prepare the log store (UNLOGGED batches, the _svc_logs view); log lines are still written'),
+  );
   const logs = new LogStore(db, realtime.instanceId, manifest.settings.logs, logger).start();
   const presence = new Presence(realtime).start();
   let draining = false;

@@ -49,8 +49,9 @@ const time = (name: string, optional = false) => field(name, optional ? 'DateTim
  * deleted with the user). A user or service account with
  * `disabledAt` set can neither sign in nor use its tokens (`svc user disable`); a user with `admin` bypasses access
  * rules and policies like an admin service account (DESIGN §9); `lastSignInAt` is the last sign-in
- * (password, client secret or identity provider). `_svc_logs` is the log store of DESIGN §9 (request lines, client `_log` entries,
- * function output), written in batches by `runtime/logs/log-store.ts`; `_svc_agent_turns.credits` is
+ * (password, client secret or identity provider). `_svc_log_batches` is the log store of DESIGN §9 (request lines, client `_log` entries,
+ * function output): one row per batch written by `runtime/logs/log-store.ts` (its entries as a JSON
+ * array, the ids and times of its oldest and newest entry), read through the view `_svc_logs`; `_svc_agent_turns.credits` is
  * what a turn was charged. `_log` has the columns of a
  * collection row (`id`, `createdAt`, `updatedAt`, `createdBy`) so the runtime reads it with the list
  * machinery of SPEC §4.2.
@@ -158,24 +159,17 @@ export const SYSTEM_MODELS: readonly SystemModel[] = [
     ],
   },
   {
-    name: 'SvcLogEntry',
-    table: '_svc_logs',
-    indexes: ['time', 'reqId'],
+    name: 'SvcLogBatch',
+    table: '_svc_log_batches',
+    indexes: ['last'],
     fields: [
       field('id', 'String', '@id'),
-      time('time'),
+      field('firstId', 'String'),
+      time('first'),
+      time('last'),
       field('instance', 'String'),
-      field('kind', 'String'),
-      field('reqId', 'String?'),
-      field('method', 'String?'),
-      field('path', 'String?', '', '@db.Text'),
-      field('status', 'Int?'),
-      field('durationMs', 'Float?'),
-      field('identityId', 'String?'),
-      field('identityKind', 'String?'),
-      field('severity', 'Int?'),
-      field('source', 'String?'),
-      field('message', 'String?', '', '@db.Text'),
+      field('count', 'Int'),
+      field('entries', 'String', '', '@db.Text'),
     ],
   },
   {

@@ -22,7 +22,6 @@ export const TABLE = {
   mailSent: ident('_svc_mail_sent'),
   userProviders: ident('_svc_user_providers'),
   log: ident('_log'),
-  logs: ident('_svc_logs'),
 } as const;
 
 export interface UserRow {

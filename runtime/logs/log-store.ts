@@ -2,12 +2,11 @@
  * @module The log store of the console (DESIGN §9): request log entries, client `_log` entries and
  * function output lines kept in the system table `_svc_logs`. `record` only pushes onto an in-memory
  * buffer (no I/O, never throws), so the request path stays cheap; a timer flushes the buffer every
- * `flushMs` (500 ms: an entry is at most about 1 s late), each batch one INSERT with a single JSON
- * parameter (`jsonb_array_elements` on PostgreSQL, `json_each` on SQLite). On PostgreSQL the table is
- * `UNLOGGED` (`prepareLogTable`, at start): no write-ahead log for log lines, so they cost the database
- * a fraction of a logged row, and a crash of PostgreSQL may empty the table (never the app's tables;
- * an unlogged table is not on streaming replicas either). Every text field is made
- * storable first (`storableText`: lone surrogates and NUL, which PostgreSQL refuses, become U+FFFD).
+ * `flushMs` (500 ms: an entry is at most about 1 s late), each batch one row of `_svc_log_batches`
+ * (log-batches.ts: its entries as one JSON array; readers see one row per entry in the view
+ * `_svc_logs`). On PostgreSQL the table is `UNLOGGED` (`prepareLogStore`, at start): no write-ahead
+ * log for log lines, and a crash of PostgreSQL may empty the table (never the app's tables; an
+ * unlogged table is not on streaming replicas either). Every text field is made storable first (`storableText`: lone surrogates and NUL, which PostgreSQL refuses, become U+FFFD).
  * Each kind has its own buffer budget (`maxBuffer` entries each), so client `_log` events and function
  * lines can never push request lines out. While the database is down the buffers are kept, the oldest
  * entries of a kind dropped beyond its budget and counted (`dropped`, `droppedByKind`); a failed
@@ -15,7 +14,8 @@
  * split in halves until the entry it refuses alone is found: that entry is dropped and counted
  * (`rejected`), the others are stored. Another timer prunes entries older than `logs.retentionDays`
  * and beyond `logs.maxRows` (newest kept), and rows of the client log table `_log` older than
- * `logs.clientLog.retentionDays` and beyond `logs.clientLog.maxRows`.
+ * `logs.clientLog.retentionDays` and beyond `logs.clientLog.maxRows` (log-batches.ts `pruneBatches`:
+ * whole batches, the one astride a bound rewritten).
  *
  * Callers hand in what may be stored: paths go through `redactPath` first (redact.ts), and no
  * header, token or body is ever recorded.
@@ -25,6 +25,7 @@ import type { Database } from '../data/database.js';
 import type { Logger } from '../log.js';
 import { sql } from '../query/sql.js';
 import { TABLE } from '../auth/store.js';
+import { insertBatch, pruneBatches, type StoredEntry } from './log-batches.js';
 import { CLIENT_LOG_DEFAULTS, LOGS_DEFAULTS, type ClientLogSettings, type LogsSettings } from '../contract/settings.js';
 
 /** What an entry is: a request's line, a client `_log` event, or a line a function printed. */
@@ -61,8 +62,10 @@ export interface LogStoreOptions {
   now?: () => number;
 }
 
-/** Rows per INSERT statement (one JSON parameter each). */
-const ROWS_PER_INSERT = 1000;
+/** Most entries in one batch row. */
+const ENTRIES_PER_BATCH = 1000;
+/** Most characters of paths and messages in one batch row (a batch is cut before it would pass this). */
+const CHARS_PER_BATCH = 1_000_000;
 /** Longest wait for the last flush when the store closes, ms. */
 const CLOSE_WAIT_MS = 2000;
 /** Longest stored message, characters. */
@@ -120,22 +123,6 @@ function textOf(value: string | null | undefined, max?: number): string | null {
 
 /** Counts per kind. */
 type PerKind = Record<LogKind, number>;
-
-/**
- * Makes `_svc_logs` an `UNLOGGED` table on PostgreSQL (nothing on SQLite); a no-op once it is one, so
- * every start and every instance may call it. The first time rewrites the table under an exclusive lock
- * (a moment for the default 100,000 entries). Prisma does not model a table's persistence, so
- * migrations neither see nor undo it.
- * @returns true when the table was changed now
- * @throws the database's error (for instance when the database user does not own the table)
- */
-export async function prepareLogTable(db: Database): Promise<boolean> {
-  if (db.provider !== 'postgresql') return false;
-  const [row] = await db.query<{ p: string | null }>(sql`SELECT relpersistence AS "p" FROM pg_class WHERE oid = to_regclass(${'"_svc_logs"'})`);
-  if (!row || row.p !== 'p') return false;
-  await db.query(sql`ALTER TABLE ${TABLE.logs} SET UNLOGGED`);
-  return true;
-}
 
 export class LogStore {
   /** What waits to be written, per kind (each bounded by `maxBuffer`). */
@@ -232,10 +219,14 @@ export class LogStore {
     return this.flushing;
   }
 
-  /** Writes `batch` in statements of `ROWS_PER_INSERT`; on a refusal see `settle`. Puts back what it could not write. */
+  /** Writes `batch` in rows of at most `ENTRIES_PER_BATCH` entries and `CHARS_PER_BATCH` characters; on a refusal see `settle`. Puts back what it could not write. */
   private async write(batch: Pending[]): Promise<void> {
-    for (let i = 0; i < batch.length; i += ROWS_PER_INSERT) {
-      const chunk = batch.slice(i, i + ROWS_PER_INSERT);
+    for (let i = 0, end = 0; i < batch.length; i = end) {
+      let chars = 0;
+      for (end = i; end < batch.length && end - i < ENTRIES_PER_BATCH && (end === i || chars < CHARS_PER_BATCH); end++) {
+        chars += (batch[end].entry.message?.length ?? 0) + (batch[end].entry.path?.length ?? 0);
+      }
+      const chunk = batch.slice(i, end);
       try {
         await this.insert(chunk);
       } catch (err) {
@@ -283,25 +274,20 @@ export class LogStore {
     }
   }
 
-  /** One INSERT of `rows` (a single JSON parameter). */
+  /** One batch row holding `rows` (log-batches.ts); entries that cannot be stored are counted in `rejected`. */
   private async insert(rows: Pending[]): Promise<void> {
     const sqlite = this.db.provider === 'sqlite';
-    const values = rows.map(({ id, time, entry: e }) => [
-      id,
-      isoTime(time, sqlite),
-      textOf(e.kind),
-      textOf(e.reqId),
-      textOf(e.method),
-      textOf(e.path),
-      e.status ?? null,
-      e.durationMs ?? null,
-      textOf(e.identityId),
-      textOf(e.identityKind),
-      e.severity ?? null,
-      textOf(e.source),
-      textOf(e.message, MAX_MESSAGE),
-    ]);
-    await this.db.query(sqlite ? insertSqlite(JSON.stringify(values), this.instance) : insertPg(JSON.stringify(values), this.instance));
+    const entries: StoredEntry[] = [];
+    for (const { id, time, entry } of rows) {
+      const stored = storedEntry(id, isoTime(time, sqlite), entry);
+      if (stored) entries.push(stored);
+    }
+    if (entries.length > 0) await insertBatch(this.db, this.instance, entries);
+    // Counted once written: a batch put back (the database is down) is tried again whole.
+    if (entries.length < rows.length) {
+      this.rejected += rows.length - entries.length;
+      this.warn('the log store refused an entry; it is dropped', new Error('an entry without a kind'));
+    }
   }
 
   /**
@@ -313,10 +299,7 @@ export class LogStore {
   async prune(): Promise<number> {
     const now = this.options.now?.() ?? Date.now();
     const cutoff = new Date(now - this.settings.retentionDays * 86_400_000);
-    const old = await this.db.query<{ id: unknown }>(sql`DELETE FROM ${TABLE.logs} WHERE "time" < ${cutoff} RETURNING "id"`);
-    let deleted = old.length;
-    const [edge] = await this.db.query<{ id: unknown }>(sql`SELECT "id" FROM ${TABLE.logs} ORDER BY "id" DESC LIMIT 1 OFFSET ${this.settings.maxRows}`);
-    if (edge) deleted += (await this.db.query<{ id: unknown }>(sql`DELETE FROM ${TABLE.logs} WHERE "id" <= ${String(edge.id)} RETURNING "id"`)).length;
+    const deleted = await pruneBatches(this.db, cutoff, this.settings.maxRows);
     return deleted + (await this.pruneClientLog(now));
   }
 
@@ -348,24 +331,32 @@ export class LogStore {
   }
 }
 
-const COLUMNS = sql`("id", "time", "instance", "kind", "reqId", "method", "path", "status", "durationMs", "identityId", "identityKind", "severity", "source", "message")`;
+/** A whole number PostgreSQL's `int` holds, else undefined (the view would fail on every read of its batch). */
+const int4 = (v: number | null | undefined): number | undefined => (Number.isInteger(v) && Math.abs(v!) < 2 ** 31 ? v! : undefined);
 
 /**
- * One batch on PostgreSQL: `rows` is a JSON array of 13-element arrays (every column but `instance`).
- * `jsonb`, not `json`: each `->>` on a `json` value parses its text again (13 times a row); a `jsonb`
- * element is parsed once (bench/README.md "The log store on PostgreSQL": 54 → 29 µs a row).
+ * An entry as a batch stores it: text fields made storable, absent fields left out, numbers the view
+ * cannot read as their column's type (`status`, `severity`: whole numbers; `durationMs`: finite) left
+ * out too.
+ * @returns null for an entry without a kind (dropped and counted as `rejected`, as a refused row was)
  */
-function insertPg(rows: string, instance: string) {
-  return sql`INSERT INTO ${TABLE.logs} ${COLUMNS}
-    SELECT r->>0, (r->>1)::timestamptz, ${instance}, r->>2, r->>3, r->>4, r->>5, (r->>6)::int, (r->>7)::float8, r->>8, r->>9, (r->>10)::int, r->>11, r->>12
-    FROM jsonb_array_elements(${rows}::jsonb) AS r`;
-}
-
-/** One batch on SQLite (`json_each` over the same JSON). */
-function insertSqlite(rows: string, instance: string) {
-  return sql`INSERT INTO ${TABLE.logs} ${COLUMNS}
-    SELECT value->>0, value->>1, ${instance}, value->>2, value->>3, value->>4, value->>5, value->>6, value->>7, value->>8, value->>9, value->>10, value->>11, value->>12
-    FROM json_each(${rows})`;
+function storedEntry(id: string, time: string, e: LogEntry): StoredEntry | null {
+  if (typeof e.kind !== 'string') return null;
+  const out: StoredEntry = { id, time, kind: textOf(e.kind)! };
+  const put = <K extends keyof StoredEntry>(key: K, value: StoredEntry[K] | null | undefined) => {
+    if (value != null) out[key] = value;
+  };
+  put('reqId', textOf(e.reqId));
+  put('method', textOf(e.method));
+  put('path', textOf(e.path));
+  put('status', int4(e.status));
+  put('durationMs', Number.isFinite(e.durationMs) ? e.durationMs : undefined);
+  put('identityId', textOf(e.identityId));
+  put('identityKind', textOf(e.identityKind));
+  put('severity', int4(e.severity));
+  put('source', textOf(e.source));
+  put('message', textOf(e.message, MAX_MESSAGE));
+  return out;
 }
 
 let isoMs = -1;

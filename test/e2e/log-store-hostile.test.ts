@@ -23,7 +23,8 @@ import { adminIdentity, userIdentity, type Identity } from '../support/auth.js';
 import { call } from '../support/scenario.js';
 import { waitFor } from '../support/wait.js';
 import { selectRows } from '../support/system-tables.js';
-import { LogStore, prepareLogTable, type LogEntry } from '../../dist/runtime/logs/log-store.js';
+import { LogStore, type LogEntry } from '../../dist/runtime/logs/log-store.js';
+import { prepareLogStore } from '../../dist/runtime/logs/log-batches.js';
 import { openDatabase } from '../../dist/runtime/data/database.js';
 import { createLogger } from '../../dist/runtime/log.js';
 
@@ -96,18 +97,24 @@ function hostileSuite(backend: Backend): void {
       await app?.cleanup();
     });
 
-    it("keeps its lines out of the write-ahead log: _svc_logs is UNLOGGED on PostgreSQL, the app's tables are not", async () => {
+    it("keeps its batches out of the write-ahead log, uncompressed: _svc_log_batches is UNLOGGED on PostgreSQL, the app's tables are not; _svc_logs is a view", async () => {
       if (backend !== 'postgresql') {
-        // SQLite has no such table kind: the store is a plain table in the app's file.
-        expect((await selectRows(app.env, `SELECT name FROM sqlite_master WHERE name = '_svc_logs'`)).length).toBe(1);
+        // SQLite has no such table kind: the batches are a plain table in the app's file, read through the view.
+        const got = await selectRows(app.env, `SELECT name, type FROM sqlite_master WHERE name IN ('_svc_logs', '_svc_log_batches') ORDER BY name`);
+        expect(got).toEqual([
+          { name: '_svc_log_batches', type: 'table' },
+          { name: '_svc_logs', type: 'view' },
+        ]);
         return;
       }
-      const rows = await selectRows(app.env, `SELECT relname AS "name", relpersistence AS "p" FROM pg_class WHERE relname IN ('_svc_logs', 'Note')`);
-      expect(Object.fromEntries(rows.map((r) => [r.name, r.p]))).toEqual({ _svc_logs: 'u', Note: 'p' });
+      const rows = await selectRows(app.env, `SELECT relname AS "name", relpersistence AS "p", relkind AS "k" FROM pg_class WHERE relname IN ('_svc_log_batches', '_svc_logs', 'Note')`);
+      expect(Object.fromEntries(rows.map((r) => [r.name, `${r.k}${r.p}`]))).toEqual({ _svc_log_batches: 'ru', _svc_logs: 'vp', Note: 'rp' });
+      const [storage] = await selectRows(app.env, `SELECT attstorage AS "s" FROM pg_attribute WHERE attrelid = '"_svc_log_batches"'::regclass AND attname = 'entries'`);
+      expect(storage.s).toBe('e');
       // A second start finds it done and changes nothing.
       const db = await openDatabase('postgresql', app.env.DATABASE_URL!);
       try {
-        expect(await prepareLogTable(db)).toBe(false);
+        expect(await prepareLogStore(db)).toBe(false);
       } finally {
         await db.close();
       }

@@ -1,6 +1,6 @@
 /**
  * @module `GET /api/_admin/logs` and `GET /api/_admin/logs/stats` (DESIGN §9): the log store
- * (`_svc_logs`, see logs/log-store.ts) searched newest first, and requests and errors (status ≥ 500;
+ * (batches of entries, see logs/log-batches.ts) searched newest first, and requests and errors (status ≥ 500;
  * `clientErrors` counts 4xx) per time step. Entries reach the store at most about 1 s after they
  * happen.
  */
@@ -8,8 +8,9 @@ import { Router, type Request, type Response } from 'express';
 import type { Database } from '../../data/database.js';
 import { HttpError } from '../../errors.js';
 import { join, raw, sql, type Sql } from '../../query/sql.js';
-import { TABLE, toDate, type Raw } from '../../auth/store.js';
+import { toDate, type Raw } from '../../auth/store.js';
 import { LOG_KINDS } from '../../logs/log-store.js';
+import { logEntries } from '../../logs/log-batches.js';
 import { invalidParameter } from '../../query/list-params.js';
 import { enumParam, intParam, isKey, pageOf, pageParams, requireAdmin, textParam, timeParam } from './params.js';
 
@@ -66,16 +67,28 @@ function statusFilter(query: Record<string, unknown>): Sql | undefined {
   throw invalidParameter('status', 'must be a status such as 404, or a class such as 4xx or 5xx');
 }
 
-/** The time range of `from`/`to` (either may be absent). @throws HttpError INVALID_PARAMETER when `from` is after `to` */
-function range(query: Record<string, unknown>): { from?: Date; to?: Date; where: Sql[] } {
+/**
+ * The time range of `from`/`to` (either may be absent): conditions on entries (`where`) and on the
+ * batches that may hold them (`batches`, log-batches.ts).
+ * @throws HttpError INVALID_PARAMETER when `from` is after `to`
+ */
+function range(query: Record<string, unknown>): { where: Sql[]; batches: Sql[] } {
   const from = timeParam(query, 'from');
   const to = timeParam(query, 'to');
   if (from && to && from > to) throw invalidParameter('from', 'must not be after to');
-  const where: Sql[] = [];
-  if (from) where.push(sql`"time" >= ${from}`);
-  if (to) where.push(sql`"time" < ${to}`);
-  return { from, to, where };
+  return { where: timeBounds(from, to, sql`"time"`), batches: batchBounds(from, to) };
 }
+
+const timeBounds = (from: Date | undefined, to: Date | undefined, column: Sql): Sql[] => [
+  ...(from ? [sql`${column} >= ${from}`] : []),
+  ...(to ? [sql`${column} < ${to}`] : []),
+];
+
+/** Batches holding an entry in [from, to): their newest is not before `from`, their oldest before `to`. */
+const batchBounds = (from: Date | undefined, to: Date | undefined): Sql[] => [
+  ...(from ? [sql`b."last" >= ${from}`] : []),
+  ...(to ? [sql`b."first" < ${to}`] : []),
+];
 
 const whereOf = (conditions: Sql[]): Sql => (conditions.length > 0 ? sql`WHERE ${join(conditions, ' AND ')}` : raw(''));
 
@@ -98,7 +111,7 @@ export function logsRouter(db: Database): Router {
     requireAdmin(res);
     const query = req.query as Record<string, unknown>;
     const page = pageParams(query, isKey);
-    const { where } = range(query);
+    const { where, batches } = range(query);
     const status = statusFilter(query);
     if (status) where.push(status);
     const method = enumParam(query, 'method', METHODS);
@@ -111,8 +124,12 @@ export function logsRouter(db: Database): Router {
     if (reqId) where.push(sql`"reqId" = ${reqId}`);
     const kind = enumParam(query, 'kind', LOG_KINDS);
     if (kind) where.push(sql`"kind" = ${kind}`);
-    if (page.after) where.push(sql`"id" < ${page.after}`);
-    const rows = await db.query<Raw>(sql`SELECT * FROM ${TABLE.logs} ${whereOf(where)} ORDER BY "id" DESC LIMIT ${page.pageSize + 1}`);
+    if (page.after) {
+      where.push(sql`"id" < ${page.after}`);
+      batches.push(sql`b."firstId" < ${page.after}`);
+    }
+    const entries = logEntries(db.provider, batches);
+    const rows = await db.query<Raw>(sql`SELECT * FROM (${entries}) AS "l" ${whereOf(where)} ORDER BY "id" DESC LIMIT ${page.pageSize + 1}`);
     res.json(pageOf(rows.map(decode), page.pageSize, (e) => e.id));
   });
 
@@ -131,7 +148,7 @@ export function logsRouter(db: Database): Router {
       sql`SELECT ${bucket} AS "t", COUNT(*) AS "requests",
           SUM(CASE WHEN "status" >= 500 THEN 1 ELSE 0 END) AS "errors",
           SUM(CASE WHEN "status" >= 400 AND "status" < 500 THEN 1 ELSE 0 END) AS "clientErrors"
-        FROM ${TABLE.logs} WHERE "kind" = ${'request'} AND "time" >= ${from} AND "time" < ${to} GROUP BY 1 ORDER BY 1`,
+        FROM (${logEntries(db.provider, batchBounds(from, to))}) AS "l" WHERE "kind" = ${'request'} AND "time" >= ${from} AND "time" < ${to} GROUP BY 1 ORDER BY 1`,
     );
     const counted = new Map(rows.map((r) => [Number(r.t), r]));
     const steps: { time: string; requests: number; errors: number; clientErrors: number }[] = [];
