@@ -5,7 +5,10 @@
  * per column, and COPY (text format, through `pg-copy-streams` when it is installed; skipped
  * otherwise), each into a logged and an UNLOGGED table shaped like `_svc_logs`, with its three
  * indexes (id, time, reqId), the primary key only, or none. 200-line batches, 100 timed batches after
- * 10 warm-up ones; PostgreSQL's CPU (all its processes, bench/load.mjs) ÷ lines. Run on a quiet machine:
+ * 10 warm-up ones; PostgreSQL's CPU (all its processes, bench/load.mjs) ÷ lines. Then what svc does
+ * now (runtime/logs/log-batches.ts): one row per batch, its lines as one JSON text, in a table shaped
+ * like `_svc_log_batches` (primary key and the `last` index), the text compressed (`MAIN`) or not
+ * (`EXTERNAL`), the column `text` or `jsonb`, batches of 200 and 1,000 lines. Run on a quiet machine:
  *   node bench/log-store-sql.mjs            (SVC_BENCH_PG_URL: admin database, as bench/run.mjs)
  */
 import { randomUUID } from 'node:crypto';
@@ -83,6 +86,37 @@ try {
         const perLine = (postgresCpuMicros() - before) / (N * ROUNDS);
         out.push(`| ${persistence || 'logged'} | ${indexes} | ${way} | ${perLine.toFixed(1)} |`);
         process.stderr.write(`${out.at(-1)}\n`);
+      }
+    }
+  }
+  for (const persistence of ['', 'UNLOGGED']) {
+    for (const type of ['text', 'jsonb']) {
+      for (const storage of ['EXTERNAL', 'MAIN']) {
+        for (const size of [200, 1000]) {
+          await client.query('DROP TABLE IF EXISTS b');
+          await client.query(`CREATE ${persistence} TABLE b ("id" text PRIMARY KEY, "firstId" text NOT NULL, "first" timestamptz(3) NOT NULL,
+            "last" timestamptz(3) NOT NULL, "instance" text NOT NULL, "count" integer NOT NULL, "entries" ${type} NOT NULL)`);
+          await client.query('CREATE INDEX ON b ("last")');
+          await client.query(`ALTER TABLE b ALTER COLUMN "entries" SET STORAGE ${storage}`);
+          const once = async () => {
+            const rows = Array.from({ length: size }, line);
+            await client.query(`INSERT INTO b VALUES ($1, $2, $3, $4, 'i', $5, $6::${type})`, [
+              rows.at(-1)[0],
+              rows[0][0],
+              rows[0][1],
+              rows.at(-1)[1],
+              size,
+              JSON.stringify(rows),
+            ]);
+          };
+          for (let i = 0; i < 10; i++) await once();
+          const rounds = Math.round((N * ROUNDS) / size);
+          const before = postgresCpuMicros();
+          for (let i = 0; i < rounds; i++) await once();
+          const perLine = (postgresCpuMicros() - before) / (size * rounds);
+          out.push(`| ${persistence || 'logged'} | primary key, last | one row per ${size} lines, ${type} ${storage} | ${perLine.toFixed(1)} |`);
+          process.stderr.write(`${out.at(-1)}\n`);
+        }
       }
     }
   }

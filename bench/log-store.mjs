@@ -1,7 +1,8 @@
 /**
  * The cost of the log store's record + flush path in the server process (DESIGN §9): CPU µs per entry
  * (user + system of this process, `process.cpuUsage`) for `record` alone and for `flush` (building
- * and sending the INSERTs; the database's own work is not counted), on PostgreSQL and SQLite. A CPU
+ * and sending the INSERTs; the database's own work is not counted; both tables of the store are made,
+ * the one row per entry of builds before 2026-11-28 and the batches of later ones), on PostgreSQL and SQLite. A CPU
  * figure, not a throughput one, so it stays readable on a busy machine. Also the cost of one metrics
  * observe per request (`RouteSeries.observe`).
  *
@@ -26,7 +27,11 @@ const { openDatabase } = await load('runtime/data/database.js');
 
 const TABLE = (time) => `CREATE TABLE "_svc_logs" ("id" TEXT PRIMARY KEY, "time" ${time} NOT NULL, "instance" TEXT NOT NULL, "kind" TEXT NOT NULL,
   "reqId" TEXT, "method" TEXT, "path" TEXT, "status" INTEGER, "durationMs" ${time === 'DATETIME' ? 'REAL' : 'DOUBLE PRECISION'}, "identityId" TEXT,
-  "identityKind" TEXT, "severity" INTEGER, "source" TEXT, "message" TEXT)`;
+  "identityKind" TEXT, "severity" INTEGER, "source" TEXT, "message" TEXT);
+CREATE TABLE "_svc_log_batches" ("id" TEXT PRIMARY KEY, "firstId" TEXT NOT NULL, "first" ${time} NOT NULL, "last" ${time} NOT NULL,
+  "instance" TEXT NOT NULL, "count" INTEGER NOT NULL, "entries" TEXT NOT NULL)`;
+/** Entries stored: rows of the table of one row per entry (builds before the batches) plus the entries of the batches. */
+const STORED = 'SELECT (SELECT COUNT(*) FROM "_svc_logs") + (SELECT COALESCE(SUM("count"), 0) FROM "_svc_log_batches") AS n';
 
 const cpu = () => {
   const u = process.cpuUsage();
@@ -55,7 +60,7 @@ async function measure(db) {
     await store.flush();
     flush.push((cpu() - t) / ENTRIES);
   }
-  const [{ n }] = await db.query({ text: 'SELECT COUNT(*) AS n FROM "_svc_logs"', values: [] }).catch(() => [{ n: '?' }]);
+  const [{ n }] = await db.query({ text: STORED, values: [] }).catch(() => [{ n: '?' }]);
   await store.close();
   // The first round warms the JIT: the median of the rest.
   const median = (xs) => xs.slice(1).sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];

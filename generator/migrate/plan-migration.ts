@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { DatabaseProvider } from '../../runtime/index.js';
 import { columnsOf, newlyRequiredColumns, renameInSchema, type Rename } from './migration-risks.js';
 import { readSearchSpec, searchMigration } from './search-index.js';
+import { carryLogStore } from './log-store-upgrade.js';
 
 /** Computes the SQL from one datamodel to another (the runtime's schema engine, injected by the CLI). */
 export type DiffDatamodels = (options: { provider: DatabaseProvider; url: string; from: string | null; to: string }) => Promise<string>;
@@ -117,8 +118,8 @@ function renameStatements(provider: DatabaseProvider, previous: string, r: Renam
 }
 
 /**
- * The SQL of a migration from datamodel `previous` (null: an empty database) to `schema`: Prisma's diff,
- * with the full-text search objects around it and, first, the `UPDATE`s that give a property made
+ * The SQL of a migration from datamodel `previous` (null: an empty database) to `schema`: Prisma's diff
+ * (the old log store's entries carried into batches, log-store-upgrade.ts), with the full-text search objects around it and, first, the `UPDATE`s that give a property made
  * required its literal default where rows hold none. Also what `svc migrate --squash` writes.
  * @returns '' when nothing changes
  * @throws Error from the schema engine when the diff fails
@@ -127,7 +128,8 @@ export async function migrationSql(
   options: Pick<PlanMigrationOptions, 'provider' | 'url' | 'schema' | 'diffDatamodels'> & { previous: string | null },
 ): Promise<string> {
   const { previous } = options;
-  const prismaSql = await options.diffDatamodels({ provider: options.provider, url: options.url, from: previous, to: options.schema });
+  const diff = await options.diffDatamodels({ provider: options.provider, url: options.url, from: previous, to: options.schema });
+  const prismaSql = carryLogStore(options.provider, previous, options.schema, diff);
   const search = searchMigration(options.provider, readSearchSpec(previous), readSearchSpec(options.schema), prismaSql);
   // A property made required with a literal default: its stored nulls get the default before the
   // column becomes NOT NULL (issue 31 §4; without a default, generate refused stored nulls already).

@@ -56,7 +56,7 @@ const ENTRY_COLUMNS: readonly [name: string, pgType: string][] = [
  * subquery to filter and sort entries. Source: DESIGN §9 (log store).
  */
 export function logEntries(provider: Database['provider'], batchWhere: Sql[] = []): Sql {
-  const where = batchWhere.length > 0 ? sql` WHERE ${join(batchWhere, ' AND ')}` : raw('');
+  const where = whereOf(batchWhere);
   if (provider === 'sqlite') {
     const cols = ENTRY_COLUMNS.map(([name]) => `e.value ->> '${name}' AS "${name}"`);
     cols.splice(2, 0, 'b."instance" AS "instance"');
@@ -67,6 +67,54 @@ export function logEntries(provider: Database['provider'], batchWhere: Sql[] = [
   const record = ENTRY_COLUMNS.map(([name, type]) => `"${name}" ${type}`).join(', ');
   return sql`SELECT ${raw(cols.join(', '))} FROM ${BATCHES} AS b CROSS JOIN LATERAL json_to_recordset(b."entries"::json) AS e(${raw(record)})${where}`;
 }
+
+/** What `newestEntries` looks for. */
+export interface EntrySearch {
+  /** Conditions on entries (columns of `logEntries`, unqualified). */
+  where: Sql[];
+  /** Conditions on the batches that may hold a match (alias `b`, see `logEntries`). */
+  batches: Sql[];
+  /** Text a matching entry's JSON holds verbatim (a `reqId`, an identity id): batches without it are skipped unparsed. */
+  holds?: string[];
+  /** Most entries answered. */
+  limit: number;
+}
+
+/** Batches read by the first step of `newestEntries`; each next step reads eight times as many. */
+const FIRST_STEP = 2;
+
+/**
+ * The newest `limit` entries matching `search`, newest first (by id), reading batches newest first
+ * and only as many as it takes: after a step, an entry at or above the smallest batch id read so far
+ * (a batch's id is its newest entry's) can no longer be outranked by a batch not read yet. So the
+ * console's first page reads a few batches, not the whole store; a rare match reads them all once.
+ * Source: DESIGN §9 (`GET /api/_admin/logs`).
+ * @throws the database's error
+ */
+export async function newestEntries(db: Database, search: EntrySearch): Promise<Record<string, unknown>[]> {
+  const like = (search.holds ?? []).map((text) => sql`b."entries" LIKE ${`%${JSON.stringify(text).replace(/[\\%_]/g, (c) => `\\${c}`)}%`} ESCAPE '\\'`);
+  const found: Record<string, unknown>[] = [];
+  let below: string | undefined;
+  for (let step = FIRST_STEP; ; step *= 8) {
+    const bound = below === undefined ? [] : [sql`b."id" < ${below}`];
+    const batches = await db.query<{ id: unknown }>(
+      sql`SELECT b."id" FROM ${BATCHES} AS b${whereOf([...search.batches, ...like, ...bound])} ORDER BY b."id" DESC LIMIT ${step}`,
+    );
+    if (batches.length === 0) break;
+    const last = String(batches.at(-1)!.id);
+    const ids = [sql`b."id" <= ${String(batches[0].id)}`, sql`b."id" >= ${last}`];
+    const entries = logEntries(db.provider, [...search.batches, ...like, ...ids]);
+    found.push(
+      ...(await db.query<Record<string, unknown>>(sql`SELECT * FROM (${entries}) AS "l"${whereOf(search.where)} ORDER BY "id" DESC LIMIT ${search.limit}`)),
+    );
+    below = last;
+    if (batches.length < step) break;
+    if (found.filter((e) => String(e.id) >= last).length >= search.limit) break;
+  }
+  return found.sort((x, y) => (String(x.id) < String(y.id) ? 1 : -1)).slice(0, search.limit);
+}
+
+const whereOf = (conditions: Sql[]): Sql => (conditions.length > 0 ? sql` WHERE ${join(conditions, ' AND ')}` : raw(''));
 
 /**
  * Makes the log store ready, once per database (later calls find it done and change nothing): on

@@ -107,9 +107,15 @@ function hostileSuite(backend: Backend): void {
         ]);
         return;
       }
-      const rows = await selectRows(app.env, `SELECT relname AS "name", relpersistence AS "p", relkind AS "k" FROM pg_class WHERE relname IN ('_svc_log_batches', '_svc_logs', 'Note')`);
+      const rows = await selectRows(
+        app.env,
+        `SELECT relname AS "name", relpersistence AS "p", relkind AS "k" FROM pg_class WHERE relname IN ('_svc_log_batches', '_svc_logs', 'Note')`,
+      );
       expect(Object.fromEntries(rows.map((r) => [r.name, `${r.k}${r.p}`]))).toEqual({ _svc_log_batches: 'ru', _svc_logs: 'vp', Note: 'rp' });
-      const [storage] = await selectRows(app.env, `SELECT attstorage AS "s" FROM pg_attribute WHERE attrelid = '"_svc_log_batches"'::regclass AND attname = 'entries'`);
+      const [storage] = await selectRows(
+        app.env,
+        `SELECT attstorage AS "s" FROM pg_attribute WHERE attrelid = '"_svc_log_batches"'::regclass AND attname = 'entries'`,
+      );
       expect(storage.s).toBe('e');
       // A second start finds it done and changes nothing.
       const db = await openDatabase('postgresql', app.env.DATABASE_URL!);
@@ -218,6 +224,31 @@ function hostileSuite(backend: Backend): void {
       expect(victimEntries.map((e: { kind: string }) => e.kind)).toEqual(['request']);
       const line = await waitFor(() => stdoutLines().find((l) => l.reqId === ours && l.msg === 'request'), LATE_MS);
       expect(line.clientReqId).toBe(victimId);
+    });
+
+    it('stores numbers its columns cannot hold as null, so no entry can break reading the store', async () => {
+      const db = await openDatabase(backend, app.env.DATABASE_URL!);
+      const quiet = createLogger({});
+      quiet.level = 'silent';
+      try {
+        const store = new LogStore(db, 'test-instance', undefined, quiet);
+        const tag = `numbers-${backend}`;
+        store.record({ kind: 'request', reqId: tag, status: 200.5, durationMs: Number.NaN, severity: 2 ** 40, message: 'odd numbers' });
+        store.record({ kind: 'request', reqId: tag, status: 404, durationMs: Number.POSITIVE_INFINITY, severity: -3, message: 'fine numbers' });
+        await store.flush();
+        const kept = await selectRows(app.env, `SELECT "message", "status", "durationMs", "severity" FROM "_svc_logs" WHERE "reqId" = '${tag}' ORDER BY "id"`);
+        expect(
+          kept.map((k) => [k.message, k.status === null ? null : Number(k.status), k.durationMs, k.severity === null ? null : Number(k.severity)]),
+        ).toEqual([
+          ['odd numbers', null, null, null],
+          ['fine numbers', 404, null, -3],
+        ]);
+        expect(store.rejected).toBe(0);
+        // The whole store still reads: the console's search answers.
+        expect((await get(`/_admin/logs?reqId=${tag}`)).json.data).toHaveLength(2);
+      } finally {
+        await db.close();
+      }
     });
 
     it('splits a refused batch and drops only the entry refused alone; request lines keep their own budget; prunes _log', async () => {

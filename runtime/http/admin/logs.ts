@@ -7,10 +7,10 @@
 import { Router, type Request, type Response } from 'express';
 import type { Database } from '../../data/database.js';
 import { HttpError } from '../../errors.js';
-import { join, raw, sql, type Sql } from '../../query/sql.js';
+import { raw, sql, type Sql } from '../../query/sql.js';
 import { toDate, type Raw } from '../../auth/store.js';
 import { LOG_KINDS } from '../../logs/log-store.js';
-import { logEntries } from '../../logs/log-batches.js';
+import { logEntries, newestEntries } from '../../logs/log-batches.js';
 import { invalidParameter } from '../../query/list-params.js';
 import { enumParam, intParam, isKey, pageOf, pageParams, requireAdmin, textParam, timeParam } from './params.js';
 
@@ -90,8 +90,6 @@ const batchBounds = (from: Date | undefined, to: Date | undefined): Sql[] => [
   ...(to ? [sql`b."first" < ${to}`] : []),
 ];
 
-const whereOf = (conditions: Sql[]): Sql => (conditions.length > 0 ? sql`WHERE ${join(conditions, ' AND ')}` : raw(''));
-
 /** Most steps one stats answer may hold. */
 const MAX_STEPS = 2000;
 
@@ -118,18 +116,24 @@ export function logsRouter(db: Database): Router {
     if (method) where.push(sql`"method" = ${method}`);
     const path = textParam(query, 'path', 500);
     if (path) where.push(sql`"path" LIKE ${`${path.replace(/[\\%_]/g, (c) => `\\${c}`)}%`} ESCAPE '\\'`);
+    const holds: string[] = [];
     const identity = textParam(query, 'identity', 200);
-    if (identity) where.push(sql`"identityId" = ${identity}`);
+    if (identity) {
+      where.push(sql`"identityId" = ${identity}`);
+      holds.push(identity);
+    }
     const reqId = textParam(query, 'reqId', 200);
-    if (reqId) where.push(sql`"reqId" = ${reqId}`);
+    if (reqId) {
+      where.push(sql`"reqId" = ${reqId}`);
+      holds.push(reqId);
+    }
     const kind = enumParam(query, 'kind', LOG_KINDS);
     if (kind) where.push(sql`"kind" = ${kind}`);
     if (page.after) {
       where.push(sql`"id" < ${page.after}`);
       batches.push(sql`b."firstId" < ${page.after}`);
     }
-    const entries = logEntries(db.provider, batches);
-    const rows = await db.query<Raw>(sql`SELECT * FROM (${entries}) AS "l" ${whereOf(where)} ORDER BY "id" DESC LIMIT ${page.pageSize + 1}`);
+    const rows = await newestEntries(db, { where, batches, holds, limit: page.pageSize + 1 });
     res.json(pageOf(rows.map(decode), page.pageSize, (e) => e.id));
   });
 
