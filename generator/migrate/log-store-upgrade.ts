@@ -4,12 +4,16 @@
  * diff drops the old table before anything else; this moves the drop after the new table is made and
  * carries every entry over first (one batch per entry), so the console keeps the log of the days
  * before the upgrade. The name `_svc_logs` is then free for the view the runtime makes at start.
+ * A later migration that changes `_svc_log_batches` drops that view first (PostgreSQL refuses to
+ * change a table a view reads; SQLite refuses to rename tables while a view reads a missing one, as
+ * Prisma's table redefinition does); the runtime makes it again at start.
  */
 import type { DatabaseProvider } from '../../runtime/index.js';
 
 const OLD = /^model \w+ \{[^}]*@@map\("_svc_logs"\)/m;
 const NEW = /@@map\("_svc_log_batches"\)/;
 const DROP = /^DROP TABLE "_svc_logs";\n?/m;
+const DROP_VIEW = '-- The log store\'s view, made again at start (svc)\nDROP VIEW IF EXISTS "_svc_logs";\n';
 
 const COLUMNS = ['id', 'time', 'kind', 'reqId', 'method', 'path', 'status', 'durationMs', 'identityId', 'identityKind', 'severity', 'source', 'message'];
 
@@ -28,9 +32,11 @@ function carry(provider: DatabaseProvider): string {
 
 /**
  * Prisma's migration SQL from datamodel `previous` to `schema`, with the entries of the old log store
- * carried into the new one when this migration is the one replacing it; otherwise `prismaSql` as it is.
+ * carried into the new one when this migration is the one replacing it, or the view `_svc_logs`
+ * dropped first when it changes `_svc_log_batches`; otherwise `prismaSql` as it is.
  */
 export function carryLogStore(provider: DatabaseProvider, previous: string | null, schema: string, prismaSql: string): string {
+  if (previous !== null && NEW.test(previous) && prismaSql.includes('"_svc_log_batches"')) return `${DROP_VIEW}\n${prismaSql}`;
   if (previous === null || !OLD.test(previous) || !NEW.test(schema) || NEW.test(previous) || !DROP.test(prismaSql)) return prismaSql;
   const text = prismaSql.replace(DROP, '');
   return `${text.endsWith('\n') ? text : `${text}\n`}\n${carry(provider)}`;

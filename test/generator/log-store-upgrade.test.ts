@@ -157,6 +157,19 @@ describe.each(backends())('upgrading the log store on %s', (backend) => {
       ).toEqual(rows.map((r) => [r[0], new Date(r[1]).toISOString(), ...r.slice(2)]));
       const found = await newestEntries(db, { where: [sql`"reqId" = ${'rq-2'}`], batches: [], holds: ['rq-2'], limit: 10 });
       expect(found.map((f) => f.message)).toEqual(['quote " backslash \\ and ø']);
+
+      // A later change of the batch table (a column's type on PostgreSQL, which a view reading it
+      // blocks; a table redefinition on SQLite, whose rename a view of a missing table blocks).
+      const later = now.replace(/^(\s+firstId\s+)String$/m, `$1String?${pg ? ' @db.VarChar(200)' : ''}`);
+      expect(later).not.toBe(now);
+      const change = await migrationSql({ provider, url, previous: now, schema: later, diffDatamodels });
+      expect(change).toContain('DROP VIEW IF EXISTS "_svc_logs"');
+      write('20260103000000_log_batches_change', change);
+      await db.close();
+      expect((await applyMigrationsSafely({ provider, url, migrationsDir: migrations })).applied).toEqual(['20260103000000_log_batches_change']);
+      db = await openDatabase(provider, url);
+      expect(await prepareLogStore(db)).toBe(true);
+      expect(await db.query(sql`SELECT "id" FROM "_svc_logs" ORDER BY "id"`)).toEqual(rows.map((r) => ({ id: r[0] })));
     } finally {
       await db.close();
     }
