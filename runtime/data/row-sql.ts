@@ -42,8 +42,26 @@ export function lookupValues(c: Collection, row: Row): unknown[] {
   return out;
 }
 
+/** The `INSERT … VALUES (?, …)` text of one row, by collection and column list (a bounded set: the manifest's). */
+const oneRowTexts = new Map<string, string>();
+
 /** `INSERT INTO "C" (cols) VALUES (...), (...)`: one statement for every row (same keys in each). */
 export function insertRows(c: Collection, rows: Row[]): Sql {
+  const columns = Object.keys(rows[0]);
+  if (rows.length === 1) {
+    const key = `${c.name}\0${columns.join('\0')}`;
+    let text = oneRowTexts.get(key);
+    if (text === undefined) {
+      text = insertRowsText(c, rows).text;
+      if (oneRowTexts.size < 1000) oneRowTexts.set(key, text);
+    }
+    const row = rows[0];
+    return { text, values: columns.map((k) => row[k]) };
+  }
+  return insertRowsText(c, rows);
+}
+
+function insertRowsText(c: Collection, rows: Row[]): Sql {
   const columns = Object.keys(rows[0]);
   const values = rows.map(
     (r) =>

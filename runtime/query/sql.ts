@@ -69,12 +69,22 @@ export function isSql(value: unknown): value is Sql {
   return typeof value === 'object' && value !== null && 'text' in value && 'values' in value && Array.isArray((value as Sql).values);
 }
 
+/** PostgreSQL texts by their `?` form: statement shapes repeat (values are bound), so each is numbered once. */
+const numbered = new Map<string, string>();
+/** Most texts kept in `numbered` (shapes a client can vary, such as `IN` lists, never grow it further). */
+const MAX_NUMBERED = 2000;
+
 /** Final statement text for the provider, with its values in order. */
 export function renderSql(fragment: Sql, provider: DatabaseProvider): { text: string; values: unknown[] } {
   if (provider === 'sqlite') return { text: fragment.text, values: [...fragment.values] };
-  let n = 0;
-  // Fragments never contain literal `?` (strings are bound), so every `?` is a marker.
-  return { text: fragment.text.replace(/\?/g, () => `$${++n}`), values: [...fragment.values] };
+  let text = numbered.get(fragment.text);
+  if (text === undefined) {
+    let n = 0;
+    // Fragments never contain literal `?` (strings are bound), so every `?` is a marker.
+    text = fragment.text.replace(/\?/g, () => `$${++n}`);
+    if (numbered.size < MAX_NUMBERED) numbered.set(fragment.text, text);
+  }
+  return { text, values: [...fragment.values] };
 }
 
 /** ` AND (c1) AND (c2)…` to append to a WHERE clause, or nothing when there are no conditions. */
