@@ -8,7 +8,7 @@
  * by `prepareLogStore`; the console's search reads the same SELECT with batch-level bounds first
  * (`logEntries`), so a time range or a page cursor skips whole batches.
  */
-import type { Database } from '../data/database.js';
+import type { Database, Tx } from '../data/database.js';
 import { join, raw, sql, type Sql } from '../query/sql.js';
 
 /** One stored entry, as the JSON objects of a batch hold it (absent keys are null). */
@@ -133,27 +133,40 @@ export async function prepareLogStore(db: Database): Promise<boolean> {
     await db.query(sql`CREATE VIEW IF NOT EXISTS ${VIEW} AS ${logEntries('sqlite')}`);
     return true;
   }
-  const [row] = await db.query<{ p: string | null; s: string | null; v: string | null }>(
-    sql`SELECT c.relpersistence AS "p", a.attstorage AS "s", to_regclass(${'"_svc_logs"'})::text AS "v"
-      FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = ${'entries'}
-      WHERE c.oid = to_regclass(${'"_svc_log_batches"'})`,
-  );
-  if (!row) return false;
-  let changed = false;
-  if (row.p === 'p') {
-    await db.query(sql`ALTER TABLE ${BATCHES} SET UNLOGGED`);
-    changed = true;
-  }
-  if (row.s !== 'e') {
-    await db.query(sql`ALTER TABLE ${BATCHES} ALTER COLUMN "entries" SET STORAGE EXTERNAL`);
-    changed = true;
-  }
-  if (row.v === null) {
-    await db.query(sql`CREATE OR REPLACE VIEW ${VIEW} AS ${logEntries('postgresql')}`);
-    changed = true;
-  }
-  return changed;
+  const state = (tx?: Tx) =>
+    db.query<{ p: string | null; s: string | null; v: string | null }>(
+      sql`SELECT c.relpersistence AS "p", a.attstorage AS "s", to_regclass(${'"_svc_logs"'})::text AS "v"
+        FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = ${'entries'}
+        WHERE c.oid = to_regclass(${'"_svc_log_batches"'})`,
+      tx,
+    );
+  const [seen] = await state();
+  if (!seen || (seen.p !== 'p' && seen.s === 'e' && seen.v !== null)) return false;
+  // Instances starting together take turns (their DDL would collide: "tuple concurrently updated");
+  // the lock ends with the transaction, and the later ones find the work done.
+  return db.transaction(async (tx) => {
+    await db.query(sql`SELECT pg_advisory_xact_lock(${PREPARE_LOCK})`, tx);
+    const [row] = await state(tx);
+    if (!row) return false;
+    let changed = false;
+    if (row.p === 'p') {
+      await db.query(sql`ALTER TABLE ${BATCHES} SET UNLOGGED`, tx);
+      changed = true;
+    }
+    if (row.s !== 'e') {
+      await db.query(sql`ALTER TABLE ${BATCHES} ALTER COLUMN "entries" SET STORAGE EXTERNAL`, tx);
+      changed = true;
+    }
+    if (row.v === null) {
+      await db.query(sql`CREATE OR REPLACE VIEW ${VIEW} AS ${logEntries('postgresql')}`, tx);
+      changed = true;
+    }
+    return changed;
+  });
 }
+
+/** The advisory lock `prepareLogStore` holds while it changes the store (any fixed number of svc's own). */
+const PREPARE_LOCK = 0x5f73766c6f67; // "_svlog"
 
 /**
  * Writes `entries` (at least one, already storable) as one batch row of `instance`.

@@ -5,7 +5,8 @@
  *   id ranges overlap, with entry filters, text hints, batch bounds and page cursors;
  * - `pruneBatches` deletes whole batches and rewrites the one astride the age or the count bound, and
  *   says how many entries went;
- * - the view `_svc_logs` shows one row per entry.
+ * - the view `_svc_logs` shows one row per entry;
+ * - instances preparing the store at the same moment all start (PostgreSQL).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -148,5 +149,26 @@ describe.each(backends())('log batches on %s', (backend) => {
     expect((await db.query(sql`SELECT "id" FROM "_svc_logs" WHERE "id" = ${newest.id}`)).length).toBe(1);
     // Nothing more to do: nothing deleted.
     expect(await pruneBatches(db, cutoff, 37)).toBe(0);
+  });
+});
+
+describe('instances starting together on postgresql', () => {
+  it('prepares the store once, and none of six instances preparing it at the same moment fails', async () => {
+    const pg = await createPgDatabase('svc_log_prepare');
+    const dbs: Database[] = [];
+    try {
+      for (let i = 0; i < 6; i++) dbs.push(await openDatabase('postgresql', pg.url));
+      await dbs[0].query(raw(TABLE.postgresql));
+      const results = await Promise.allSettled(dbs.map((db) => prepareLogStore(db)));
+      expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
+      const [row] = await dbs[0].query<{ p: unknown; k: unknown }>(
+        sql`SELECT (SELECT relpersistence FROM pg_class WHERE relname = '_svc_log_batches') AS "p", (SELECT relkind FROM pg_class WHERE relname = '_svc_logs') AS "k"`,
+      );
+      expect(row).toEqual({ p: 'u', k: 'v' });
+      expect(await prepareLogStore(dbs[1])).toBe(false);
+    } finally {
+      for (const db of dbs) await db.close();
+      await pg.drop();
+    }
   });
 });
