@@ -3,13 +3,13 @@
  * `_svc_log_batches` per batch the store writes, its entries as one JSON array of objects (text), with
  * the id and time of its oldest (`firstId`, `first`) and newest (`id`, `last`) entry. A batch costs the
  * database one small row whatever its size, so a request line costs PostgreSQL well under a
- * microsecond instead of a row with its index entries (bench/README.md "The log store as batches").
- * Readers see one row per entry through the view `_svc_logs` (the columns of `LogRow`), made at start
+ * microsecond instead of a row with its index entries (bench/README.md "Figures of 2026-11-28 (later)").
+ * Readers see one row per entry through the view `_svc_logs` (the columns of `logEntries`), made at start
  * by `prepareLogStore`; the console's search reads the same SELECT with batch-level bounds first
  * (`logEntries`), so a time range or a page cursor skips whole batches.
  */
 import type { Database, Tx } from '../data/database.js';
-import { join, raw, sql, type Sql } from '../query/sql.js';
+import { andAll, raw, sql, type Sql } from '../query/sql.js';
 
 /** One stored entry, as the JSON objects of a batch hold it (absent keys are null). */
 export interface StoredEntry {
@@ -31,6 +31,9 @@ export interface StoredEntry {
 
 export const BATCHES = raw('"_svc_log_batches"');
 const VIEW = raw('"_svc_logs"');
+
+/** ` WHERE TRUE AND (c1) …` (`andAll`), or nothing without conditions. */
+const whereOf = (conditions: Sql[]): Sql => (conditions.length > 0 ? sql` WHERE TRUE${andAll(conditions)}` : raw(''));
 
 /** The typed columns of an entry, in the order of the view. */
 const ENTRY_COLUMNS: readonly [name: string, pgType: string][] = [
@@ -113,8 +116,6 @@ export async function newestEntries(db: Database, search: EntrySearch): Promise<
   }
   return found.sort((x, y) => (String(x.id) < String(y.id) ? 1 : -1)).slice(0, search.limit);
 }
-
-const whereOf = (conditions: Sql[]): Sql => (conditions.length > 0 ? sql` WHERE ${join(conditions, ' AND ')}` : raw(''));
 
 /**
  * Makes the log store ready, once per database (later calls find it done and change nothing): on

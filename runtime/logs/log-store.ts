@@ -6,7 +6,8 @@
  * (log-batches.ts: its entries as one JSON array; readers see one row per entry in the view
  * `_svc_logs`). On PostgreSQL the table is `UNLOGGED` (`prepareLogStore`, at start): no write-ahead
  * log for log lines, and a crash of PostgreSQL may empty the table (never the app's tables; an
- * unlogged table is not on streaming replicas either). Every text field is made storable first (`storableText`: lone surrogates and NUL, which PostgreSQL refuses, become U+FFFD).
+ * unlogged table is not on streaming replicas either). Every text field is made storable first
+ * (`storableText`: lone surrogates and NUL, which PostgreSQL refuses, become U+FFFD).
  * Each kind has its own buffer budget (`maxBuffer` entries each), so client `_log` events and function
  * lines can never push request lines out. While the database is down the buffers are kept, the oldest
  * entries of a kind dropped beyond its budget and counted (`dropped`, `droppedByKind`); a failed

@@ -69,6 +69,14 @@ describe.each(backends())('upgrading the log store on %s', (backend) => {
     await applyMigrationsSafely({ provider, url, migrationsDir: migrations });
 
     let db = await openDatabase(provider, url);
+    /** Applies one more migration as `svc migrate` then `svc serve` would: the engine migrates a SQLite file nobody else holds open, then the store is prepared. */
+    const migrate = async (name: string, text: string) => {
+      write(name, text);
+      await db.close();
+      expect((await applyMigrationsSafely({ provider, url, migrationsDir: migrations })).applied).toEqual([name]);
+      db = await openDatabase(provider, url);
+      expect(await prepareLogStore(db)).toBe(true);
+    };
     try {
       const stamp = (iso: string) => (pg ? iso : iso.replace('Z', '+00:00'));
       const rows = [
@@ -129,12 +137,7 @@ describe.each(backends())('upgrading the log store on %s', (backend) => {
       }
       const upgrade = await migrationSql({ provider, url, previous: before, schema: now, diffDatamodels });
       expect(upgrade).toContain('Carry the log store over');
-      write('20260102000000_log_batches', upgrade);
-      // The engine migrates a SQLite file nobody else holds open (as `svc migrate` before `svc serve`).
-      await db.close();
-      expect((await applyMigrationsSafely({ provider, url, migrationsDir: migrations })).applied).toEqual(['20260102000000_log_batches']);
-      db = await openDatabase(provider, url);
-      expect(await prepareLogStore(db)).toBe(true);
+      await migrate('20260102000000_log_batches', upgrade);
 
       const got = await db.query<Record<string, unknown>>(sql`SELECT * FROM "_svc_logs" ORDER BY "id"`);
       expect(
@@ -164,11 +167,7 @@ describe.each(backends())('upgrading the log store on %s', (backend) => {
       expect(later).not.toBe(now);
       const change = await migrationSql({ provider, url, previous: now, schema: later, diffDatamodels });
       expect(change).toContain('DROP VIEW IF EXISTS "_svc_logs"');
-      write('20260103000000_log_batches_change', change);
-      await db.close();
-      expect((await applyMigrationsSafely({ provider, url, migrationsDir: migrations })).applied).toEqual(['20260103000000_log_batches_change']);
-      db = await openDatabase(provider, url);
-      expect(await prepareLogStore(db)).toBe(true);
+      await migrate('20260103000000_log_batches_change', change);
       expect(await db.query(sql`SELECT "id" FROM "_svc_logs" ORDER BY "id"`)).toEqual(rows.map((r) => ({ id: r[0] })));
     } finally {
       await db.close();
