@@ -37,7 +37,7 @@ export function configHandler(logger: Logger, auth: AuthService, logs?: LogStore
     if (!url.startsWith(PATH) || (url.length !== PATH.length && url[PATH.length] !== '?')) return false;
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
     if (req.headers['if-none-match'] !== undefined || req.headers['if-modified-since'] !== undefined) return false;
-    const reqId = trackRequest(logger, req, res, logs, series, auth.trustedPeer);
+    const reqId = trackRequest(logger, req, res, logs, series, auth.trustedPeer, { idHeader: false });
     void (async () => {
       try {
         const { caller } = await authenticateCredentials(auth, credentialInput(req, auth));
@@ -47,7 +47,7 @@ export function configHandler(logger: Logger, auth: AuthService, logs?: LogStore
           body = jsonBody(JSON.stringify(config));
           lastConfig = config;
         }
-        send(res, 200, body);
+        send(res, 200, body, { 'x-request-id': reqId });
       } catch (err) {
         sendError(logger, res, reqId, err);
       }

@@ -3,15 +3,15 @@
  * routes served beside it without the framework (`function-handler.ts`, `config-handler.ts`):
  * `Content-Type`, `Content-Length`, Express's weak `ETag` of the body, and the DESIGN §4 error body.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { answerError } from '../errors.js';
 import type { Logger } from '../log.js';
 
 /** Express's default (weak) ETag of a body: `W/"<byte length hex>-<sha1 base64, 27 chars>"`. */
 export function weakEtag(body: Buffer): string {
-  const hash = body.length === 0 ? '2jmj7l5rSw0yVb/vlWAYkK/YBwk' : createHash('sha1').update(body).digest('base64').slice(0, 27);
-  return `W/"${body.length.toString(16)}-${hash}"`;
+  const sha1 = body.length === 0 ? '2jmj7l5rSw0yVb/vlWAYkK/YBwk' : hash('sha1', body, 'base64').slice(0, 27);
+  return `W/"${body.length.toString(16)}-${sha1}"`;
 }
 
 /** A JSON body as `send` writes it: its UTF-8 bytes and their weak ETag (made once for a body sent again and again). */
@@ -27,38 +27,32 @@ export function jsonBody(text: string): JsonBody {
 }
 
 /**
- * Writes an answer as Express's `res.status(s).type('application/json').send(text)` (or `res.end()`) does.
+ * Writes an answer as Express's `res.status(s).type('application/json').send(text)` (or `res.end()`) does,
+ * with the same headers in the same order, in one `writeHead` (cheaper than a `setHeader` per header).
  * @param body - the JSON text, or one made into bytes before (`jsonBody`); undefined: no body
+ * @param headers - written first: the request's `x-request-id`, and any of the answer's own (`retry-after`…)
  */
 export function send(res: ServerResponse, status: number, body: string | JsonBody | undefined, headers: Record<string, string> = {}): void {
-  res.statusCode = status;
-  for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
   if (body === undefined) {
-    res.end();
+    res.writeHead(status, headers).end();
     return;
   }
   const { bytes, etag } = typeof body === 'string' ? jsonBody(body) : body;
-  res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.setHeader('Content-Length', bytes.length);
-  res.setHeader('ETag', etag);
-  if (status === 204 || status === 304) {
-    res.removeHeader('Content-Type');
-    res.removeHeader('Content-Length');
-    res.end();
-    return;
-  }
-  if (status === 205) {
-    res.setHeader('Content-Length', '0');
-    res.end();
-    return;
-  }
-  res.end(bytes);
+  // Express drops Content-Type and Content-Length of a 204 and a 304, and sends a 205 with no body.
+  if (status === 204 || status === 304) res.writeHead(status, { ...headers, ETag: etag }).end();
+  else if (status === 205) res.writeHead(status, { ...headers, 'Content-Type': JSON_TYPE, 'Content-Length': '0', ETag: etag }).end();
+  else res.writeHead(status, { ...headers, 'Content-Type': JSON_TYPE, 'Content-Length': bytes.length, ETag: etag }).end(bytes);
 }
 
-/** Writes the error body of any thrown value, as the Express application's error middleware does. */
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * Writes the error body of any thrown value, as the Express application's error middleware does, with
+ * the request's `x-request-id`.
+ */
 export function sendError(logger: Logger, res: ServerResponse, reqId: string, thrown: unknown): void {
   const { status, body, headers } = answerError(thrown);
   if (status >= 500) logger.error({ reqId, err: thrown }, 'request failed');
   if (res.headersSent) return;
-  send(res, status, JSON.stringify(body), headers);
+  send(res, status, JSON.stringify(body), { 'x-request-id': reqId, ...headers });
 }

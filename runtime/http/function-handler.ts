@@ -73,7 +73,7 @@ export function functionHandler(
     if (!route || !route.methods.includes(method)) return false;
     if (req.headers['if-none-match'] !== undefined || req.headers['if-modified-since'] !== undefined) return false;
     const { f } = route;
-    const reqId = trackRequest(logger, req, res, logs, route.series, auth.trustedPeer);
+    const reqId = trackRequest(logger, req, res, logs, route.series, auth.trustedPeer, { idHeader: false });
     void (async () => {
       try {
         const { caller } = await authenticateCredentials(auth, credentialInput(req, auth));
@@ -95,7 +95,7 @@ export function functionHandler(
           baseUrl: `${(req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http'}://${req.headers.host ?? 'localhost'}/api`,
           reqId,
         });
-        send(res, answer.status, answer.bodyText);
+        send(res, answer.status, answer.bodyText, { 'x-request-id': reqId });
       } catch (err) {
         sendError(logger, res, reqId, err);
       }
