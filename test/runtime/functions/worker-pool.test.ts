@@ -75,6 +75,16 @@ const CODE: Record<string, string> = {
       if (req.query.sleepMs) await new Promise((resolve) => setTimeout(resolve, Number(req.query.sleepMs)));
       return { threadId, started };
     };`,
+  'functions/globals.ts': `
+    // The default-export form reading the context as globals, and assigning to them (which ctx ignores).
+    declare let res: any; declare let validationErrors: any; declare const req: any; declare const me: any; declare const api: any;
+    export default async () => {
+      const seen = { tag: req.query.tag, me, api: api.baseUrl, res, errors: validationErrors, fetch: typeof fetch, get: typeof (globalThis as any).get };
+      res = { status: 500, bodyJson: 'ignored' };
+      validationErrors = ['ignored'];
+      (globalThis as any).me = { id: 'forged' };
+      return seen;
+    };`,
   'functions/chatty.ts': `export default () => { for (let i = 0; i < 30; i++) console.log('0123456789'.repeat(5)); console.error('oops'); return {}; };`,
 };
 
@@ -168,6 +178,16 @@ describe('the worker pool', () => {
     ]);
     // Every signal handed to callApi is aborted once the call has ended.
     expect(seen.every((s) => s.signal.aborted)).toBe(true);
+  });
+
+  test('the default-export form reads the running call as globals; what it assigns to them changes neither its answer nor the next call', async () => {
+    const { options } = recording();
+    const caller = { id: 'u1', username: 'ann', roles: ['editor'] };
+    // Twice on each warm thread: the second call of a thread must not see what the first assigned.
+    for (const [i, who] of [caller, null, caller, null].entries()) {
+      const out = await pool.run({ ...job('globals', { tag: `t${i}` }), me: who }, options);
+      expect(body(out)).toEqual({ tag: `t${i}`, me: who, api: 'http://public.example/api', res: {}, errors: [], fetch: 'function', get: 'function' });
+    }
   });
 
   test('app.get/post/patch (ctx and script global) reach callApi flagged asApp, get does not; an uncaught caller refusal is kept, an app one is not', async () => {
