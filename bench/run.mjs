@@ -9,11 +9,13 @@
  * 2. Starts `svc serve`, the node:http baseline and the Express baseline (three processes, one database).
  * 3. For each endpoint, for each connection count, for svc, node, express in turn: an autocannon
  *    warm-up, then the measured run with the server's CPU time read before and after. One server
- *    under load at a time; interleaved so drift on the machine hits all three.
+ *    under load at a time; interleaved so drift on the machine hits all three. With BENCH_ROUNDS > 1
+ *    the three take turns that many times and each server's figures are those of its median run
+ *    (by req/s), so one run hit by the machine's swings decides no goal.
  * 4. Prints a table, writes bench/results/latest.json; kills the servers and drops the database,
  *    also on failure or Ctrl-C.
  *
- * Env: BENCH_ROWS (100000), BENCH_DURATION_S (8), BENCH_WARMUP_S (2), BENCH_CONNECTIONS ("10,50"),
+ * Env: BENCH_ROWS (100000), BENCH_DURATION_S (8), BENCH_WARMUP_S (2), BENCH_CONNECTIONS ("10,50"), BENCH_ROUNDS (1),
  * BENCH_ONLY (endpoint keys, e.g. "one,function"; default all; the real-time keys fanout, notify and idle
  * belong to bench/realtime.mjs, which `npm run bench` runs next),
  * SVC_BENCH_PG_URL (postgres://root@127.0.0.1:5432/postgres).
@@ -52,10 +54,20 @@ const CUSTOMERS = 1000;
 const DURATION_S = intEnv('BENCH_DURATION_S', 8);
 const WARMUP_S = intEnv('BENCH_WARMUP_S', 2);
 const CONNECTIONS = listEnv('BENCH_CONNECTIONS', [10, 50]);
+const ROUNDS = intEnv('BENCH_ROUNDS', 1);
 const ONLY = (process.env.BENCH_ONLY ?? '').split(',').filter(Boolean); // endpoint keys; empty = all
 const PG_ADMIN_URL = process.env.SVC_BENCH_PG_URL || 'postgres://root@127.0.0.1:5432/postgres';
 const MAX_NON_2XX = 0.01;
 const started = Date.now();
+
+/**
+ * The run of one server with the median req/s (the lower middle of an even count), with every run's
+ * req/s as `roundsReqPerSec`; marked failed when any of its runs failed.
+ */
+function medianRun(runs) {
+  const median = [...runs].sort((a, b) => a.reqPerSec - b.reqPerSec)[Math.floor((runs.length - 1) / 2)];
+  return { ...median, roundsReqPerSec: runs.map((r) => r.reqPerSec), failed: runs.some((r) => r.failed) || undefined };
+}
 
 /** Every GET the benchmark sends answers the same body on the three servers; warns otherwise. */
 async function compareBodies(servers, orderIds) {
@@ -126,26 +138,31 @@ async function main() {
     results[endpoint.key] = {};
     for (const connections of CONNECTIONS) {
       results[endpoint.key][connections] = {};
-      for (const server of servers) {
-        log(`${endpoint.label} @ ${server.name}, ${connections} connections: warm-up ${WARMUP_S} s, measure ${DURATION_S} s`);
-        await load(server, endpoint, WARMUP_S, connections);
-        const summary = await measure(server, endpoint, DURATION_S, connections);
-        results[endpoint.key][connections][server.name] = summary;
-        if (summary.non2xx > 0 || summary.errors > 0) {
-          log(
-            `  ${server.name}: ${summary.non2xx} non-2xx, ${summary.errors} errors (${summary.timeouts} timeouts); status codes ${JSON.stringify(summary.statusCodes)}`,
-          );
-        }
-        if (summary.badShare > MAX_NON_2XX) {
-          // Figures of a run with failures are meaningless; the others still are, so go on and fail at the end.
-          const share = (summary.badShare * 100).toFixed(1);
-          summary.failed = true;
-          failures.push(
-            `${endpoint.label} @ ${server.name}, ${connections} connections: ${share}% of requests failed, status codes ${JSON.stringify(summary.statusCodes)}`,
-          );
-          log(`  FAILED: ${failures.at(-1)}`);
+      const runs = Object.fromEntries(servers.map((server) => [server.name, []]));
+      for (let round = 1; round <= ROUNDS; round++) {
+        for (const server of servers) {
+          const turn = ROUNDS > 1 ? `, round ${round} of ${ROUNDS}` : '';
+          log(`${endpoint.label} @ ${server.name}, ${connections} connections${turn}: warm-up ${WARMUP_S} s, measure ${DURATION_S} s`);
+          await load(server, endpoint, WARMUP_S, connections);
+          const summary = await measure(server, endpoint, DURATION_S, connections);
+          runs[server.name].push(summary);
+          if (summary.non2xx > 0 || summary.errors > 0) {
+            log(
+              `  ${server.name}: ${summary.non2xx} non-2xx, ${summary.errors} errors (${summary.timeouts} timeouts); status codes ${JSON.stringify(summary.statusCodes)}`,
+            );
+          }
+          if (summary.badShare > MAX_NON_2XX) {
+            // Figures of a run with failures are meaningless; the others still are, so go on and fail at the end.
+            const share = (summary.badShare * 100).toFixed(1);
+            summary.failed = true;
+            failures.push(
+              `${endpoint.label} @ ${server.name}, ${connections} connections: ${share}% of requests failed, status codes ${JSON.stringify(summary.statusCodes)}`,
+            );
+            log(`  FAILED: ${failures.at(-1)}`);
+          }
         }
       }
+      for (const server of servers) results[endpoint.key][connections][server.name] = medianRun(runs[server.name]);
     }
   }
   idleCheck.busyAfter = await otherCpuBusy();
