@@ -102,8 +102,8 @@ port.on('message', (message: ToWorker) => {
  * counts there, SPEC §4.8 rule 4), the script form's bare `res = …` must not throw, and the global
  * `fetch` follows `functions.allowFetch`. Each name is an accessor of the global object, defined at the
  * first call of the thread, that reads the running call's context (`res`: an object of its own); what
- * code assigns to one goes to `assigned`, dropped at the next call, never into the context. Twenty
- * stores into the global object per call cost about 15 µs of CPU (bench/README.md "The function path").
+ * code assigns to one goes to `assigned`, dropped at the next call, never into the context. Storing the
+ * ~18 fields into the global object per call cost more (bench/README.md "Figures of 2026-11-28 (evening)").
  */
 function exposeGlobals(ctx: FunctionContext): void {
   callContext = ctx as unknown as Record<string, unknown>;

@@ -29,7 +29,7 @@ const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' };
 
 /**
  * Gives a request its id (`requestIdOf`: a trusted proxy's `x-request-id`, or a new UUID), sets the
- * `x-request-id` response header, and writes one log line when the answer is sent, to the process log
+ * `x-request-id` response header (unless `idHeader` is false), and writes one log line when the answer is sent, to the process log
  * and (when given) to the log store of DESIGN §9, both with the path redacted by `redactPath` (the
  * caller noted by `noteCaller`; a client's own `x-request-id` kept beside ours as `clientReqId` in the
  * process log), and counts it in its route's metrics series (docs/operations.md): one histogram observe.
@@ -37,7 +37,7 @@ const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' };
  * @param route - the request's route series, or a resolver from the URL as received (Express)
  * @param trusted - whose `x-request-id` is kept (`AuthService.trustedPeer`); absent: nobody's
  * @param idHeader - false: the caller writes the `x-request-id` header with its answer (one `writeHead`
- *   with every header is cheaper than a `setHeader` before it: bench/README.md "The function path")
+ *   with every header is cheaper than a `setHeader` before it: bench/README.md "Figures of 2026-11-28 (evening)")
  * @returns the request id
  */
 export function trackRequest(

@@ -8,6 +8,8 @@ import type { ServerResponse } from 'node:http';
 import { answerError } from '../errors.js';
 import type { Logger } from '../log.js';
 
+const JSON_TYPE = 'application/json; charset=utf-8';
+
 /** Express's default (weak) ETag of a body: `W/"<byte length hex>-<sha1 base64 of its UTF-8, 27 chars>"`. */
 export function weakEtag(text: string, byteLength = Buffer.byteLength(text)): string {
   const sha1 = byteLength === 0 ? '2jmj7l5rSw0yVb/vlWAYkK/YBwk' : hash('sha1', text, 'base64').slice(0, 27);
@@ -46,8 +48,6 @@ export function send(res: ServerResponse, status: number, body: string | JsonBod
   // A text body goes out in one write with the head (a Buffer would be a second one).
   else res.writeHead(status, { ...headers, 'Content-Type': JSON_TYPE, 'Content-Length': byteLength, ETag: etag }).end(text);
 }
-
-const JSON_TYPE = 'application/json; charset=utf-8';
 
 /**
  * Writes the error body of any thrown value, as the Express application's error middleware does, with
