@@ -8,7 +8,8 @@
  *    `svc generate` and `svc migrate` on it, seeds Customers and Orders with `pg`, ANALYZE.
  * 2. Starts `svc serve`, the node:http baseline and the Express baseline (three processes, one database).
  * 3. For each endpoint, for each connection count, for svc, node, express in turn: an autocannon
- *    warm-up, then the measured run with the server's CPU time read before and after. One server
+ *    warm-up, a wait until the requests it left in flight are done (`settle`), then the measured run
+ *    with the server's CPU time read before and after. One server
  *    under load at a time; interleaved so drift on the machine hits all three. With BENCH_ROUNDS > 1
  *    the three take turns that many times and each server's figures are those of its median run
  *    (by req/s), so one run hit by the machine's swings decides no goal.
@@ -26,7 +27,7 @@ import { dirname, join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { SEARCH_QUERY } from './baseline-db.mjs';
 import { createDatabase, explain, seed } from './database.mjs';
-import { comparablePaths, endpoints, measure, load, otherCpuBusy } from './load.mjs';
+import { comparablePaths, endpoints, measure, load, otherCpuBusy, settle } from './load.mjs';
 import { CLI, cleanup, log, onCleanup, runCli, startServer } from './processes.mjs';
 import { LEGEND, buildRows, goals, goalsTable, table } from './report.mjs';
 
@@ -144,6 +145,8 @@ async function main() {
           const turn = ROUNDS > 1 ? `, round ${round} of ${ROUNDS}` : '';
           log(`${endpoint.label} @ ${server.name}, ${connections} connections${turn}: warm-up ${WARMUP_S} s, measure ${DURATION_S} s`);
           await load(server, endpoint, WARMUP_S, connections);
+          const waited = await settle();
+          if (waited > 1000) log(`  waited ${(waited / 1000).toFixed(1)} s for the warm-up's requests in flight to finish`);
           const summary = await measure(server, endpoint, DURATION_S, connections);
           runs[server.name].push(summary);
           if (summary.non2xx > 0 || summary.errors > 0) {
@@ -165,6 +168,7 @@ async function main() {
       for (const server of servers) results[endpoint.key][connections][server.name] = medianRun(runs[server.name]);
     }
   }
+  await settle(); // the last run's requests in flight are ours, not other work
   idleCheck.busyAfter = await otherCpuBusy();
   noteBusy('after the runs', idleCheck.busyAfter);
 
