@@ -2,7 +2,8 @@
 /**
  * Three instances behind HAProxy losing one (issue 24 §3; `npm run bench:lb`, bench/README.md): three
  * `svc serve` processes of examples/shop on a fresh PostgreSQL database and a private `redis-server`,
- * HAProxy in front (bench/haproxy.mjs, the configuration of docs/deploy.md). Through HAProxy only:
+ * HAProxy in front (bench/haproxy.mjs, the configuration of docs/deploy.md; Debian's package is installed
+ * when missing, as for the tests: scripts/debian-package.mjs). Through HAProxy only:
  * `BENCH_LB_CLIENTS` WebSocket clients (half the official Web PubSub client, half the official
  * SignalR client; default 1,000) in one channel, and HTTP load (`BENCH_LB_WORKERS` loops of two reads
  * and one acknowledged write). Then one instance is SIGKILLed. Reported (JSON on stdout):
@@ -29,6 +30,7 @@ import { HubConnectionBuilder, HttpTransportType, LogLevel } from '@microsoft/si
 import { createDatabase } from './database.mjs';
 import { haproxyConfig } from './haproxy.mjs';
 import { CLI, ROOT, cleanup, log, onCleanup, runCli, startServer } from './processes.mjs';
+import { findOrInstall } from '../scripts/debian-package.mjs';
 
 const CLIENTS = Number(process.env.BENCH_LB_CLIENTS ?? 1000);
 const WORKERS = Number(process.env.BENCH_LB_WORKERS ?? 16);
@@ -97,6 +99,17 @@ const percentile = (sorted, p) => (sorted.length ? sorted[Math.min(sorted.length
 const round = (v) => (v === null ? null : Math.round(v));
 
 async function main() {
+  // Debian's haproxy (SVC_TEST_HAPROXY first), installed when missing and this process may, as the tests do.
+  const haproxyBin = findOrInstall({
+    label: 'HAProxy',
+    debianPackage: 'haproxy',
+    debianPath: '/usr/sbin/haproxy',
+    names: ['haproxy'],
+    envOverride: 'SVC_TEST_HAPROXY',
+    withoutIt: 'the load-balancer bench cannot run',
+    who: 'svc bench',
+  });
+  if (!haproxyBin) throw new Error('HAProxy is not installed: apt-get install -y haproxy');
   const appDir = mkdtempSync(join(tmpdir(), 'svc-bench-lb-'));
   onCleanup(() => rmSync(appDir, { recursive: true, force: true }));
   cpSync(join(ROOT, 'examples/shop'), appDir, { recursive: true, filter: (p) => !/[/\\](\.svc|data|node_modules)$/.test(p) });
@@ -124,7 +137,7 @@ async function main() {
       Math.max(4000, CLIENTS * 3),
     ),
   );
-  const haproxy = spawnChild(process.env.SVC_TEST_HAPROXY ?? '/usr/sbin/haproxy', ['-db', '-f', join(appDir, 'haproxy.cfg')]);
+  const haproxy = spawnChild(haproxyBin, ['-db', '-f', join(appDir, 'haproxy.cfg')]);
   await waitUntil(
     async () => {
       if (haproxy.child.exitCode !== null) throw new Error(`haproxy exited: ${haproxy.output()}`);

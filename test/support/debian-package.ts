@@ -1,11 +1,9 @@
 /**
- * @module Finds a program the tests need from the system (Chromium, HAProxy), and installs its Debian
- * package when it is missing and this process may (root, with apt-get): the one way chromium.ts and
- * haproxy.ts find theirs.
+ * @module The types of `findOrInstall` for the tests' TypeScript (test/support/chromium.ts,
+ * test/support/haproxy.ts). The implementation is scripts/debian-package.mjs, shared with the benchmarks
+ * (bench/load-balancer.mjs finds HAProxy with it).
  */
-import { spawnSync } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { findOrInstall as find } from '../../scripts/debian-package.mjs';
 
 /** Options of `findOrInstall` (and of `findChromium`, `findHaproxy`). */
 export interface FindProgramOptions {
@@ -39,24 +37,8 @@ export interface DebianProgram {
   envOverride: string;
   /** The log line's end when installing fails: "the login-page test will fail". */
   withoutIt: string;
-}
-
-const isExecutable = (file: string): boolean => {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-/** The first executable named `name` in the folders of `path`, or undefined. */
-function onPath(name: string, path: string): string | undefined {
-  return path
-    .split(delimiter)
-    .filter(Boolean)
-    .map((dir) => join(dir, name))
-    .find(isExecutable);
+  /** The log lines' prefix. Default: "svc tests". */
+  who?: string;
 }
 
 /**
@@ -64,35 +46,4 @@ function onPath(name: string, path: string): string | undefined {
  * @returns the program's path, or undefined when none is found and none could be installed (each step
  *   and why it failed is logged, with what to install)
  */
-export function findOrInstall(program: DebianProgram, options: FindProgramOptions = {}): string | undefined {
-  const { label, debianPackage, debianPath } = program;
-  const path = options.path ?? process.env.PATH ?? '';
-  const override = process.env[program.envOverride];
-  const candidates = options.candidates ?? [...(override ? [override] : []), debianPath];
-  const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const lookup = (paths: string[]) => paths.find(isExecutable) ?? program.names.map((n) => onPath(n, path)).find(Boolean);
-  const found = lookup(candidates);
-  if (found) return found;
-  const aptGet = options.aptGet ?? onPath('apt-get', path);
-  const install = options.install ?? (process.getuid?.() === 0 && aptGet !== undefined);
-  if (!install || !aptGet) {
-    log(`svc tests: no ${label} found (tried ${candidates.join(', ')} and PATH); install Debian's package: apt-get install -y ${debianPackage}`);
-    return undefined;
-  }
-  const apt = (...args: string[]) => {
-    log(`svc tests: ${label} is missing; running ${aptGet} ${args.join(' ')}`);
-    // Waits up to 5 minutes for another apt/dpkg run to release its lock.
-    const r = spawnSync(aptGet, ['-o', 'DPkg::Lock::Timeout=300', ...args], {
-      stdio: ['ignore', 'inherit', 'inherit'],
-      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-    });
-    return r.status === 0;
-  };
-  if (!apt('install', '-y', debianPackage) && (!apt('update') || !apt('install', '-y', debianPackage))) {
-    log(`svc tests: installing ${label} failed; ${program.withoutIt}`);
-    return undefined;
-  }
-  const installed = lookup([debianPath]);
-  log(installed ? `svc tests: ${label} installed at ${installed}` : `svc tests: apt-get succeeded but ${debianPath} is missing`);
-  return installed;
-}
+export const findOrInstall: (program: DebianProgram, options?: FindProgramOptions) => string | undefined = find;
