@@ -182,16 +182,19 @@ function cpuTimes() {
  * Waits until the work a warm-up left running is done: autocannon drops its connections when the
  * warm-up ends, but the server and PostgreSQL still finish the requests in flight (a slow aggregate
  * with 50 in flight keeps them busy for seconds), which would eat into the measured run that follows.
- * Returns once the machine's CPUs were under `maxBusy` busy for two 200 ms windows in a row, or after
- * `maxMs`; resolves to the ms waited (0 without /proc).
+ * Returns once the servers (`pids`) and PostgreSQL together used under 20 ms of CPU (10% of one core)
+ * in each of two 200 ms windows in a row, or after `maxMs`; other work on the machine does not delay
+ * it. Resolves to the ms waited (0 without /proc).
  */
-export async function settle(maxBusy = 0.25, maxMs = 60_000) {
+export async function settle(pids, maxMs = 60_000) {
   if (!existsSync('/proc/stat')) return 0;
+  const ours = () => pids.reduce((sum, pid) => sum + (processCpuMicros(pid) ?? 0), postgresCpuMicros() ?? 0);
   const started = Date.now();
   let quiet = 0;
   while (quiet < 2 && Date.now() - started < maxMs) {
-    const busy = await otherCpuBusy(200);
-    quiet = busy !== null && busy < maxBusy ? quiet + 1 : 0;
+    const before = ours();
+    await new Promise((done) => setTimeout(done, 200));
+    quiet = ours() - before < 20_000 ? quiet + 1 : 0;
   }
   return Date.now() - started;
 }

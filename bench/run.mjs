@@ -145,7 +145,7 @@ async function main() {
           const turn = ROUNDS > 1 ? `, round ${round} of ${ROUNDS}` : '';
           log(`${endpoint.label} @ ${server.name}, ${connections} connections${turn}: warm-up ${WARMUP_S} s, measure ${DURATION_S} s`);
           await load(server, endpoint, WARMUP_S, connections);
-          const waited = await settle();
+          const waited = await settle([server.pid]);
           if (waited > 1000) log(`  waited ${(waited / 1000).toFixed(1)} s for the warm-up's requests in flight to finish`);
           const summary = await measure(server, endpoint, DURATION_S, connections);
           runs[server.name].push(summary);
@@ -168,7 +168,7 @@ async function main() {
       for (const server of servers) results[endpoint.key][connections][server.name] = medianRun(runs[server.name]);
     }
   }
-  await settle(); // the last run's requests in flight are ours, not other work
+  await settle(servers.map((s) => s.pid)); // the last run's requests in flight are ours, not other work
   idleCheck.busyAfter = await otherCpuBusy();
   noteBusy('after the runs', idleCheck.busyAfter);
 
