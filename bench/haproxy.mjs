@@ -1,4 +1,16 @@
 /**
+ * Debian's HAProxy as `findOrInstall` (scripts/debian-package.mjs) looks for it, for the e2e test
+ * (test/support/haproxy.ts) and bench/load-balancer.mjs: `SVC_TEST_HAPROXY` first, then the package's path.
+ */
+export const HAPROXY_PROGRAM = Object.freeze({
+  label: 'HAProxy',
+  debianPackage: 'haproxy',
+  debianPath: '/usr/sbin/haproxy',
+  names: ['haproxy'],
+  envOverride: 'SVC_TEST_HAPROXY',
+});
+
+/**
  * The HAProxy configuration docs/deploy.md documents, shared by bench/load-balancer.mjs and the e2e
  * test (test/support/haproxy.ts): HTTP mode, round robin without stickiness, health checks on
  * `/api/_ready`, WebSocket-friendly timeouts, and a request whose connection to an instance fails

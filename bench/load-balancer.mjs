@@ -28,7 +28,7 @@ import pg from 'pg';
 import { WebPubSubClient, WebPubSubJsonProtocol } from '@azure/web-pubsub-client';
 import { HubConnectionBuilder, HttpTransportType, LogLevel } from '@microsoft/signalr';
 import { createDatabase } from './database.mjs';
-import { haproxyConfig } from './haproxy.mjs';
+import { HAPROXY_PROGRAM, haproxyConfig } from './haproxy.mjs';
 import { CLI, ROOT, cleanup, log, onCleanup, runCli, startServer } from './processes.mjs';
 import { findOrInstall } from '../scripts/debian-package.mjs';
 
@@ -100,15 +100,7 @@ const round = (v) => (v === null ? null : Math.round(v));
 
 async function main() {
   // Debian's haproxy (SVC_TEST_HAPROXY first), installed when missing and this process may, as the tests do.
-  const haproxyBin = findOrInstall({
-    label: 'HAProxy',
-    debianPackage: 'haproxy',
-    debianPath: '/usr/sbin/haproxy',
-    names: ['haproxy'],
-    envOverride: 'SVC_TEST_HAPROXY',
-    withoutIt: 'the load-balancer bench cannot run',
-    who: 'svc bench',
-  });
+  const haproxyBin = findOrInstall({ ...HAPROXY_PROGRAM, withoutIt: 'the load-balancer bench cannot run', who: 'svc bench' });
   if (!haproxyBin) throw new Error('HAProxy is not installed: apt-get install -y haproxy');
   const appDir = mkdtempSync(join(tmpdir(), 'svc-bench-lb-'));
   onCleanup(() => rmSync(appDir, { recursive: true, force: true }));

@@ -14,10 +14,10 @@ import { findOrInstall, type FindProgramOptions } from './debian-package.js';
 import { freePort, portTaken } from './pg-cluster.js';
 import { StopWaiting, waitFor } from './wait.js';
 // The one configuration, shared with bench/load-balancer.mjs and quoted in docs/deploy.md.
-import { haproxyConfig } from '../../bench/haproxy.mjs';
+import { HAPROXY_PROGRAM, haproxyConfig } from '../../bench/haproxy.mjs';
 
 /** Where Debian's `haproxy` package puts the binary. */
-export const DEBIAN_HAPROXY = '/usr/sbin/haproxy';
+export const DEBIAN_HAPROXY = HAPROXY_PROGRAM.debianPath;
 
 /** Options of `findHaproxy`: candidates default to env `SVC_TEST_HAPROXY`, then `/usr/sbin/haproxy`; `haproxy` is searched on `path`. */
 export type FindHaproxyOptions = FindProgramOptions;
@@ -31,11 +31,7 @@ export type FindHaproxyOptions = FindProgramOptions;
 export function findHaproxy(options: FindHaproxyOptions = {}): string | undefined {
   return findOrInstall(
     {
-      label: 'HAProxy',
-      debianPackage: 'haproxy',
-      debianPath: DEBIAN_HAPROXY,
-      names: ['haproxy'],
-      envOverride: 'SVC_TEST_HAPROXY',
+      ...HAPROXY_PROGRAM,
       withoutIt: 'the load-balancer test will fail',
     },
     options,
